@@ -1,0 +1,1 @@
+"""apps (filled in by its own issue)."""

@@ -1,0 +1,1 @@
+"""conversations (filled in by its own issue)."""

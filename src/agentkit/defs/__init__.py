@@ -1,0 +1,1 @@
+"""defs (filled in by its own issue)."""

@@ -1,0 +1,52 @@
+"""Diagnostics: errors and warnings about a user's files, with an exact location.
+
+Loaders (app YAML, Markdown definitions) collect every problem of a file as a
+[`Diagnostic`][agentkit.diagnostics.Diagnostic] instead of stopping at the first, and raise
+[`LoadError`][agentkit.diagnostics.LoadError] carrying all of them. `agentkit validate` prints
+them as `file:line:col: field: message`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+__all__ = ["Diagnostic", "LoadError", "Severity"]
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True, order=True)
+class Diagnostic:
+    """One problem in a file. `line` and `column` are 1-based; 0 when unknown."""
+
+    file: str
+    line: int
+    column: int
+    field: str
+    message: str
+    severity: Severity = "error"
+
+    def __str__(self) -> str:
+        prefix = "warning: " if self.severity == "warning" else ""
+        return f"{self.file}:{self.line}:{self.column}: {self.field}: {prefix}{self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (used by `agentkit validate --format json`)."""
+        return asdict(self)
+
+
+class LoadError(ValueError):
+    """A file (or a set of files) is invalid. `diagnostics` lists every problem found,
+    warnings included."""
+
+    def __init__(self, diagnostics: Iterable[Diagnostic]) -> None:
+        self.diagnostics = sorted(diagnostics)
+        errors = [d for d in self.diagnostics if d.severity == "error"]
+        super().__init__("\n".join(str(d) for d in (errors or self.diagnostics)))
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        """Only the errors."""
+        return [d for d in self.diagnostics if d.severity == "error"]

@@ -1,0 +1,204 @@
+"""The provider interface: requests, transcript messages and streamed chunks."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, Protocol, TypeAlias, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentkit.spec import ReasoningEffort
+
+__all__ = [
+    "AssistantMessage",
+    "Chunk",
+    "Message",
+    "ModelRequest",
+    "Provider",
+    "ProviderError",
+    "Stop",
+    "StopReason",
+    "TextChunk",
+    "ThinkingBlock",
+    "ThinkingChunk",
+    "ToolCall",
+    "ToolCallChunk",
+    "ToolDefinition",
+    "ToolResultMessage",
+    "Usage",
+    "UserMessage",
+]
+
+
+# --- transcript -------------------------------------------------------------------------
+
+
+class _Msg(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class UserMessage(_Msg):
+    """What the user (or the engine, for reminders) said."""
+
+    role: Literal["user"] = "user"
+    content: str
+
+
+class ThinkingBlock(_Msg):
+    """Reasoning the model produced; `signature` is kept so providers can verify it."""
+
+    content: str
+    signature: str | None = None
+
+
+class ToolCall(_Msg):
+    """A complete tool call. `arguments` is the parsed object, or the raw text the model sent
+    when it was not a JSON object (the engine reports that back as a tool error)."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | str
+
+
+class AssistantMessage(_Msg):
+    """One model response: thinking, text and tool calls, in that order."""
+
+    role: Literal["assistant"] = "assistant"
+    thinking: tuple[ThinkingBlock, ...] = ()
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+class ToolResultMessage(_Msg):
+    """The result of one tool call, sent back to the model."""
+
+    role: Literal["tool"] = "tool"
+    tool_call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+
+
+Message: TypeAlias = Annotated[
+    UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="role")
+]
+"""One entry of a session transcript."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDefinition:
+    """A tool as the model sees it."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """Everything a provider needs for one model call."""
+
+    model: str
+    system: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolDefinition, ...] = ()
+    reasoning_effort: ReasoningEffort | None = None
+    max_output_tokens: int | None = None
+    auth: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+# --- stream chunks ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TextChunk:
+    """A piece of answer text."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThinkingChunk:
+    """A piece of reasoning; a `signature` closes a thinking block."""
+
+    text: str
+    signature: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallChunk:
+    """A complete tool call (providers assemble streamed argument pieces first)."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token usage reported for `model`; several chunks add up."""
+
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+
+
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal", "other"]
+
+
+@dataclass(frozen=True, slots=True)
+class Stop:
+    """The response is complete."""
+
+    reason: StopReason = "end_turn"
+
+
+Chunk: TypeAlias = TextChunk | ThinkingChunk | ToolCallChunk | Usage | Stop
+"""One item of a provider's response stream."""
+
+
+class ProviderError(Exception):
+    """A failed model call.
+
+    `retryable` marks rate limits, overload and timeouts, which the engine retries with
+    bounded backoff (honouring `retry_after` seconds when the provider sent one).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool = False,
+        retry_after: float | None = None,
+        status: int | None = None,
+        kind: str = "error",
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.status = status
+        self.kind = kind
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """A model provider: one async streaming call.
+
+    `stream` yields [`Chunk`][agentkit.providers.Chunk]s and raises
+    [`ProviderError`][agentkit.providers.ProviderError] on failure. `resolve_model` maps a
+    tier or a pinned model name to the concrete model id the provider will call.
+    """
+
+    name: str
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
+        """Stream one model response."""
+        ...
+
+    def resolve_model(self, tier: str | None, model: str | None) -> str:
+        """The concrete model for a tier (`large|medium|small`) or a pinned model name."""
+        ...

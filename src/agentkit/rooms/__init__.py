@@ -1,0 +1,1 @@
+"""rooms (filled in by its own issue)."""

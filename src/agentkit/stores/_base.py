@@ -1,0 +1,140 @@
+"""The store interface: sessions, their transcripts, runs and run events."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from agentkit.events import AgentMessage
+from agentkit.providers._base import Message
+
+__all__ = [
+    "EventEntry",
+    "RunRecord",
+    "RunStatus",
+    "SessionExistsError",
+    "SessionNotFoundError",
+    "SessionRecord",
+    "Store",
+    "StoreError",
+]
+
+RunStatus = Literal["running", "completed", "interrupted", "error"]
+
+
+class StoreError(Exception):
+    """A store could not do what was asked."""
+
+
+class SessionNotFoundError(StoreError, LookupError):
+    """No session has this id."""
+
+
+class SessionExistsError(StoreError):
+    """A session with this id already exists."""
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    """A session: the agent it belongs to and free-form metadata (for example the
+    definition fingerprint it was started with)."""
+
+    id: str
+    agent_id: str
+    created_at: float
+    updated_at: float
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run (one user turn) of a session."""
+
+    id: str
+    session_id: str
+    agent_id: str
+    status: RunStatus
+    created_at: float
+    finished_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EventEntry:
+    """An event at its offset in a run's log. Offsets count every event the run produced,
+    `text_delta` included, so stored offsets keep gaps where deltas were."""
+
+    offset: int
+    event: AgentMessage
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Where sessions, transcripts and run events live.
+
+    Every backend passes the conformance suite in
+    [`agentkit.testing.store_conformance`][agentkit.testing.store_conformance]. `text_delta`
+    events are never given to a store.
+    """
+
+    async def create_session(
+        self, session_id: str, agent_id: str, metadata: dict[str, Any] | None = None
+    ) -> SessionRecord:
+        """Create a session; `SessionExistsError` when the id is taken."""
+        ...
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        """The session, or `None`."""
+        ...
+
+    async def update_session(self, session_id: str, metadata: dict[str, Any]) -> SessionRecord:
+        """Replace a session's metadata; `SessionNotFoundError` when missing."""
+        ...
+
+    async def list_sessions(self, agent_id: str | None = None) -> list[SessionRecord]:
+        """Sessions, oldest first, optionally of one agent."""
+        ...
+
+    async def delete_session(self, session_id: str) -> None:
+        """Delete a session with its transcript, runs and events (no error when missing)."""
+        ...
+
+    async def load_transcript(self, session_id: str) -> list[Message]:
+        """The session's transcript in order; `SessionNotFoundError` when missing."""
+        ...
+
+    async def append_transcript(self, session_id: str, messages: Sequence[Message]) -> None:
+        """Append messages atomically: all of them or none."""
+        ...
+
+    async def truncate_transcript(self, session_id: str, length: int) -> None:
+        """Keep only the first `length` messages."""
+        ...
+
+    async def create_run(self, run: RunRecord) -> None:
+        """Record a new run."""
+        ...
+
+    async def finish_run(self, run_id: str, status: RunStatus, finished_at: float) -> None:
+        """Record how a run ended."""
+        ...
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The run, or `None`."""
+        ...
+
+    async def list_runs(self, session_id: str) -> list[RunRecord]:
+        """A session's runs, oldest first."""
+        ...
+
+    async def append_events(self, run_id: str, entries: Sequence[EventEntry]) -> None:
+        """Append events atomically; offsets only grow within a run."""
+        ...
+
+    async def read_events(self, run_id: str, after: int = -1) -> list[EventEntry]:
+        """A run's stored events with offset greater than `after`, in order."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections and files."""
+        ...
