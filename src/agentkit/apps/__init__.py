@@ -11,6 +11,28 @@ assert spec.id == "research-app:researcher"
 See the apps guide (`docs/apps.md`) for the file format, validation and running agents.
 """
 
-from agentkit.apps._loader import App, AppAgent, AppLoadError, load_agent_file, load_app
+from agentkit.apps._loader import (
+    STANDALONE_APP_ID,
+    App,
+    AppAgent,
+    AppLoadError,
+    load_agent_file,
+    load_app,
+)
+from agentkit.apps._schemas import SchemaName, json_schema, schema_path, schema_text
+from agentkit.apps._validate import ValidateUsageError, validate_paths
 
-__all__ = ["App", "AppAgent", "AppLoadError", "load_agent_file", "load_app"]
+__all__ = [
+    "STANDALONE_APP_ID",
+    "App",
+    "AppAgent",
+    "AppLoadError",
+    "SchemaName",
+    "ValidateUsageError",
+    "json_schema",
+    "load_agent_file",
+    "load_app",
+    "schema_path",
+    "schema_text",
+    "validate_paths",
+]
