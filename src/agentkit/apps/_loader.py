@@ -625,7 +625,7 @@ class _AgentChecker:
             else ("url", ("command", "args", "env", "cwd"))
         )
         if needed not in server:
-            report.add((*where, needed), f"required field is missing for a {kind} server (type: {kind})")
+            report.add((*where, needed), f"required field is missing (type: {kind})")
         for key in foreign:
             if key in server:
                 report.add((*where, key), f"a {kind} server does not take {key!r}", at="key")
