@@ -222,7 +222,7 @@ def _load_app(path: Path) -> tuple[App | None, list[Diagnostic]]:
         return None, [missing]
     report = read_yaml(app_file, display)
     diagnostics: list[Diagnostic] = []
-    if report.root is None:
+    if not report.parsed:
         return None, report.diagnostics
     data = report.root
     if not isinstance(data, dict):
@@ -385,7 +385,7 @@ def check_app(path: Path) -> list[Diagnostic]:
 
 def _check_agent(file: Path, display: str, app_id: str) -> tuple[FileReport, AppAgent | None]:
     report = read_yaml(file, display)
-    if report.root is None:
+    if not report.parsed:
         return report, None
     data = report.root
     if data is None or not isinstance(data, dict):
@@ -689,7 +689,9 @@ def _unknown_keys(
 ) -> None:
     for key in data:
         if not isinstance(key, str):
-            report.add((*prefix, str(key)), f"keys must be strings, not {type_word(key)}")
+            report.add(
+                (*prefix, str(key)), f"keys must be strings, not {type_word(key)}", at="key"
+            )
             continue
         if key in allowed:
             continue

@@ -56,6 +56,7 @@ class FileReport:
 
     file: str
     root: Any = None
+    parsed: bool = False
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
     def add(
@@ -95,9 +96,10 @@ class FileReport:
         """
         node = self.root
         position = _start(node)
-        for i, part in enumerate(path):
+        for i, step in enumerate(path):
             last = i == len(path) - 1
-            if _is_map(node) and not isinstance(part, int) and part in node:
+            part = _actual_key(node, step)
+            if _is_map(node) and part in node:
                 lc = node.lc
                 # a null value has no position of its own: point at its key
                 use_key = (last and at == "key") or node[part] is None
@@ -111,6 +113,15 @@ class FileReport:
             if pos is not None:
                 position = (pos[0] + 1, pos[1] + 1)
         return position
+
+
+def _actual_key(node: Any, step: str | int) -> Any:
+    """The key of `node` that `step` names (a non-string key is named by its text)."""
+    if _is_map(node) and step not in node:
+        for key in node:
+            if str(key) == str(step):
+                return key
+    return step
 
 
 def _start(node: Any) -> tuple[int, int]:
@@ -160,6 +171,7 @@ def read_yaml(path: Path, display: str) -> FileReport:
     if report.has_errors:
         return report
     report.root = root
+    report.parsed = True
     return report
 
 
