@@ -19,19 +19,24 @@ from agentkit.apps._loader import (
     load_agent_file,
     load_app,
 )
+from agentkit.apps._runner import AgentRunner, ForeignAgentError, RunStream, load_app_actions
 from agentkit.apps._schemas import SchemaName, json_schema, schema_path, schema_text
 from agentkit.apps._validate import ValidateUsageError, validate_paths
 
 __all__ = [
     "STANDALONE_APP_ID",
+    "AgentRunner",
     "App",
     "AppAgent",
     "AppLoadError",
+    "ForeignAgentError",
+    "RunStream",
     "SchemaName",
     "ValidateUsageError",
     "json_schema",
     "load_agent_file",
     "load_app",
+    "load_app_actions",
     "schema_path",
     "schema_text",
     "validate_paths",
