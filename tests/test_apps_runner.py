@@ -136,7 +136,7 @@ async def test_other_apps_agents_are_refused_with_a_pointer_to_summon(tmp_path: 
         with pytest.raises(ForeignAgentError, match="system:summon") as info:
             runner.run(agent_name="assistant:explore", prompt="x")
         assert info.value.agent_name == "assistant:explore"
-        with pytest.raises(ForeignAgentError, match="canonical agent id demo:'writer'|demo:"):
+        with pytest.raises(ForeignAgentError, match="canonical agent id 'demo:writer'"):
             runner.run(agent_name="writer", prompt="x")
         with pytest.raises(ForeignAgentError, match="has no agent 'nobody'"):
             runner.run(agent_name="demo:nobody", prompt="x")

@@ -239,7 +239,7 @@ class AgentRunner:
             if agent_name in self.app.agents:
                 raise ForeignAgentError(
                     agent_name,
-                    f"pass the canonical agent id {self.app.id}:{agent_name!r}, "
+                    f"pass the canonical agent id '{self.app.id}:{agent_name}', "
                     f"not the local name {agent_name!r}",
                 )
             raise ForeignAgentError(
