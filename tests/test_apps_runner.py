@@ -335,6 +335,15 @@ async def test_example_app_runs_offline_with_the_test_provider() -> None:
     assert decision.payload["decision"] in ("REPLY", "ESCALATE", "IGNORE")  # type: ignore[union-attr]
 
 
+async def test_from_path_loads_the_app_and_its_actions() -> None:
+    runner = AgentRunner.from_path(EXAMPLE, provider=ScriptedProvider(["hi"]))
+    assert runner.app.id == "research-app"
+    assert "research-app:notes_create" in runner.runtime.actions
+    async with runner:
+        events = await collect(runner.run(agent_name="research-app:researcher", prompt="x"))
+    assert events[-1].type == "turn_end"
+
+
 def test_actions_module_without_register_is_a_load_error(tmp_path: Path) -> None:
     app = make_app(tmp_path)
     (app.root / "actions.py").write_text("X = 1\n", encoding="utf-8")

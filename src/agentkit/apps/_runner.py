@@ -127,6 +127,18 @@ class AgentRunner:
         self.runtime = runtime
         self._task_group: TaskGroup | None = None
 
+    @classmethod
+    def from_path(cls, path: str | Path, **runtime_options: Any) -> AgentRunner:
+        """Load the app at `path` (folder or `app.yaml`) with its `actions.py`, and make a
+        runner for it (what `agentkit run --app DIR` does).
+
+        Raises:
+            AppLoadError: when the app or its actions module is invalid.
+        """
+        from ._loader import load_app
+
+        return cls(load_app_actions(load_app(path)), **runtime_options)
+
     async def __aenter__(self) -> AgentRunner:
         if self._owns_runtime:
             await self.runtime.__aenter__()
