@@ -166,6 +166,11 @@ CASES: list[tuple[str, str, int, int, str, str]] = [
     ("top-level-list", "- a\n- b\n", 1, 1, "(root)", "must be a mapping of fields, not a list"),
     ("empty-file", "", 1, 1, "(root)", "must be a mapping of fields, not null"),
     ("duplicate-key", GOOD + "tier: small\n", 8, 1, "tier", "duplicate key 'tier'"),
+    ("two-documents", GOOD + "---\nname: b\n", 8, 1, "(root)", "expected a single document"),
+    ("tagged-value", replace("name:", "name: !custom a"), 1, 7, "name",
+     "not a value tagged !custom"),
+    ("schema-nan", GOOD + "outputSchema: {type: number, maximum: .nan}\n", 8, 39,
+     "outputSchema.maximum", "nan is not a JSON number"),
 ]
 
 

@@ -19,7 +19,8 @@ from test_apps_loader import CASES, GOOD
 LOADER_ONLY = {
     "yaml-syntax", "duplicate-key", "empty-file", "schema-bad-type", "schema-bad-required",
     "schema-date", "schema-int-key", "non-string-key",
-    "agents-missing-file", "agents-folder", "syntax",
+    "agents-missing-file", "agents-folder", "syntax", "two-documents", "tagged-value",
+    "schema-nan",
 }
 
 FULL = """\

@@ -10,6 +10,7 @@ line and column of that key or value in the file, and into the field name the us
 from __future__ import annotations
 
 import datetime
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,7 +163,8 @@ def read_yaml(path: Path, display: str) -> FileReport:
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, column = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
-        problem = exc.problem or exc.context or "invalid YAML"
+        parts = [str(p) for p in (exc.context, exc.problem) if p]
+        problem = ": ".join(parts) or "invalid YAML"
         report.at_position(line, column, ROOT_FIELD, f"YAML syntax error: {problem}")
         return report
     except YAMLError as exc:  # pragma: no cover - ruamel raises marked errors in practice
@@ -236,10 +238,12 @@ def to_plain(value: Any, path: Path_ = ()) -> Any:
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            raise NotJson(path, f"{value} is not a JSON number")
         return float(value)
     if isinstance(value, datetime.date | datetime.datetime):
         raise NotJson(path, "a date is not a JSON value; quote it to make it a string")
-    raise NotJson(path, f"a {type(value).__name__} value is not allowed here")
+    raise NotJson(path, f"{type_word(value)} is not a JSON value")
 
 
 def _is_bool(value: Any) -> bool:
@@ -271,4 +275,8 @@ def type_word(value: Any) -> str:
         return "a list"
     if isinstance(value, datetime.date | datetime.datetime):
         return "a date"
+    tag = getattr(value, "tag", None)
+    tag_text = getattr(tag, "value", tag)
+    if isinstance(tag_text, str):
+        return f"a value tagged {tag_text}"
     return f"a {type(value).__name__}"
