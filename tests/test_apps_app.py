@@ -199,6 +199,16 @@ def test_duplicate_agent_names_across_files(tmp_path: Path) -> None:
         in error.message
 
 
+def test_own_subagents_must_exist(tmp_path: Path) -> None:
+    text = AGENT.format(name="one") + "allowedSubagents: [demo:one, demo:ghost, other:x]\n"
+    root = make_app(tmp_path, agents={"agents/one.yaml": text})
+    (error,) = app_errors(root)
+    assert (Path(error.file).name, error.line, error.column, error.field) == (
+        "one.yaml", 7, 30, "allowedSubagents[1]"
+    )
+    assert error.message == "app 'demo' declares no agent 'ghost'"
+
+
 def test_agents_get_the_app_id_in_their_canonical_ids(tmp_path: Path) -> None:
     root = make_app(
         tmp_path,

@@ -256,10 +256,12 @@ def _load_app(path: Path) -> tuple[App | None, list[Diagnostic]]:
     agents: dict[str, AppAgent] = {}
     first_file: dict[str, str] = {}
     failed = report.has_errors
+    reports: list[FileReport] = []
     for agent_file in agent_files:
         agent_report, agent = _check_agent(
             agent_file, str(agent_file), app_id or STANDALONE_APP_ID
         )
+        reports.append(agent_report)
         if agent is not None and agent.name in first_file:
             agent_report.add(
                 ("name",),
@@ -270,7 +272,11 @@ def _load_app(path: Path) -> tuple[App | None, list[Diagnostic]]:
         elif agent is not None:
             first_file[agent.name] = str(agent_file)
             agents[agent.name] = agent
-        failed = failed or agent is None or agent_report.has_errors
+        failed = failed or agent is None
+    if app_id is not None:
+        _check_own_subagents(reports, app_id)
+    for agent_report in reports:
+        failed = failed or agent_report.has_errors
         diagnostics.extend(agent_report.diagnostics)
 
     if failed or app_id is None:
@@ -286,6 +292,25 @@ def _load_app(path: Path) -> tuple[App | None, list[Diagnostic]]:
         warnings=warnings,
     )
     return app, sorted(diagnostics)
+
+
+def _check_own_subagents(reports: list[FileReport], app_id: str) -> None:
+    """`allowedSubagents` entries of this app must name agents the app declares."""
+    names = {
+        r.root["name"] for r in reports if isinstance(r.root, dict) and "name" in r.root
+    }
+    for report in reports:
+        entries = report.root.get("allowedSubagents") if isinstance(report.root, dict) else None
+        if not isinstance(entries, list):
+            continue
+        for index, entry in enumerate(entries):
+            if isinstance(entry, str) and _CANONICAL.match(entry):
+                owner, _, local = entry.partition(":")
+                if owner == app_id and local not in names:
+                    report.add(
+                        ("allowedSubagents", index),
+                        f"app {app_id!r} declares no agent {local!r}",
+                    )
 
 
 def _agent_paths(report: FileReport, data: dict[str, Any], root: Path) -> list[Path]:
