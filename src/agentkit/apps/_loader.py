@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from agentkit.actions import ActionExecutor, ActionRegistry
 from agentkit.diagnostics import Diagnostic, LoadError
-from agentkit.spec import AgentSpec, ModelSelection, PermissionMode, Tier
+from agentkit.spec import AgentSpec, ModelSelection, PermissionMode, SpecError, Tier
 from agentkit.tools import parse_tool_entry
 
 from ._yaml import FileReport, NotJson, Path_, is_bool, read_yaml, to_plain, type_word
@@ -117,7 +117,7 @@ class AppAgent:
     warnings: tuple[Diagnostic, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class App:
     """A loaded app: its `app.yaml` and every agent it declares.
 
@@ -443,7 +443,7 @@ class _AgentChecker:
         mcp = self.mcp_servers()
         network = _bool(report, data, "networkDiscovery")
         code_backed = _bool(report, data, "codeBacked")
-        self.warnings(permission, tools or [])
+        self.warnings(permission)
 
         if report.has_errors:
             return None
@@ -459,20 +459,24 @@ class _AgentChecker:
         if code_backed is not None:
             metadata["codeBacked"] = code_backed
         canonical = f"{self.app_id}:{name}"
-        spec = AgentSpec(
-            id=canonical,
-            description=description,
-            system_prompt=prompt,
-            model=ModelSelection.of_tier(cast(Tier, tier)),
-            reasoning_effort=effort,
-            tools=tuple(tools),
-            actions=tuple(actions or ()),
-            permission_mode=cast(PermissionMode, permission),
-            max_turns=max_turns,
-            allowed_subagents=tuple(subagents or ()),
-            output_schema=output_schema,
-            metadata=metadata,
-        )
+        try:
+            spec = AgentSpec(
+                id=canonical,
+                description=description,
+                system_prompt=prompt,
+                model=ModelSelection.of_tier(cast(Tier, tier)),
+                reasoning_effort=effort,
+                tools=tuple(tools),
+                actions=tuple(actions or ()),
+                permission_mode=cast(PermissionMode, permission),
+                max_turns=max_turns,
+                allowed_subagents=tuple(subagents or ()),
+                output_schema=output_schema,
+                metadata=metadata,
+            )
+        except SpecError as exc:  # pragma: no cover - the checks above are stricter
+            report.add((), f"{exc.field}: {exc.message}")
+            return None
         return AppAgent(
             name=name,
             id=canonical,
@@ -655,7 +659,7 @@ class _AgentChecker:
             if key in server:
                 report.add((*where, key), f"a {kind} server does not take {key!r}", at="key")
 
-    def warnings(self, permission: str | None, tools: list[str]) -> None:
+    def warnings(self, permission: str | None) -> None:
         report, data = self.report, self.data
         max_turns = data.get("maxTurns")
         if (
