@@ -177,6 +177,51 @@ async def test_leaving_the_loop_early_does_not_stop_the_turn(tmp_path: Path) -> 
     assert outcome.status == "completed" and outcome.text == "finished anyway"
 
 
+async def test_cancelling_the_run_ends_the_turn_interrupted(tmp_path: Path) -> None:
+    async def never(request: ModelRequest) -> str:
+        await anyio.sleep_forever()
+        raise AssertionError
+
+    async with AgentRunner(make_app(tmp_path), provider=FunctionProvider(never)) as runner:
+        stream = runner.run(agent_name="demo:writer", prompt="x")
+        (await stream.started()).cancel()
+        events = await collect(stream)
+    assert events[-1].type == "turn_end" and events[-1].status == "interrupted"  # type: ignore[union-attr]
+
+
+async def test_concurrent_turns_stream_independently(tmp_path: Path) -> None:
+    async def echo(request: ModelRequest) -> str:
+        await anyio.sleep(0.01)
+        return f"answer to {request.messages[-1].content}"  # type: ignore[union-attr]
+
+    results: dict[str, str] = {}
+    async with AgentRunner(make_app(tmp_path), provider=FunctionProvider(echo)) as runner:
+
+        async def one(prompt: str) -> None:
+            async for event in runner.run(agent_name="demo:writer", prompt=prompt):
+                if event.type == "result":
+                    results[prompt] = event.content
+
+        async with anyio.create_task_group() as group:
+            for prompt in ("a", "b", "c"):
+                group.start_soon(one, prompt)
+    assert results == {p: f"answer to {p}" for p in ("a", "b", "c")}
+
+
+async def test_an_error_in_the_block_interrupts_running_turns(tmp_path: Path) -> None:
+    async def never(request: ModelRequest) -> str:
+        await anyio.sleep_forever()
+        raise AssertionError
+
+    runner = AgentRunner(make_app(tmp_path), provider=FunctionProvider(never))
+    with pytest.raises(KeyError):
+        async with runner:
+            stream = runner.run(agent_name="demo:writer", prompt="x")
+            run = await stream.started()
+            raise KeyError("boom")
+    assert run.done and run.outcome is not None and run.outcome.status == "interrupted"
+
+
 async def test_session_id_resumes_the_session(tmp_path: Path) -> None:
     provider = ScriptedProvider(["first answer", "second answer"])
     async with AgentRunner(make_app(tmp_path), provider=provider) as runner:

@@ -159,17 +159,19 @@ class AgentRunner:
     ) -> bool | None:
         assert self._task_group is not None
         group, self._task_group = self._task_group, None
+        if exc is not None:
+            group.cancel_scope.cancel()
         try:
-            suppressed = await group.__aexit__(exc_type, exc, tb)
-        except BaseException as inner:
+            await group.__aexit__(None, None, None)  # its tasks never raise
+        finally:
             if self._owns_runtime:
-                await self.runtime.__aexit__(type(inner), inner, inner.__traceback__)
-            raise
-        if self._owns_runtime:
-            if suppressed:
-                exc_type = exc = tb = None
-            return await self.runtime.__aexit__(exc_type, exc, tb) or suppressed
-        return suppressed
+                try:
+                    await self.runtime.__aexit__(exc_type, exc, tb)
+                except BaseExceptionGroup as group_error:
+                    # the block's own exception propagates as itself, not in a group
+                    if exc is None or list(_leaves(group_error)) != [exc]:
+                        raise
+        return None
 
     @property
     def app_context(self) -> ActionContext:
@@ -243,6 +245,8 @@ class AgentRunner:
         except Exception as exc:
             stream._error = exc
         finally:
+            if stream._run is None and stream._error is None:
+                stream._error = RuntimeError("the runner closed before the turn started")
             stream._started.set()
 
     def _own_spec(self, agent_name: str) -> AgentSpec:
@@ -322,3 +326,9 @@ def _line_in(exc: BaseException, path: Path) -> int:
         return exc.lineno
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path]
     return frames[-1].lineno or 0 if frames else 0
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]
