@@ -17,6 +17,7 @@ from agentkit.apps import (
     ForeignAgentError,
     load_app,
     load_app_actions,
+    load_app_for_cli,
 )
 from agentkit.events import AgentMessage
 from agentkit.providers import ModelRequest
@@ -387,6 +388,29 @@ async def test_from_path_loads_the_app_and_its_actions() -> None:
     async with runner:
         events = await collect(runner.run(agent_name="research-app:researcher", prompt="x"))
     assert events[-1].type == "turn_end"
+
+
+async def test_load_app_for_cli_gives_the_spec_and_a_runtime_maker() -> None:
+    spec, app = load_app_for_cli(EXAMPLE, "research-app:sentinel")
+    assert spec is app.agent("sentinel").spec
+    assert "research-app:notes_create" in app.actions
+    provider = ScriptedProvider(
+        [{"tool_calls": [{"name": "submit_output",
+                          "input": {"decision": "IGNORE", "reason": "spam"}}]}]
+    )
+    async with app.make_runtime(provider=provider) as runtime:
+        assert set(runtime.agents) == {"research-app:researcher", "research-app:sentinel"}
+        outcome = await (await runtime.start(spec, "Buy now!!!")).wait()
+    assert outcome.payload == {"decision": "IGNORE", "reason": "spam"}
+
+
+def test_load_app_for_cli_errors_are_value_or_lookup_errors(tmp_path: Path) -> None:
+    with pytest.raises(LookupError, match="system:summon"):
+        load_app_for_cli(EXAMPLE, "assistant:explore")
+    with pytest.raises(LookupError, match="has no agent 'nobody'"):
+        load_app_for_cli(EXAMPLE, "research-app:nobody")
+    with pytest.raises(ValueError, match="app.yaml"):
+        load_app_for_cli(tmp_path, "x:y")
 
 
 def test_actions_module_without_register_is_a_load_error(tmp_path: Path) -> None:

@@ -19,7 +19,13 @@ from agentkit.apps._loader import (
     load_agent_file,
     load_app,
 )
-from agentkit.apps._runner import AgentRunner, ForeignAgentError, RunStream, load_app_actions
+from agentkit.apps._runner import (
+    AgentRunner,
+    ForeignAgentError,
+    RunStream,
+    load_app_actions,
+    load_app_for_cli,
+)
 from agentkit.apps._schemas import SchemaName, json_schema, schema_path, schema_text
 from agentkit.apps._validate import ValidateUsageError, validate_paths
 
@@ -37,6 +43,7 @@ __all__ = [
     "load_agent_file",
     "load_app",
     "load_app_actions",
+    "load_app_for_cli",
     "schema_path",
     "schema_text",
     "validate_paths",

@@ -24,7 +24,8 @@ from agentkit.tools import parse_tool_entry
 from ._yaml import FileReport, NotJson, Path_, is_bool, read_yaml, to_plain, type_word
 
 if TYPE_CHECKING:
-    from agentkit.tools import Effect
+    from agentkit.runtime import Runtime
+    from agentkit.tools import Effect, ToolRegistry
 
 __all__ = [
     "AGENT_FIELDS",
@@ -149,6 +150,20 @@ class App:
         """The AgentSpec of every agent, in declaration order."""
         return [agent.spec for agent in self.agents.values()]
 
+    def make_runtime(self, **runtime_options: Any) -> Runtime:
+        """A [`Runtime`][agentkit.runtime.Runtime] holding the app's agents and actions.
+
+        `runtime_options` go to `Runtime` (`provider`, `store`, `permission_handler`, ...).
+        Without `tools`, the built-in tools are offered under their Claude names (`Read`,
+        `WebFetch`, ...), the vocabulary of agent YAML, when `agentkit.tools` provides them.
+        """
+        from agentkit.runtime import Runtime
+
+        options = dict(runtime_options)
+        if options.get("tools") is None:
+            options["tools"] = _builtin_tools()
+        return Runtime(agents=self.specs, actions=self.actions, **options)
+
     def agent(self, name: str) -> AppAgent:
         """The agent with this local name or canonical id.
 
@@ -185,6 +200,16 @@ class App:
         return self.actions.action(
             f"{self.id}:{local}", input_schema, description=description, effect=effect
         )
+
+
+def _builtin_tools() -> ToolRegistry | None:
+    import agentkit.tools
+
+    make = getattr(agentkit.tools, "builtin_tools", None)
+    if make is None:
+        return None
+    tools: ToolRegistry = make("claude")
+    return tools
 
 
 # --------------------------------------------------------------------------- app.yaml

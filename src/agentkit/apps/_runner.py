@@ -39,7 +39,14 @@ from agentkit.spec import AgentSpec
 
 from ._loader import App, AppLoadError
 
-__all__ = ["AgentRunner", "ForeignAgentError", "RunStream", "load_app_actions"]
+__all__ = [
+    "AgentRunner",
+    "ForeignAgentError",
+    "RunStream",
+    "load_app_actions",
+    "load_app_for_cli",
+    "own_agent",
+]
 
 SUMMON = "system:summon"
 ACTIONS_MODULES = ("actions.py", "src/actions.py")
@@ -116,7 +123,7 @@ class AgentRunner:
         self.app = app
         self._owns_runtime = runtime is None
         if runtime is None:
-            runtime = Runtime(agents=app.specs, actions=app.actions, **runtime_options)
+            runtime = app.make_runtime(**runtime_options)
         else:
             for spec in app.specs:
                 runtime.register_agent(spec)
@@ -250,33 +257,42 @@ class AgentRunner:
             stream._started.set()
 
     def _own_spec(self, agent_name: str) -> AgentSpec:
-        app_id, colon, local = agent_name.partition(":")
-        if not colon:
-            if agent_name in self.app.agents:
-                raise ForeignAgentError(
-                    agent_name,
-                    f"pass the canonical agent id '{self.app.id}:{agent_name}', "
-                    f"not the local name {agent_name!r}",
-                )
+        return own_agent(self.app, agent_name)
+
+
+def own_agent(app: App, agent_name: str) -> AgentSpec:
+    """The spec of `app`'s agent with this canonical id.
+
+    Raises:
+        ForeignAgentError: when the id is not canonical or names no agent of this app.
+    """
+    app_id, colon, local = agent_name.partition(":")
+    if not colon:
+        if agent_name in app.agents:
             raise ForeignAgentError(
                 agent_name,
-                f"{agent_name!r} is not a canonical '<app-id>:<name>' agent id",
+                f"pass the canonical agent id '{app.id}:{agent_name}', "
+                f"not the local name {agent_name!r}",
             )
-        if app_id != self.app.id:
-            raise ForeignAgentError(
-                agent_name,
-                f"{agent_name!r} is not an agent of app {self.app.id!r}: AgentRunner.run "
-                f"runs only the app's own agents; reach other agents through the "
-                f"{SUMMON!r} action, e.g. "
-                f"runner.app_context.run_action({SUMMON!r}, "
-                f"{{'agentName': {agent_name!r}, 'prompt': ...}})",
-            )
-        if local not in self.app.agents:
-            known = ", ".join(f"{self.app.id}:{n}" for n in self.app.agents) or "none"
-            raise ForeignAgentError(
-                agent_name, f"app {self.app.id!r} has no agent {local!r} (its agents: {known})"
-            )
-        return self.app.agents[local].spec
+        raise ForeignAgentError(
+            agent_name,
+            f"{agent_name!r} is not a canonical '<app-id>:<name>' agent id",
+        )
+    if app_id != app.id:
+        raise ForeignAgentError(
+            agent_name,
+            f"{agent_name!r} is not an agent of app {app.id!r}: AgentRunner.run "
+            f"runs only the app's own agents; reach other agents through the "
+            f"{SUMMON!r} action, e.g. "
+            f"runner.app_context.run_action({SUMMON!r}, "
+            f"{{'agentName': {agent_name!r}, 'prompt': ...}})",
+        )
+    if local not in app.agents:
+        known = ", ".join(f"{app.id}:{n}" for n in app.agents) or "none"
+        raise ForeignAgentError(
+            agent_name, f"app {app.id!r} has no agent {local!r} (its agents: {known})"
+        )
+    return app.agents[local].spec
 
 
 def load_app_actions(app: App) -> App:
@@ -332,3 +348,19 @@ def _leaves(error: BaseException) -> list[BaseException]:
     if isinstance(error, BaseExceptionGroup):
         return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
     return [error]
+
+
+def load_app_for_cli(root: str | Path, target: str) -> tuple[AgentSpec, App]:
+    """What `agentkit run --app ROOT TARGET` runs: the app at `root` (with its actions
+    module) and the spec of its agent `target` (`<app-id>:<name>`).
+
+    The returned app's [`make_runtime`][agentkit.apps.App.make_runtime] builds the runtime.
+
+    Raises:
+        AppLoadError: (a `ValueError`) when the app or its actions module is invalid.
+        ForeignAgentError: (a `LookupError`) when `target` is not an agent of the app.
+    """
+    from ._loader import load_app
+
+    app = load_app_actions(load_app(root))
+    return own_agent(app, target), app
