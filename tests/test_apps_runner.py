@@ -409,7 +409,7 @@ def test_load_app_for_cli_errors_are_value_or_lookup_errors(tmp_path: Path) -> N
         load_app_for_cli(EXAMPLE, "assistant:explore")
     with pytest.raises(LookupError, match="has no agent 'nobody'"):
         load_app_for_cli(EXAMPLE, "research-app:nobody")
-    with pytest.raises(ValueError, match="app.yaml"):
+    with pytest.raises(ValueError, match=r"app\.yaml"):
         load_app_for_cli(tmp_path, "x:y")
 
 
