@@ -209,6 +209,17 @@ def test_own_subagents_must_exist(tmp_path: Path) -> None:
     assert error.message == "app 'demo' declares no agent 'ghost'"
 
 
+def test_non_string_names_do_not_break_cross_file_checks(tmp_path: Path) -> None:
+    bad = AGENT.format(name="one").replace("name: one", "name: [one]")
+    root = make_app(
+        tmp_path,
+        APP + "  - agents/two.yaml\n",
+        {"agents/one.yaml": bad,
+         "agents/two.yaml": AGENT.format(name="two") + "allowedSubagents: [demo:two]\n"},
+    )
+    assert where(app_errors(root)) == [("one.yaml", 1, 7, "name")]
+
+
 def test_agents_get_the_app_id_in_their_canonical_ids(tmp_path: Path) -> None:
     root = make_app(
         tmp_path,

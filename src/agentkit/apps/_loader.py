@@ -322,7 +322,9 @@ def _load_app(path: Path) -> tuple[App | None, list[Diagnostic]]:
 def _check_own_subagents(reports: list[FileReport], app_id: str) -> None:
     """`allowedSubagents` entries of this app must name agents the app declares."""
     names = {
-        r.root["name"] for r in reports if isinstance(r.root, dict) and "name" in r.root
+        r.root["name"]
+        for r in reports
+        if isinstance(r.root, dict) and isinstance(r.root.get("name"), str)
     }
     for report in reports:
         entries = report.root.get("allowedSubagents") if isinstance(report.root, dict) else None

@@ -44,7 +44,7 @@ def schema_path(name: SchemaName) -> Path:
 
 
 def schema_text(name: Literal["all", "app", "agent"] = "all") -> str:
-    """The text `agentkit schema apps [app|agent]` prints.
+    """The text `agentkit schema apps [app|agent]` prints (without a final newline).
 
     Args:
         name: `"app"` or `"agent"` for that schema alone (ready to save as a
@@ -56,5 +56,5 @@ def schema_text(name: Literal["all", "app", "agent"] = "all") -> str:
     """
     if name == "all":
         both = {key: json_schema(key) for key in ("app", "agent")}
-        return json.dumps(both, indent=2) + "\n"
-    return json.dumps(json_schema(name), indent=2) + "\n"
+        return json.dumps(both, indent=2)
+    return json.dumps(json_schema(name), indent=2)
