@@ -271,9 +271,26 @@ class _Printer:
         self.out = out
         self.err = err
         self.streamed = False
+        self.console: Any = None
+        if fmt == "text":
+            try:
+                from rich.console import Console
+            except ImportError:  # the `cli` extra is optional: plain status lines then
+                pass
+            else:
+                self.console = Console(file=err, highlight=False)
 
     def _status(self, line: str) -> None:
-        print(f"· {line}", file=self.err, flush=True)
+        if self.console is not None:
+            if self.streamed:
+                self.out.write("\n")
+                self.out.flush()
+                self.streamed = False
+            from rich.text import Text
+
+            self.console.print(Text(f"· {line}", style="dim"), soft_wrap=True)
+        else:
+            print(f"· {line}", file=self.err, flush=True)
 
     def event(self, event: AgentMessage) -> None:
         if self.fmt == "jsonl":
