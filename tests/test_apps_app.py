@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agentkit.apps import App, AppLoadError, load_app
+from agentkit.apps import App, AppLoadError, example_app_path, load_app
 from agentkit.diagnostics import Diagnostic
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -292,6 +292,11 @@ def test_the_documented_example_app_loads() -> None:
     ]
     # the sentinel opens every action: a warning, not an error
     assert [(Path(d.file).name, d.field) for d in app.warnings] == [("sentinel.yaml", "actions[0]")]
+
+
+def test_the_example_app_ships_with_the_package() -> None:
+    assert example_app_path().resolve() == EXAMPLE.resolve()
+    assert (example_app_path() / "app.yaml").is_file()
 
 
 def test_app_action_decorator_registers_canonical_ids(tmp_path: Path) -> None:

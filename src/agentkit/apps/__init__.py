@@ -1,9 +1,9 @@
 """App agents: `app.yaml` and agent YAML files, loaded strictly into AgentSpecs.
 
 ```python
-from agentkit.apps import load_app
+from agentkit.apps import example_app_path, load_app
 
-app = load_app("examples/research-app")
+app = load_app(example_app_path())  # the example app, also at examples/research-app
 spec = app.agent("researcher").spec
 assert spec.id == "research-app:researcher"
 ```
@@ -19,6 +19,13 @@ from agentkit.apps._loader import (
     load_agent_file,
     load_app,
 )
+from agentkit.apps._resources import (
+    SchemaName,
+    example_app_path,
+    json_schema,
+    schema_path,
+    schema_text,
+)
 from agentkit.apps._runner import (
     AgentRunner,
     ForeignAgentError,
@@ -26,7 +33,6 @@ from agentkit.apps._runner import (
     load_app_actions,
     load_app_for_cli,
 )
-from agentkit.apps._schemas import SchemaName, json_schema, schema_path, schema_text
 from agentkit.apps._validate import ValidateUsageError, validate_paths
 
 __all__ = [
@@ -39,6 +45,7 @@ __all__ = [
     "RunStream",
     "SchemaName",
     "ValidateUsageError",
+    "example_app_path",
     "json_schema",
     "load_agent_file",
     "load_app",

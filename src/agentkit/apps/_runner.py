@@ -2,11 +2,11 @@
 
 ```python
 import anyio
-from agentkit.apps import AgentRunner, load_app
+from agentkit.apps import AgentRunner, example_app_path, load_app
 from agentkit.testing import SchemaTestProvider
 
 async def main() -> None:
-    app = load_app("examples/research-app")
+    app = load_app(example_app_path())
     async with AgentRunner(app, provider=SchemaTestProvider()) as runner:
         async for message in runner.run(agent_name="research-app:sentinel", prompt="Hi!"):
             print(message.type)

@@ -1,4 +1,6 @@
-"""The JSON Schemas of `app.yaml` and agent files, shipped for editors.
+"""Files shipped with `agentkit.apps`: the editor JSON Schemas and the example app.
+
+The JSON Schemas of `app.yaml` and agent files are for editors.
 
 They describe the same rules the loader enforces (the loader stays the authority: it also
 checks what a schema cannot, such as that agent files exist or that `outputSchema` is itself
@@ -13,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["SchemaName", "json_schema", "schema_path", "schema_text"]
+__all__ = ["SchemaName", "example_app_path", "json_schema", "schema_path", "schema_text"]
 
 SchemaName = Literal["app", "agent"]
 
@@ -58,3 +60,9 @@ def schema_text(name: Literal["all", "app", "agent"] = "all") -> str:
         both = {key: json_schema(key) for key in ("app", "agent")}
         return json.dumps(both, indent=2)
     return json.dumps(json_schema(name), indent=2)
+
+
+def example_app_path() -> Path:
+    """The folder of the example app `research-app` shipped with agentkit (the one of the
+    apps guide, also at `examples/research-app` in the repository)."""
+    return Path(str(resources.files("agentkit.apps").joinpath("examples", "research_app")))
