@@ -30,9 +30,7 @@ agents:
 """
 
 
-def make_app(
-    tmp_path: Path, app_yaml: str = APP, agents: dict[str, str] | None = None
-) -> Path:
+def make_app(tmp_path: Path, app_yaml: str = APP, agents: dict[str, str] | None = None) -> Path:
     root = tmp_path / "app"
     root.mkdir(exist_ok=True)
     (root / "app.yaml").write_text(app_yaml, encoding="utf-8")
@@ -61,7 +59,10 @@ def test_good_app_loads(tmp_path: Path) -> None:
     app = load_app(root)
     assert isinstance(app, App)
     assert (app.id, app.name, app.description, app.version) == (
-        "demo-app", "Demo", "A demo", "1.2.0"
+        "demo-app",
+        "Demo",
+        "A demo",
+        "1.2.0",
     )
     assert app.root == root
     assert list(app.agents) == ["one"]
@@ -80,42 +81,106 @@ def test_unknown_agent_lookup_is_a_key_error(tmp_path: Path) -> None:
 
 # (case id, app.yaml text, line, column, field, fragment)
 APP_CASES: list[tuple[str, str, int, int, str, str]] = [
-    ("format-missing", APP.replace("formatVersion: 2\n", ""), 1, 1, "formatVersion",
-     "required field is missing"),
-    ("format-1", APP.replace("formatVersion: 2", "formatVersion: 1"), 1, 16, "formatVersion",
-     "must be 2, not an integer (1)"),
-    ("format-string", APP.replace("formatVersion: 2", "formatVersion: '2'"), 1, 16,
-     "formatVersion", "must be 2, not '2'"),
-    ("format-bool", APP.replace("formatVersion: 2", "formatVersion: true"), 1, 16,
-     "formatVersion", "must be 2"),
+    (
+        "format-missing",
+        APP.replace("formatVersion: 2\n", ""),
+        1,
+        1,
+        "formatVersion",
+        "required field is missing",
+    ),
+    (
+        "format-1",
+        APP.replace("formatVersion: 2", "formatVersion: 1"),
+        1,
+        16,
+        "formatVersion",
+        "must be 2, not an integer (1)",
+    ),
+    (
+        "format-string",
+        APP.replace("formatVersion: 2", "formatVersion: '2'"),
+        1,
+        16,
+        "formatVersion",
+        "must be 2, not '2'",
+    ),
+    (
+        "format-bool",
+        APP.replace("formatVersion: 2", "formatVersion: true"),
+        1,
+        16,
+        "formatVersion",
+        "must be 2",
+    ),
     ("id-missing", APP.replace("id: demo\n", ""), 1, 1, "id", "required field is missing"),
     ("id-colon", APP.replace("id: demo", "id: demo:x"), 2, 5, "id", "must not contain ':'"),
     ("id-upper", APP.replace("id: demo", "id: Demo"), 2, 5, "id", "invalid app id 'Demo'"),
     ("id-double-hyphen", APP.replace("id: demo", "id: de--mo"), 2, 5, "id", "invalid app id"),
     ("id-trailing-hyphen", APP.replace("id: demo", "id: demo-"), 2, 5, "id", "invalid app id"),
     ("id-number", APP.replace("id: demo", "id: 7"), 2, 5, "id", "must be a string"),
-    ("agents-missing", "formatVersion: 2\nid: demo\n", 1, 1, "agents",
-     "required field is missing"),
-    ("agents-string", "formatVersion: 2\nid: demo\nagents: agents/one.yaml\n", 3, 9, "agents",
-     "must be a list"),
+    ("agents-missing", "formatVersion: 2\nid: demo\n", 1, 1, "agents", "required field is missing"),
+    (
+        "agents-string",
+        "formatVersion: 2\nid: demo\nagents: agents/one.yaml\n",
+        3,
+        9,
+        "agents",
+        "must be a list",
+    ),
     ("agents-item-number", APP + "  - 3\n", 5, 5, "agents[1]", "must be a relative file path"),
-    ("agents-parent", APP + "  - ../outside.yaml\n", 5, 5, "agents[1]",
-     "must not leave the app folder"),
-    ("agents-inner-parent", APP + "  - agents/../../x.yaml\n", 5, 5, "agents[1]",
-     "must not leave the app folder"),
-    ("agents-absolute", APP + "  - /etc/agent.yaml\n", 5, 5, "agents[1]",
-     "must be a path relative to the app folder"),
+    (
+        "agents-parent",
+        APP + "  - ../outside.yaml\n",
+        5,
+        5,
+        "agents[1]",
+        "must not leave the app folder",
+    ),
+    (
+        "agents-inner-parent",
+        APP + "  - agents/../../x.yaml\n",
+        5,
+        5,
+        "agents[1]",
+        "must not leave the app folder",
+    ),
+    (
+        "agents-absolute",
+        APP + "  - /etc/agent.yaml\n",
+        5,
+        5,
+        "agents[1]",
+        "must be a path relative to the app folder",
+    ),
     ("agents-home", APP + "  - ~/agent.yaml\n", 5, 5, "agents[1]", "relative"),
-    ("agents-missing-file", APP + "  - agents/two.yaml\n", 5, 5, "agents[1]",
-     "agent file 'agents/two.yaml' not found"),
+    (
+        "agents-missing-file",
+        APP + "  - agents/two.yaml\n",
+        5,
+        5,
+        "agents[1]",
+        "agent file 'agents/two.yaml' not found",
+    ),
     ("agents-folder", APP + "  - agents\n", 5, 5, "agents[1]", "is a folder"),
-    ("agents-listed-twice", APP + "  - agents/one.yaml\n", 5, 5, "agents[1]",
-     "listed twice (first as agents[0])"),
+    (
+        "agents-listed-twice",
+        APP + "  - agents/one.yaml\n",
+        5,
+        5,
+        "agents[1]",
+        "listed twice (first as agents[0])",
+    ),
     ("name-not-string", APP + "name: [x]\n", 5, 7, "name", "must be a string"),
-    ("description-not-string", APP + "description: 3\n", 5, 14, "description",
-     "must be a string"),
-    ("version-number", APP + "version: 1.0\n", 5, 10, "version",
-     "must be a string, not a number (1.0); quote it"),
+    ("description-not-string", APP + "description: 3\n", 5, 14, "description", "must be a string"),
+    (
+        "version-number",
+        APP + "version: 1.0\n",
+        5,
+        10,
+        "version",
+        "must be a string, not a number (1.0); quote it",
+    ),
     ("version-space", APP + "version: 1 0\n", 5, 10, "version", "without spaces"),
     ("unknown-key", APP + "agnets: []\n", 5, 1, "agnets", "did you mean 'agents'"),
     ("duplicate-key", APP + "id: other\n", 5, 1, "id", "duplicate key 'id'"),
@@ -193,10 +258,15 @@ def test_duplicate_agent_names_across_files(tmp_path: Path) -> None:
     )
     (error,) = app_errors(root)
     assert (error.file, error.line, error.column, error.field) == (
-        str(root / "agents" / "two.yaml"), 1, 7, "name"
+        str(root / "agents" / "two.yaml"),
+        1,
+        7,
+        "name",
     )
-    assert f"duplicate agent name 'same': already declared in {root / 'agents' / 'one.yaml'}" \
+    assert (
+        f"duplicate agent name 'same': already declared in {root / 'agents' / 'one.yaml'}"
         in error.message
+    )
 
 
 def test_own_subagents_must_exist(tmp_path: Path) -> None:
@@ -204,7 +274,10 @@ def test_own_subagents_must_exist(tmp_path: Path) -> None:
     root = make_app(tmp_path, agents={"agents/one.yaml": text})
     (error,) = app_errors(root)
     assert (Path(error.file).name, error.line, error.column, error.field) == (
-        "one.yaml", 7, 30, "allowedSubagents[1]"
+        "one.yaml",
+        7,
+        30,
+        "allowedSubagents[1]",
     )
     assert error.message == "app 'demo' declares no agent 'ghost'"
 
@@ -214,8 +287,10 @@ def test_non_string_names_do_not_break_cross_file_checks(tmp_path: Path) -> None
     root = make_app(
         tmp_path,
         APP + "  - agents/two.yaml\n",
-        {"agents/one.yaml": bad,
-         "agents/two.yaml": AGENT.format(name="two") + "allowedSubagents: [demo:two]\n"},
+        {
+            "agents/one.yaml": bad,
+            "agents/two.yaml": AGENT.format(name="two") + "allowedSubagents: [demo:two]\n",
+        },
     )
     assert where(app_errors(root)) == [("one.yaml", 1, 7, "name")]
 
@@ -288,7 +363,9 @@ def test_the_documented_example_app_loads() -> None:
     assert researcher.allowed_subagents == ("research-app:sentinel",)
     assert sentinel.output_schema is not None
     assert sentinel.output_schema["properties"]["decision"]["enum"] == [
-        "REPLY", "ESCALATE", "IGNORE"
+        "REPLY",
+        "ESCALATE",
+        "IGNORE",
     ]
     # the sentinel opens every action: a warning, not an error
     assert [(Path(d.file).name, d.field) for d in app.warnings] == [("sentinel.yaml", "actions[0]")]

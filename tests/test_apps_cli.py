@@ -17,7 +17,12 @@ def agentkit(
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [python, "-m", "agentkit", *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 
@@ -74,8 +79,17 @@ def test_schema_apps_prints_both_schemas(python: str, cli_env: dict[str, str]) -
 
 def test_run_app_agent_offline(python: str, cli_env: dict[str, str]) -> None:
     done = agentkit(
-        python, cli_env, "run", "--app", str(EXAMPLE), "research-app:sentinel", "Buy now!!!",
-        "--provider", "test", "--format", "jsonl",
+        python,
+        cli_env,
+        "run",
+        "--app",
+        str(EXAMPLE),
+        "research-app:sentinel",
+        "Buy now!!!",
+        "--provider",
+        "test",
+        "--format",
+        "jsonl",
     )
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
@@ -86,8 +100,15 @@ def test_run_app_agent_offline(python: str, cli_env: dict[str, str]) -> None:
 
 def test_run_other_apps_agent_is_a_usage_error(python: str, cli_env: dict[str, str]) -> None:
     done = agentkit(
-        python, cli_env, "run", "--app", str(EXAMPLE), "assistant:explore", "hi",
-        "--provider", "test",
+        python,
+        cli_env,
+        "run",
+        "--app",
+        str(EXAMPLE),
+        "assistant:explore",
+        "hi",
+        "--provider",
+        "test",
     )
     assert done.returncode == 2
     assert "system:summon" in done.stderr

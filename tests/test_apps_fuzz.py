@@ -13,10 +13,14 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from agentkit.apps import AppLoadError, load_agent_file, load_app
-from agentkit.apps._loader import AGENT_FIELDS, APP_FIELDS
+from agentkit.apps._agent import AGENT_FIELDS
+from agentkit.apps._loader import APP_FIELDS
 
 scalars = st.one_of(
-    st.none(), st.booleans(), st.integers(-5, 100), st.floats(allow_nan=False, width=32),
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 100),
+    st.floats(allow_nan=False, width=32),
     st.sampled_from(["", "Read", "a:b", "*", "large", "opus", "x y", "research-app:notes"]),
     st.text(max_size=8),
 )
@@ -24,8 +28,13 @@ values = st.recursive(
     scalars,
     lambda inner: st.one_of(
         st.lists(inner, max_size=4),
-        st.dictionaries(st.one_of(st.sampled_from(["type", "properties", "command", "url"]),
-                                  st.text(max_size=5)), inner, max_size=4),
+        st.dictionaries(
+            st.one_of(
+                st.sampled_from(["type", "properties", "command", "url"]), st.text(max_size=5)
+            ),
+            inner,
+            max_size=4,
+        ),
     ),
     max_leaves=12,
 )

@@ -232,8 +232,10 @@ async def test_session_id_resumes_the_session(tmp_path: Path) -> None:
             runner.run(agent_name="demo:writer", prompt="two", session_id=session_id)
         )
     assert second[0].session_id == session_id  # type: ignore[union-attr]
-    history = [getattr(m, "content", None) or getattr(m, "text", None)
-               for m in provider.requests[1].messages]
+    history = [
+        getattr(m, "content", None) or getattr(m, "text", None)
+        for m in provider.requests[1].messages
+    ]
     assert history == ["one", "first answer", "two"]
 
 
@@ -276,8 +278,10 @@ async def test_agents_call_the_apps_python_actions(tmp_path: Path) -> None:
     app = make_app(tmp_path)
     saved: list[str] = []
 
-    @app.action("notes_create", {"type": "object", "properties": {"title": {"type": "string"}},
-                                 "required": ["title"]})
+    @app.action(
+        "notes_create",
+        {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]},
+    )
     async def notes_create(args: dict[str, Any], ctx: ActionContext) -> ActionResult:
         saved.append(args["title"])
         assert (ctx.app_id, ctx.caller) == ("demo", "demo:writer")
@@ -326,8 +330,11 @@ async def test_sub_agent_content_is_forwarded_tagged_with_its_id(tmp_path: Path)
         if request.system.startswith("You are the judge."):
             return {"tool_calls": [{"name": "submit_output", "input": {"verdict": "good"}}]}
         if len(request.messages) == 1:
-            return {"tool_calls": [{"name": "summon",
-                                    "input": {"agentName": "demo:judge", "prompt": "judge"}}]}
+            return {
+                "tool_calls": [
+                    {"name": "summon", "input": {"agentName": "demo:judge", "prompt": "judge"}}
+                ]
+            }
         return "The judge says good."
 
     async with AgentRunner(make_app(tmp_path), provider=FunctionProvider(respond)) as runner:
@@ -348,8 +355,11 @@ async def test_sub_agent_content_is_forwarded_tagged_with_its_id(tmp_path: Path)
 async def test_model_may_summon_only_allowed_subagents(tmp_path: Path) -> None:
     provider = ScriptedProvider(
         [
-            {"tool_calls": [{"name": "summon",
-                             "input": {"agentName": "demo:writer", "prompt": "x"}}]},
+            {
+                "tool_calls": [
+                    {"name": "summon", "input": {"agentName": "demo:writer", "prompt": "x"}}
+                ]
+            },
             "ok",
         ]
     )
@@ -366,8 +376,9 @@ async def test_model_may_summon_only_allowed_subagents(tmp_path: Path) -> None:
 async def test_example_app_runs_offline_with_the_test_provider() -> None:
     app = load_app_actions(load_app(EXAMPLE))
     assert [a.id for a in app.actions] == ["research-app:notes_create"]
-    async with AgentRunner(app, provider=SchemaTestProvider(tools=["research-app__notes_create"])
-                           ) as runner:
+    async with AgentRunner(
+        app, provider=SchemaTestProvider(tools=["research-app__notes_create"])
+    ) as runner:
         researcher = await collect(
             runner.run(agent_name="research-app:researcher", prompt="Research otters")
         )
@@ -395,8 +406,13 @@ async def test_load_app_for_cli_gives_the_spec_and_a_runtime_maker() -> None:
     assert spec is app.agent("sentinel").spec
     assert "research-app:notes_create" in app.actions
     provider = ScriptedProvider(
-        [{"tool_calls": [{"name": "submit_output",
-                          "input": {"decision": "IGNORE", "reason": "spam"}}]}]
+        [
+            {
+                "tool_calls": [
+                    {"name": "submit_output", "input": {"decision": "IGNORE", "reason": "spam"}}
+                ]
+            }
+        ]
     )
     async with app.make_runtime(provider=provider) as runtime:
         assert set(runtime.agents) == {"research-app:researcher", "research-app:sentinel"}

@@ -17,9 +17,19 @@ from test_apps_loader import CASES, GOOD
 
 # rules only the loader can check: YAML itself, the file system, meta-schema validity
 LOADER_ONLY = {
-    "yaml-syntax", "duplicate-key", "empty-file", "schema-bad-type", "schema-bad-required",
-    "schema-date", "schema-int-key", "non-string-key",
-    "agents-missing-file", "agents-folder", "syntax", "two-documents", "tagged-value",
+    "yaml-syntax",
+    "duplicate-key",
+    "empty-file",
+    "schema-bad-type",
+    "schema-bad-required",
+    "schema-date",
+    "schema-int-key",
+    "non-string-key",
+    "agents-missing-file",
+    "agents-folder",
+    "syntax",
+    "two-documents",
+    "tagged-value",
     "schema-nan",
 }
 

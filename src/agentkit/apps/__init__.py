@@ -11,14 +11,9 @@ assert spec.id == "research-app:researcher"
 See the apps guide (`docs/apps.md`) for the file format, validation and running agents.
 """
 
-from agentkit.apps._loader import (
-    STANDALONE_APP_ID,
-    App,
-    AppAgent,
-    AppLoadError,
-    load_agent_file,
-    load_app,
-)
+from agentkit.apps._agent import load_agent_file
+from agentkit.apps._loader import load_app
+from agentkit.apps._model import STANDALONE_APP_ID, App, AppAgent, AppLoadError
 from agentkit.apps._resources import (
     SchemaName,
     example_app_path,

@@ -37,7 +37,7 @@ from agentkit.events import AgentMessage
 from agentkit.runtime import Run, Runtime
 from agentkit.spec import AgentSpec
 
-from ._loader import App, AppLoadError
+from ._model import App, AppLoadError
 
 __all__ = [
     "AgentRunner",
@@ -322,8 +322,15 @@ def load_app_actions(app: App) -> App:
         register = getattr(module, "register", None)
         if not callable(register):
             raise AppLoadError(
-                [Diagnostic(str(path), 1, 1, "register", "the actions module defines no "
-                            "register(app) function")]
+                [
+                    Diagnostic(
+                        str(path),
+                        1,
+                        1,
+                        "register",
+                        "the actions module defines no register(app) function",
+                    )
+                ]
             )
         register(app)
     except AppLoadError:
@@ -331,8 +338,15 @@ def load_app_actions(app: App) -> App:
     except Exception as exc:
         line = _line_in(exc, path)
         raise AppLoadError(
-            [Diagnostic(str(path), line, 0 if line == 0 else 1, "(python)",
-                        f"{type(exc).__name__}: {exc}")]
+            [
+                Diagnostic(
+                    str(path),
+                    line,
+                    0 if line == 0 else 1,
+                    "(python)",
+                    f"{type(exc).__name__}: {exc}",
+                )
+            ]
         ) from exc
     return app
 

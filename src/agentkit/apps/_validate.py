@@ -11,7 +11,8 @@ from pathlib import Path
 
 from agentkit.diagnostics import Diagnostic
 
-from ._loader import check_agent_file, check_app
+from ._agent import check_agent_file
+from ._loader import check_app
 
 __all__ = ["ValidateUsageError", "validate_paths"]
 

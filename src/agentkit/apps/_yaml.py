@@ -184,8 +184,10 @@ def _find_duplicates(node: Any, path: Path_, report: FileReport) -> None:
         seen: dict[tuple[str, str], int] = {}
         for key_node, value_node in node.value:
             if isinstance(key_node, ScalarNode):
-                ident = (key_node.tag if isinstance(key_node.tag, str) else str(key_node.tag),
-                         key_node.value)
+                ident = (
+                    key_node.tag if isinstance(key_node.tag, str) else str(key_node.tag),
+                    key_node.value,
+                )
                 mark = key_node.start_mark
                 if ident[1] == "<<":
                     continue
