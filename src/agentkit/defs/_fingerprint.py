@@ -96,8 +96,10 @@ def fingerprint(definition: Definition, version: Literal[1, 2] = 2) -> str:
     ```python
     from agentkit.defs import fingerprint, parse_definition
 
-    a = parse_definition("---\\ndescription: d\\ntools: [grep, bash]\\n---\\nHi\\n", path="a.md")
-    b = parse_definition("---\\ntools: ['bash', \\"grep\\"]\\ndescription: 'd'\\n---\\n\\nHi", path="a.md")
+    one = "---\\ndescription: d\\ntools: [grep, bash]\\n---\\nHi\\n"
+    two = "---\\ntools: ['bash', \\"grep\\"]\\ndescription: 'd'\\n---\\n\\nHi"
+    a = parse_definition(one, path="a.md")
+    b = parse_definition(two, path="a.md")
     assert fingerprint(a) == fingerprint(b)
     assert fingerprint(a).startswith("v2:")
     ```

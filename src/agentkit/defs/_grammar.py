@@ -115,7 +115,7 @@ def read_document(text: str, file: str) -> tuple[Document, list[Diagnostic]]:
         return doc, errors
     closing = next((i for i in range(1, len(lines)) if lines[i] == "---"), None)
     if closing is None:
-        error(1, 1, "frontmatter", "the frontmatter is never closed by a line that is exactly '---'")
+        error(1, 1, "frontmatter", "the frontmatter is never closed by a line that is '---'")
         return doc, errors
     doc.closing_line = closing + 1
     doc.body = "\n".join(lines[closing + 1 :]).strip()
@@ -221,7 +221,7 @@ def _bad_line_message(raw: str) -> str:
     if raw.startswith(("'", '"')):
         return "keys are plain names; write `key: value` without quotes around the key"
     if raw.startswith(("{", "[", "&", "*", "!", "?", "|", ">")):
-        return "expected `key: value`; YAML flow, anchor, alias, tag and block syntax is not accepted"
+        return "expected `key: value`; YAML flow, anchor, alias, tag and block syntax is not used"
     if raw in ("...",):
         return "document markers are not accepted inside the frontmatter"
     return "expected `key: value`"
@@ -229,6 +229,7 @@ def _bad_line_message(raw: str) -> str:
 
 def _parse_value(text: str, line: int, column: int) -> Scalar | FlowList:
     first = text[0]
+    value: Scalar | FlowList
     if first == "[":
         value, end = _parse_list(text, line, column)
     elif first in "\"'":
@@ -242,7 +243,8 @@ def _parse_value(text: str, line: int, column: int) -> Scalar | FlowList:
     rest = text[end:]
     stripped = rest.lstrip(" \t")
     if stripped and not (stripped.startswith("#") and len(stripped) < len(rest)):
-        raise _LineError(column + end + len(rest) - len(stripped), "unexpected text after the value")
+        offset = end + len(rest) - len(stripped)
+        raise _LineError(column + offset, "unexpected text after the value")
     return value
 
 
@@ -279,7 +281,8 @@ def _check_plain_body(plain: str, column: int) -> None:
     for i, char in enumerate(plain):
         if char == ":" and (i + 1 == len(plain) or plain[i + 1] in " \t"):
             raise _LineError(
-                column + i, "a plain value cannot contain ': ' (nested maps are not accepted); quote it"
+                column + i,
+                "a plain value cannot contain ': ' (nested maps are not accepted); quote it",
             )
 
 

@@ -249,7 +249,8 @@ def load_definitions(
             errors.append(
                 Diagnostic(
                     str(file), id_at[0], id_at[1], "id",
-                    f"duplicate agent id {definition.id!r} (also defined in {found[definition.id]})",
+                    f"duplicate agent id {definition.id!r} "
+                    f"(also defined in {found[definition.id]})",
                 )
             )
             continue
