@@ -19,6 +19,7 @@ from agentkit.diagnostics import Diagnostic
 __all__ = ["Document", "Entry", "FlowList", "Scalar", "read_document"]
 
 _KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+_GUESS = re.compile(r"^\s*['\"]?([A-Za-z0-9_][A-Za-z0-9_.-]*)['\"]?\s*:")
 _MAP_LIKE = re.compile(r"^[^\s:'\"\[{#-][^\s:]*\s*:(\s|$)")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029\ufeff]")
 _ESCAPES = {
@@ -131,11 +132,12 @@ def read_document(text: str, file: str) -> tuple[Document, list[Diagnostic]]:
             continue
         bad = _CONTROL.search(raw)
         if bad:
-            error(number, bad.start() + 1, last_key, "control characters are not allowed")
+            error(number, bad.start() + 1, _guess_key(raw), "control characters are not allowed")
             continue
         if raw[0] in " \t":
             column = len(raw) - len(raw.lstrip(" \t")) + 1
-            error(number, column, last_key, _continuation_message(stripped, last_key))
+            fld = last_key if last_key != "frontmatter" else _guess_key(raw)
+            error(number, column, fld, _continuation_message(stripped, last_key))
             index = _skip_continuation(lines, index, closing)
             continue
         if stripped == "-" or stripped.startswith(("- ", "-\t")):
@@ -144,7 +146,7 @@ def read_document(text: str, file: str) -> tuple[Document, list[Diagnostic]]:
             continue
         match = _KEY.match(raw)
         if not match or match.end() >= len(raw) or raw[match.end()] != ":":
-            error(number, 1, "frontmatter", _bad_line_message(raw))
+            error(number, 1, _guess_key(raw), _bad_line_message(raw))
             continue
         key = match.group()
         rest_column = match.end() + 2
@@ -175,6 +177,12 @@ def read_document(text: str, file: str) -> tuple[Document, list[Diagnostic]]:
             continue
         doc.entries[key] = Entry(key, value, number, 1)
     return doc, errors
+
+
+def _guess_key(raw: str) -> str:
+    """The key a malformed line most likely meant, so errors name it; else `frontmatter`."""
+    match = _GUESS.match(raw)
+    return match.group(1) if match else "frontmatter"
 
 
 def _is_dash(line: str) -> bool:

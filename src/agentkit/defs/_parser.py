@@ -136,6 +136,8 @@ class _Check:
         self.bad.add(fld)
 
     def missing(self, fld: str, message: str) -> None:
+        if fld in self.bad:
+            return
         line = self.doc.opening_line
         self.errors.append(Diagnostic(self.file, line, 1, fld, message))
         self.bad.add(fld)
