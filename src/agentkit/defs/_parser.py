@@ -465,6 +465,7 @@ def _read_model(
         and "model-policy" not in check.bad
     ):
         check.at(policy_value, "model-policy", f"model-policy: {policy_text} needs a model")
+        check.bad.add("model")  # the schema's `required: [model]` says the same
 
     if policy_text is not None:
         policy = cast(DefinitionModelPolicy, policy_text)
