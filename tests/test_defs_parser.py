@@ -373,7 +373,8 @@ def test_claude_vocabulary() -> None:
     ],
 )
 def test_claude_entry_grammar(tools: str, column: int, message: str) -> None:
-    line, col, field, text = one_error(doc("description: x", "runtime: claude-cli", f"tools: {tools}"))
+    text_in = doc("description: x", "runtime: claude-cli", f"tools: {tools}")
+    line, col, field, text = one_error(text_in)
     assert (line, col, field) == (4, column, "tools")
     assert message in text
 
