@@ -199,6 +199,10 @@ def seen(folder: Path) -> dict[str, Any]:
     return data
 
 
+def same_dir(a: str | Path, b: str | Path) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
 def planner() -> AgentSpec:
     return bind(load_definition(EXAMPLES / "claude-planner.md"))
 
@@ -223,7 +227,7 @@ async def test_replays_stream_json_onto_agent_messages(tmp_path: Path) -> None:
     observed = seen(tmp_path / "bin")
     assert observed["argv"] == claude_cli_args(spec, include_partial_messages=True)
     assert observed["prompt"] == "Plan the change."
-    assert Path(observed["cwd"]).resolve() == work.resolve()
+    assert same_dir(observed["cwd"], work)
     assert observed["extra"] == "yes"
 
     wire = [to_wire(e) for e in events]
