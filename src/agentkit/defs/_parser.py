@@ -462,7 +462,6 @@ def _read_model(
         and policy_text is not None
         and model is None
         and not check.has("model")
-        and "model-policy" not in check.bad
     ):
         check.at(policy_value, "model-policy", f"model-policy: {policy_text} needs a model")
         check.bad.add("model")  # the schema's `required: [model]` says the same
