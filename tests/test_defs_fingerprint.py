@@ -215,3 +215,21 @@ def test_bind_puts_the_fingerprint_record_in_the_spec_metadata() -> None:
     stored = spec.metadata["definition"]
     assert stored["fingerprint"] == VECTORS["claude-planner"][0]
     check_resume(stored, definition)
+
+
+def test_resume_check_against_a_bound_spec() -> None:
+    from agentkit.defs import HostCapabilities
+
+    host = HostCapabilities.of(["read_file", "list_dir", "bash"])
+    definition = load_definition(EXAMPLES / "security-review.md")
+    record = fingerprint_record(definition)
+    check_resume(record, bind(definition, host))
+    check_resume(VECTORS["security-review"][1], bind(definition, host))
+    changed = parse_definition(BASE.replace("reasoning: high", "reasoning: max"), "x.md")
+    with pytest.raises(ResumeError) as info:
+        check_resume(record, bind(changed, host))
+    assert info.value.changed == ("reasoning",)
+    from agentkit.spec import AgentSpec
+
+    with pytest.raises(ValueError, match="not bound from a definition"):
+        check_resume(record, AgentSpec(id="plain"))

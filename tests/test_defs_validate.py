@@ -58,18 +58,18 @@ def python_blocks(markdown: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", markdown, flags=re.S)
 
 
-def test_docs_python_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(ROOT)
+def test_docs_python_examples_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.chdir(tmp_path)
     blocks = python_blocks((ROOT / "docs" / "definitions.md").read_text())
     assert len(blocks) >= 4
     for block in blocks:
         exec(compile(block, "docs/definitions.md", "exec"), {})
 
 
-def test_docstring_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_docstring_examples_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import agentkit.defs as defs
 
-    monkeypatch.chdir(ROOT)
+    monkeypatch.chdir(tmp_path)
     seen = 0
     for name in defs.__all__:
         doc = getattr(getattr(defs, name), "__doc__", None) or ""

@@ -18,6 +18,8 @@ from agentkit.defs._binding import (
 from agentkit.defs._claude_cli import (
     ClaudeCliError,
     ClaudeCliOutcome,
+    claude_cli_driver,
+    claude_session_id,
     find_claude,
     run_claude_cli,
 )
@@ -81,7 +83,9 @@ __all__ = [
     "canonical_fields",
     "check_resume",
     "claude_cli_args",
+    "claude_cli_driver",
     "claude_entry_problem",
+    "claude_session_id",
     "find_claude",
     "fingerprint",
     "fingerprint_lines",

@@ -96,9 +96,10 @@ def bind(
         BindError: listing every capability the host does not supply, or a model problem.
 
     ```python
-    from agentkit.defs import HostCapabilities, bind, load_definition
+    from agentkit.defs import HostCapabilities, bind, parse_definition
 
-    definition = load_definition("examples/defs/security-review.md")
+    text = "---\\ndescription: d\\ntools: [read_file, list_dir, bash]\\n---\\n"
+    definition = parse_definition(text, path="security-review.md")
     host = HostCapabilities.of(["read_file", "list_dir", "bash", "grep"], shell="bash")
     spec = bind(definition, host)
     assert spec.runtime == "engine"
@@ -207,9 +208,10 @@ def claude_cli_args(
     - `--include-partial-messages` when asked, `--resume=<claude session id>` to continue.
 
     ```python
-    from agentkit.defs import bind, claude_cli_args, load_definition
+    from agentkit.defs import bind, claude_cli_args, parse_definition
 
-    spec = bind(load_definition("examples/defs/claude-planner.md"))
+    text = "---\\ndescription: d\\nruntime: claude-cli\\ntools: [Read, Edit, 'Bash(git *)']\\n---"
+    spec = bind(parse_definition(text, path="claude-planner.md"))
     args = claude_cli_args(spec)
     assert args[args.index("--tools") + 1] == "Read,Edit,Bash"
     assert args[args.index("--allowedTools") + 1] == "Read,Edit,Bash(git *)"

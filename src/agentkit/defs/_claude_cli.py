@@ -15,10 +15,11 @@ import json
 import os
 import shutil
 import subprocess
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
@@ -38,11 +39,23 @@ from agentkit.events import (
     ToolUse,
     TurnStatus,
 )
+from agentkit.providers._base import AssistantMessage, UserMessage
 from agentkit.spec import AgentSpec
 
-__all__ = ["ClaudeCliError", "ClaudeCliOutcome", "find_claude", "run_claude_cli"]
+if TYPE_CHECKING:
+    from agentkit._engine import TurnOutcome, TurnRequest
+
+__all__ = [
+    "ClaudeCliError",
+    "ClaudeCliOutcome",
+    "claude_cli_driver",
+    "claude_session_id",
+    "find_claude",
+    "run_claude_cli",
+]
 
 _STDERR_TAIL = 2000
+_SESSION_NAMESPACE = uuid.UUID("6f1c2a9e-4b7d-5e3a-9c1f-8d2e7a4b6c10")
 
 
 class ClaudeCliError(RuntimeError):
@@ -107,9 +120,10 @@ async def run_claude_cli(
     """Run one turn of a `claude-cli` spec with the `claude` command line.
 
     The prompt is written to the process's standard input; every mapped event is passed to
-    `emit` as it arrives. Failures (missing executable, a crash, an error result) are
-    emitted as one `error` event and returned with `status="error"`; they never raise.
-    Cancelling the caller kills the process.
+    `emit` as it arrives: `session_init`, the content events, and a closing `result` or
+    `error` (`turn_start` / `turn_end` are the caller's). Failures (missing executable, a
+    crash, an error result) become that `error` event and `status="error"`; they never
+    raise. Cancelling the caller kills the process.
 
     Args:
         spec: A spec with `runtime="claude-cli"` (see `bind`).
@@ -122,16 +136,82 @@ async def run_claude_cli(
         include_partial_messages: Ask for `stream_event` partials (become `text_delta`).
         env: Extra environment variables for the process.
     """
+    args = _args(spec, include_partial_messages, [f"--resume={resume}"] if resume else [])
+    return await _run(
+        spec, prompt, args, working_dir, session_id, emit, executable, env, standalone=True
+    )
+
+
+async def claude_cli_driver(request: TurnRequest) -> TurnOutcome:
+    """The `Runtime` driver for `claude-cli` specs (`Runtime` picks it for them).
+
+    The runtime emits `turn_start`, `session_init`, the closing `result` / `error` and
+    `turn_end`; this driver emits the content events and returns the outcome. The Claude
+    Code session is derived from agentkit's session id (a UUID 5), created with
+    `--session-id` on the first turn and continued with `--resume` afterwards, so a resumed
+    agentkit session continues the same Claude conversation. The executable is the
+    runtime service `claude_executable`, else `$AGENTKIT_CLAUDE`, else `claude` on `PATH`.
+    """
+    from agentkit._engine import TurnOutcome
+
+    services = request.runtime.services if request.runtime is not None else {}
+    executable = (
+        services.get("claude_executable") or os.environ.get("AGENTKIT_CLAUDE") or "claude"
+    )
+    claude_session = claude_session_id(request.session_id)
+    started = any(m.role == "assistant" for m in request.transcript)
+    session_flag = f"--resume={claude_session}" if started else f"--session-id={claude_session}"
+    spec = request.spec.model_copy(update={"system_prompt": request.system_prompt})
+    args = _args(spec, bool(services.get("claude_partial_messages", True)), [session_flag])
+    outcome = await _run(
+        spec,
+        request.prompt,
+        args,
+        request.working_dir,
+        request.session_id,
+        request.emit,
+        executable,
+        None,
+        standalone=False,
+    )
+    if outcome.claude_session_id is not None:
+        await request.save_messages(
+            [UserMessage(content=request.prompt), AssistantMessage(text=outcome.text)]
+        )
+    return TurnOutcome(
+        status=outcome.status if outcome.status != "interrupted" else "error",
+        text=outcome.text,
+        error=outcome.error,
+        accounting=outcome.accounting,
+    )
+
+
+def claude_session_id(session_id: str) -> str:
+    """The Claude Code session id (a UUID) used for an agentkit session id."""
+    return str(uuid.uuid5(_SESSION_NAMESPACE, session_id))
+
+
+def _args(spec: AgentSpec, partial: bool, extra: list[str]) -> list[str]:
+    return [*claude_cli_args(spec, include_partial_messages=partial), *extra]
+
+
+async def _run(
+    spec: AgentSpec,
+    prompt: str,
+    args: list[str],
+    working_dir: str | os.PathLike[str],
+    session_id: str,
+    emit: Callable[[AgentMessage], None],
+    executable: str | os.PathLike[str],
+    env: Mapping[str, str] | None,
+    *,
+    standalone: bool,
+) -> ClaudeCliOutcome:
     if spec.runtime != "claude-cli":
         raise ValueError(f"spec {spec.id!r} has runtime {spec.runtime!r}, not 'claude-cli'")
-    mapper = _Mapper(session_id, str(working_dir), emit, spec)
+    mapper = _Mapper(session_id, str(working_dir), emit, spec, standalone=standalone)
     try:
-        command = [
-            find_claude(executable),
-            *claude_cli_args(
-                spec, include_partial_messages=include_partial_messages, resume=resume
-            ),
-        ]
+        command = [find_claude(executable), *args]
     except ClaudeCliError as exc:
         return mapper.fail(str(exc), None)
     environment = {**os.environ, **env} if env is not None else None
@@ -216,6 +296,7 @@ class _Mapper:
     working_dir: str
     emit: Callable[[AgentMessage], None]
     spec: AgentSpec
+    standalone: bool = True
     pending: Text | None = None
     tool_names: dict[str, str] = field(default_factory=dict)
     message_ids: set[str] = field(default_factory=set)
@@ -253,6 +334,8 @@ class _Mapper:
             if isinstance(data.get("model"), str):
                 self.model = data["model"]
             cwd = data.get("cwd")
+            if not self.standalone:
+                return
             self.send(
                 SessionInit(
                     session_id=self.session_id,
@@ -350,7 +433,8 @@ class _Mapper:
         text = result if isinstance(result, str) else ""
         if data.get("subtype") == "success" and data.get("is_error") is not True:
             self.flush("final")
-            self.emit(Result(content=text, accounting=accounting))
+            if self.standalone:
+                self.emit(Result(content=text, accounting=accounting))
             self.outcome = ClaudeCliOutcome(
                 "completed", text, accounting, self.claude_session_id
             )
@@ -363,7 +447,9 @@ class _Mapper:
     def fail(
         self, message: str, code: int | None, accounting: Accounting | None = None
     ) -> ClaudeCliOutcome:
-        self.send(ErrorEvent(error=message, accounting=accounting))
+        self.flush()
+        if self.standalone:
+            self.emit(ErrorEvent(error=message, accounting=accounting))
         self.outcome = ClaudeCliOutcome(
             "error",
             "",

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from agentkit.defs._types import Definition
+from agentkit.spec import AgentSpec
 
 __all__ = [
     "ResumeError",
@@ -115,17 +116,21 @@ def fingerprint_record(definition: Definition) -> dict[str, Any]:
     return {"fingerprint": fingerprint(definition), "fields": canonical_fields(definition)}
 
 
-def check_resume(stored: str | Mapping[str, Any], definition: Definition) -> None:
-    """Check that a session created with `stored` may resume with `definition`.
+def check_resume(stored: str | Mapping[str, Any], current: Definition | AgentSpec) -> None:
+    """Check that a session created with `stored` may resume with `current`.
 
     `stored` is a fingerprint string or a record from `fingerprint_record` (the record lets
-    the error name the changed fields). An equal v2 fingerprint is accepted. A v1 fingerprint
-    (sessions from before the runtime axis) is accepted only when it matches exactly and the
-    definition is a default Rho one (`runtime: rho`, `inherit_claude_config: false`).
+    the error name the changed fields). `current` is the definition now on disk, or the spec
+    `bind` made from it (its `metadata["definition"]` holds the record). An equal v2
+    fingerprint is accepted. A v1 fingerprint (sessions from before the runtime axis) is
+    accepted only when it matches exactly and the definition is a default Rho one
+    (`runtime: rho`, `inherit_claude_config: false`).
 
     Raises:
         ResumeError: saying what changed.
+        ValueError: when `current` is a spec that was not bound from a definition.
     """
+    current_fields, agent_id = _current(current)
     fields: Mapping[str, Any] | None = None
     if isinstance(stored, Mapping):
         value = stored.get("fingerprint")
@@ -134,45 +139,53 @@ def check_resume(stored: str | Mapping[str, Any], definition: Definition) -> Non
     else:
         value = stored
     if not isinstance(value, str):
-        raise ResumeError(f"the session of {definition.id!r} stored no definition fingerprint")
+        raise ResumeError(f"the session of {agent_id!r} stored no definition fingerprint")
+    v1_fields = {k: v for k, v in current_fields.items() if k not in _V2_ONLY}
     if value.startswith("v2:"):
-        if value == fingerprint(definition, 2):
+        if value == _hash(current_fields, 2):
             return
-        version = 2
+        now = _hash(current_fields, 2)
     elif value.startswith("v1:"):
-        if value == fingerprint(definition, 1):
-            if definition.runtime == "rho" and not definition.inherit_claude_config:
+        now = _hash(v1_fields, 1)
+        if value == now:
+            axis = tuple(k for k in _V2_ONLY if current_fields.get(k) != _default(k))
+            if not axis:
                 return
             raise ResumeError(
-                f"the session of {definition.id!r} has a v1 fingerprint, which resumes only a "
-                f"default Rho definition; this one has runtime {definition.runtime!r} and "
-                f"inherit_claude_config {str(definition.inherit_claude_config).lower()}",
-                tuple(
-                    k
-                    for k, default in (("runtime", "rho"), ("inherit_claude_config", False))
-                    if getattr(definition, k) != default
-                ),
+                f"the session of {agent_id!r} has a v1 fingerprint, which resumes only a "
+                f"default Rho definition; this one has runtime {current_fields['runtime']!r} "
+                f"and inherit_claude_config {_show(current_fields['inherit_claude_config'])}",
+                axis,
             )
-        version = 1
     else:
         raise ResumeError(f"unrecognised definition fingerprint {value!r}")
-    current = canonical_fields(definition, 2)
     if fields is None:
         raise ResumeError(
-            f"the definition {definition.id!r} changed since the session started "
-            f"(fingerprint {value} is now {fingerprint(definition, 2 if version == 2 else 1)})"
+            f"the definition {agent_id!r} changed since the session started "
+            f"(fingerprint {value} is now {now})"
         )
-    changed = tuple(key for key in current if fields.get(key, _default(key)) != current[key])
+    changed = tuple(
+        key for key in current_fields if fields.get(key, _default(key)) != current_fields[key]
+    )
     parts = [
         key if key in _LONG else f"{key} ({_show(fields.get(key, _default(key)))} -> "
-        f"{_show(current[key])})"
+        f"{_show(current_fields[key])})"
         for key in changed
     ]
     detail = ", ".join(parts) if parts else "fields unchanged but the fingerprint differs"
     raise ResumeError(
-        f"the definition {definition.id!r} changed since the session started: {detail}",
-        changed,
+        f"the definition {agent_id!r} changed since the session started: {detail}", changed
     )
+
+
+def _current(current: Definition | AgentSpec) -> tuple[dict[str, Any], str]:
+    if isinstance(current, Definition):
+        return canonical_fields(current), current.id
+    record = current.metadata.get("definition")
+    fields = record.get("fields") if isinstance(record, Mapping) else None
+    if not isinstance(fields, Mapping):
+        raise ValueError(f"spec {current.id!r} was not bound from a definition")
+    return dict(fields), current.id
 
 
 def _default(key: str) -> Any:

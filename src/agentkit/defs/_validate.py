@@ -23,9 +23,15 @@ def validate_paths(
     missing path, a file that is not `.md`, or a folder without definitions is reported too.
 
     ```python
+    import tempfile
+    from pathlib import Path
+
     from agentkit.defs import validate_paths
 
-    assert validate_paths(["examples/defs"]) == []
+    with tempfile.TemporaryDirectory() as folder:
+        Path(folder, "ok.md").write_text("---\\ndescription: fine\\n---\\n")
+        assert validate_paths([folder]) == []
+        assert validate_paths([Path(folder, "gone.md")])[0].message == "does not exist"
     ```
     """
     diagnostics: list[Diagnostic] = []
@@ -64,9 +70,15 @@ def fingerprint_lines(
         DefinitionError: when the file is invalid.
 
     ```python
+    import tempfile
+    from pathlib import Path
+
     from agentkit.defs import fingerprint_lines
 
-    v2, v1 = fingerprint_lines("examples/defs/worker.md")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder, "worker.md")
+        path.write_text("---\\ndescription: Implements delegated tasks\\n---\\n")
+        v2, v1 = fingerprint_lines(path)
     assert v2.startswith("v2:") and v1.startswith("v1:")
     ```
     """
