@@ -23,6 +23,7 @@ from agentkit.defs._claude_cli import (
     find_claude,
     run_claude_cli,
 )
+from agentkit.defs._command import DefinitionRunner, load_definition_for_cli
 from agentkit.defs._fingerprint import (
     ResumeError,
     canonical_fields,
@@ -71,6 +72,7 @@ __all__ = [
     "Definition",
     "DefinitionError",
     "DefinitionModelPolicy",
+    "DefinitionRunner",
     "HostCapabilities",
     "HostModel",
     "ModelAvailable",
@@ -92,6 +94,7 @@ __all__ = [
     "fingerprint_record",
     "frontmatter_schema",
     "load_definition",
+    "load_definition_for_cli",
     "load_definitions",
     "parse_definition",
     "platform_shell",
