@@ -243,7 +243,7 @@ def test_claude_replace_inherit_config_partials_resume_and_nested_task() -> None
         "runtime: claude-cli",
         "prompt: replace",
         "inherit_claude_config: true",
-        "tools: [Task, 'Bash(ls *)', 'Bash(cat *)', 'Task(x)', Read]",
+        "tools: [Task, 'Bash(ls *)', 'Bash(cat *)', 'Task(x)', Read, mcp__db__query]",
         body="- You plan.",
     )
     spec = bind(definition, permission_mode="acceptEdits", max_turns=5)
@@ -251,7 +251,7 @@ def test_claude_replace_inherit_config_partials_resume_and_nested_task() -> None
     assert "--system-prompt=- You plan." in args
     assert "--setting-sources" not in args and "--strict-mcp-config" not in args
     assert args[args.index("--tools") + 1] == "Bash,Read"
-    assert args[args.index("--allowedTools") + 1] == "Bash(ls *),Bash(cat *),Read"
+    assert args[args.index("--allowedTools") + 1] == "Bash(ls *),Bash(cat *),Read,mcp__db__query"
     assert args[args.index("--disallowedTools") + 1] == "Task,Agent"
     assert args[args.index("--permission-mode") + 1] == "acceptEdits"
     assert args[args.index("--max-turns") + 1] == "5"

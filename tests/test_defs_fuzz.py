@@ -140,7 +140,7 @@ def test_structured_frontmatter(text: str, seed: int) -> None:
 
 @FUZZ
 @given(frontmatter())
-def test_schema_never_accepts_what_the_parser_rejects_silently(text: str) -> None:
+def test_prose_rules_cover_the_schema(text: str) -> None:
     # Diagnostics prefixed "schema:" would mean the prose rules missed something.
     result = outcome(text)
     if isinstance(result, DefinitionError):

@@ -197,8 +197,9 @@ def claude_cli_args(
     The prompt is written to standard input. Flags:
 
     - `-p --output-format stream-json --verbose` (stream-JSON needs `--verbose` with `-p`);
-    - `--tools` with the base names of the entries (`""` for no tools), `--allowedTools` with
-      the full entries, `--disallowedTools Task,Agent` always (no nested agents);
+    - `--tools` with the base names of the entries (`""` for no tools; MCP tools `mcp__...`
+      are not built-in tools and only go to `--allowedTools`), `--allowedTools` with the
+      full entries, `--disallowedTools Task,Agent` always (no nested agents);
     - `--model=`, `--effort`, `--permission-mode` (unless `default`), `--max-turns`;
     - `--append-system-prompt=<body>` for `extend` (Claude Code's own prompt is the base),
       `--system-prompt=<body>` for `replace`;
@@ -225,7 +226,7 @@ def claude_cli_args(
     bases: list[str] = []
     for entry in entries:
         base = parse_tool_entry(entry)[0]
-        if base not in bases:
+        if base not in bases and not base.startswith("mcp__"):
             bases.append(base)
     args = ["-p", "--output-format", "stream-json", "--verbose"]
     if include_partial_messages:
