@@ -51,6 +51,8 @@ def test_listed_capabilities_become_the_sorted_allowlist() -> None:
 def test_tools_all_means_every_host_capability() -> None:
     spec = bind(rho(), EVERYTHING)
     assert spec.tools == tuple(sorted(EVERYTHING.names))
+    with_aliases = HostCapabilities.of(["read_file", "Read", "bash", "Bash", "Bash(git *)"])
+    assert bind(rho(), with_aliases).tools == ("bash", "read_file")
     assert bind(rho("tools: all"), HostCapabilities()).tools == ()
 
 

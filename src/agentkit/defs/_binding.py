@@ -17,7 +17,7 @@ from agentkit.defs._auth import AuthRegistry
 from agentkit.defs._fingerprint import canonical_fields, fingerprint
 from agentkit.defs._models import HostModel, ModelAvailable, resolve_model
 from agentkit.defs._prompt import system_prompt
-from agentkit.defs._types import RHO_CAPABILITIES, BindError, Definition
+from agentkit.defs._types import RHO_CAPABILITIES, RHO_NAME, BindError, Definition
 from agentkit.spec import AgentSpec, PermissionMode
 from agentkit.tools import parse_tool_entry
 
@@ -159,7 +159,8 @@ def _bind_rho_tools(
     selected: set[str] = set()
     problems: list[str] = []
     if definition.tools == "all":
-        selected = offered - {"shell"}
+        # Only Rho capability names: a host registry may also hold Claude-style aliases.
+        selected = {n for n in offered if RHO_NAME.match(n)} - {"shell"}
         if "shell" in offered:
             selected.add(host.shell)
     else:

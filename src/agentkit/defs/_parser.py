@@ -24,6 +24,7 @@ from agentkit.defs._grammar import Document, Entry, FlowList, Scalar, read_docum
 from agentkit.defs._types import (
     CLAUDE_REASONING,
     RHO_CAPABILITIES,
+    RHO_NAME,
     RHO_REASONING,
     Definition,
     DefinitionError,
@@ -59,7 +60,6 @@ FIELDS: tuple[str, ...] = (
 """Every frontmatter key a definition may use."""
 
 _ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-_RHO_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 _CLAUDE_BASE = re.compile(r"[A-Za-z0-9_-]+")
 _DEFAULT_REGISTRY = AuthRegistry()
 
@@ -525,7 +525,7 @@ def _check_rho_entry(check: _Check, item: Scalar) -> None:
             f"{name!r} is a Claude tool entry; runtime rho takes Rho capability names "
             "(read_file, bash, ...). Mixing vocabularies is not allowed",
         )
-    elif not _RHO_NAME.match(name):
+    elif not RHO_NAME.match(name):
         check.at(
             item, "tools",
             f"{name!r} is not a capability name (lowercase letters, digits, '_' and '-', "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeAlias
@@ -49,6 +50,9 @@ RHO_CAPABILITIES: frozenset[str] = frozenset(
     }
 )
 """The built-in Rho capability names. Other lower-case names are extension capabilities."""
+
+RHO_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
+"""The shape of a Rho capability name (built-in or extension)."""
 
 RHO_REASONING: tuple[Reasoning, ...] = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 CLAUDE_REASONING: tuple[Reasoning, ...] = ("low", "medium", "high", "xhigh", "max")
