@@ -72,6 +72,13 @@ def _parser() -> argparse.ArgumentParser:
 
     schema = sub.add_parser("schema", help="print the JSON Schemas for editor support")
     schema.add_argument("kind", choices=("apps",))
+    schema.add_argument(
+        "which",
+        nargs="?",
+        choices=("all", "app", "agent"),
+        default="all",
+        help="both schemas as one object (default), or only app.yaml's or an agent file's",
+    )
 
     fingerprint = sub.add_parser("fingerprint", help="print a definition's fingerprints")
     fingerprint.add_argument("file", metavar="FILE")
@@ -348,9 +355,13 @@ def _validate_command(args: argparse.Namespace) -> int:
         else:
             app_paths.append(path)
     if app_paths:
+        from agentkit.apps import ValidateUsageError
         from agentkit.apps import validate_paths as validate_apps
 
-        diagnostics.extend(validate_apps(app_paths))
+        try:
+            diagnostics.extend(validate_apps(app_paths))
+        except ValidateUsageError as exc:
+            raise UsageError(str(exc)) from None
     if md_paths:
         from agentkit.defs import validate_paths as validate_defs
 
@@ -375,7 +386,7 @@ def _holds_markdown_only(folder: Path) -> bool:
 def _schema_command(args: argparse.Namespace) -> int:
     from agentkit.apps import schema_text
 
-    print(schema_text())
+    print(schema_text(args.which))
     return 0
 
 

@@ -360,8 +360,14 @@ class Runtime:
         if self._task_group is None:
             raise RuntimeError("start runs inside 'async with Runtime(...) as runtime:'")
         spec = self._resolve_agent(agent)
+        definition = spec.metadata.get("definition")
         if session_id is None:
-            session = await self.create_session(spec, metadata=session_metadata)
+            metadata = dict(session_metadata or {})
+            if definition is not None:
+                # Sessions of Markdown definitions remember what they were started with,
+                # so a changed definition is refused on resume (see agentkit.defs).
+                metadata.setdefault("definition", definition)
+            session = await self.create_session(spec, metadata=metadata)
             transcript: list[Message] = []
         else:
             found = await self.store.get_session(session_id)
@@ -372,6 +378,10 @@ class Runtime:
                     f"session {session_id!r} belongs to agent {found.agent_id!r}, not {spec.id!r}"
                 )
             session = found
+            if "definition" in session.metadata:
+                from agentkit.defs import check_resume
+
+                check_resume(session.metadata["definition"], spec)
             if session.id in self._active_sessions:
                 raise SessionBusyError(f"session {session.id!r} already has a run going")
             transcript = await self.store.load_transcript(session.id)
