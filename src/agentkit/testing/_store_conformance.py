@@ -342,8 +342,8 @@ async def check_transcript_concurrent_appends_atomic(store: Store) -> None:
     contents = [m.content for m in loaded if isinstance(m, UserMessage)]
     for start in range(0, len(contents), size):
         chunk = contents[start : start + size]
-        batch = chunk[0].split(":")[0]
-        assert chunk == [f"{batch}:{i}" for i in range(size)], f"batch split: {chunk}"
+        label = chunk[0].split(":")[0]
+        assert chunk == [f"{label}:{i}" for i in range(size)], f"batch split: {chunk}"
     assert sorted({c.split(":")[0] for c in contents}) == sorted(str(b) for b in range(batches))
 
 
