@@ -523,3 +523,40 @@ def test_importing_stores_loads_no_database_library() -> None:
         check=True,
     )
     assert json.loads(out.stdout) == []
+
+
+# --- with the runtime ---------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_runtime_resumes_a_session_from_a_reopened_sqlite_file(tmp_path: Path) -> None:
+    from agentkit import AgentSpec
+    from agentkit.runtime import Runtime
+    from agentkit.testing import ScriptedProvider
+
+    path = tmp_path / "runtime.db"
+    spec = AgentSpec(id="demo:greeter", system_prompt="Greet people.")
+    store = SQLiteStore(path)
+    async with Runtime(provider=ScriptedProvider([{"text": "Hello!"}]), store=store) as rt:
+        first = await (await rt.start(spec, "Say hello")).wait()
+    await store.aclose()
+    assert first.status == "completed"
+
+    store = SQLiteStore(path)  # a new process would see the same
+    provider = ScriptedProvider([{"text": "Hello again!"}])
+    async with Runtime(provider=provider, store=store) as rt:
+        second = await (await rt.start(spec, "Once more", session_id=first.session_id)).wait()
+    assert second.text == "Hello again!"
+    assert [m.model_dump(exclude_defaults=True) for m in provider.requests[0].messages] == [
+        {"content": "Say hello"},
+        {"text": "Hello!"},
+        {"content": "Once more"},
+    ]
+    for run in await store.list_runs(first.session_id):
+        events = await store.read_events(run.id)
+        types = [e.event.type for e in events]
+        assert types[0] == "turn_start" and types[-1] == "turn_end"
+        assert "text_delta" not in types and "result" in types
+        assert run.status == "completed" and run.finished_at is not None
+    assert [r.id for r in await store.list_runs(first.session_id)] == [first.run_id, second.run_id]
+    await store.aclose()
