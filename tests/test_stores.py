@@ -16,6 +16,8 @@ from typing import Any
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agentkit.events import Text
 from agentkit.providers import AssistantMessage, ToolCall, UserMessage
@@ -127,6 +129,38 @@ async def test_store_conformance_names_the_failing_checks() -> None:
     assert any("'events_after'" in note for note in notes)
     assert not any("'session_list'" in note for note in notes)
     assert f"of {len(STORE_CHECKS)} store conformance checks failed" in str(info.value)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    batches=st.lists(st.lists(st.integers(-2, 40), max_size=6), max_size=10),
+    after=st.integers(-3, 45),
+)
+@pytest.mark.anyio
+async def test_sqlite_event_log_matches_the_reference(
+    batches: list[list[int]], after: int
+) -> None:
+    """Any sequence of batches, valid or not, leaves SQLite's log exactly like MemoryStore's."""
+    stores: list[Store] = [MemoryStore(), SQLiteStore(":memory:")]
+    outcomes: list[list[str]] = []
+    for store in stores:
+        await store.create_session("s", "app:agent")
+        await store.create_run(RunRecord("r", "s", "app:agent", "running", 0.0))
+        seen = []
+        for offsets in batches:
+            entries = [EventEntry(o, Text(content=str(o))) for o in offsets]
+            try:
+                await store.append_events("r", entries)
+                seen.append("ok")
+            except ValueError:
+                seen.append("rejected")
+        outcomes.append(seen)
+    reference, sqlite = stores
+    assert outcomes[0] == outcomes[1]
+    assert await sqlite.read_events("r") == await reference.read_events("r")
+    assert await sqlite.read_events("r", after) == await reference.read_events("r", after)
+    for store in stores:
+        await store.aclose()
 
 
 # --- SQLite: durability, WAL, sharing one file --------------------------------------------
