@@ -90,18 +90,21 @@ async def main(postgres: str | None, backend: str) -> None:
         schema = f"bench_{uuid.uuid4().hex[:8]}"
         if postgres:
             cases.append(("postgres", lambda: PostgresStore(postgres, schema=schema), "pool"))
-        for name, make, mode in cases:
-            store = make()
-            append_us, read_us = await measure(store, mode)
-            await store.aclose()
-            print(
-                f"| {backend:7} | {name:15} | {mode:6} | {append_us:8.1f} us | {read_us:8.1f} us |"
-            )
-        if postgres:
-            import psycopg
+        try:
+            for name, make, mode in cases:
+                store = make()
+                append_us, read_us = await measure(store, mode)
+                await store.aclose()
+                print(
+                    f"| {backend:7} | {name:15} | {mode:6} "
+                    f"| {append_us:8.1f} us | {read_us:8.1f} us |"
+                )
+        finally:
+            if postgres:
+                import psycopg
 
-            with psycopg.connect(postgres, autocommit=True) as conn:
-                conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+                with psycopg.connect(postgres, autocommit=True) as conn:
+                    conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 if __name__ == "__main__":
