@@ -115,8 +115,9 @@ class SQLiteStore:
     writer, and writers take turns. Each call runs inline on the event loop's thread (a
     small write takes tens of microseconds, far less than a hop to a worker thread); when
     another process holds the write lock the call does not block the loop but sleeps
-    asynchronously and retries, up to `busy_timeout`. Every append is one transaction.
-    Works under asyncio and trio.
+    asynchronously and retries, up to `busy_timeout`; a call that need not wait does not
+    yield to the event loop at all. Every append is one transaction. Works under asyncio
+    and trio.
 
     Example:
         ```python
