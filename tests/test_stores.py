@@ -594,3 +594,27 @@ async def test_runtime_resumes_a_session_from_a_reopened_sqlite_file(tmp_path: P
         assert run.status == "completed" and run.finished_at is not None
     assert [r.id for r in await store.list_runs(first.session_id)] == [first.run_id, second.run_id]
     await store.aclose()
+
+
+@pytest.mark.anyio
+async def test_sqlite_checkpoints_in_a_background_thread(tmp_path: Path) -> None:
+    from agentkit.stores._sqlite import CHECKPOINT_BYTES
+
+    path = tmp_path / "big.db"
+    store = SQLiteStore(path)
+    await store.create_session("s1", "app:agent")
+    await store.create_run(RunRecord("r1", "s1", "app:agent", "running", time.time()))
+    chunk = "z" * 100_000
+    count = CHECKPOINT_BYTES // len(chunk) + 5
+    for i in range(count):
+        await store.append_events("r1", [EventEntry(i, Text(content=chunk))])
+    assert store._checkpointer is not None
+    await anyio.to_thread.run_sync(store._checkpointer.join)
+    # The checkpoint copied the log into the database file itself.
+    assert (await anyio.Path(path).stat()).st_size > CHECKPOINT_BYTES
+    await store.aclose()  # the last connection closed: the log is folded in and removed
+    assert not await anyio.Path(f"{path}-wal").exists()
+    again = SQLiteStore(path)
+    events = await again.read_events("r1")
+    assert [e.offset for e in events] == list(range(count))
+    await again.aclose()

@@ -33,7 +33,7 @@ from agentkit.stores._codec import (
 if TYPE_CHECKING:
     import sqlite3
 
-__all__ = ["SCHEMA_VERSION", "SQLiteStore"]
+__all__ = ["CHECKPOINT_BYTES", "SCHEMA_VERSION", "SQLiteStore"]
 
 SCHEMA_VERSION = 1
 """The version of the table layout this code writes (kept in `agentkit_schema_version`)."""
@@ -72,6 +72,9 @@ CREATE TABLE IF NOT EXISTS agentkit_events (
     PRIMARY KEY (run_id, pos)
 );
 """
+
+CHECKPOINT_BYTES = 2 * 1024 * 1024
+"""Bytes of data appended between two WAL checkpoints (each run in a background thread)."""
 
 _SESSION_COLUMNS = "id, agent_id, created_at, updated_at, metadata"
 _RUN_COLUMNS = "id, session_id, agent_id, status, created_at, finished_at"
@@ -116,7 +119,9 @@ class SQLiteStore:
     small write takes tens of microseconds, far less than a hop to a worker thread); when
     another process holds the write lock the call does not block the loop but sleeps
     asynchronously and retries, up to `busy_timeout`; a call that need not wait does not
-    yield to the event loop at all. Every append is one transaction. Works under asyncio
+    yield to the event loop at all. WAL checkpoints (an fsync, tens of milliseconds) run in
+    a background thread every `CHECKPOINT_BYTES` appended, never on the event loop. Every
+    append is one transaction. Works under asyncio
     and trio.
 
     Example:
@@ -145,6 +150,9 @@ class SQLiteStore:
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self._closed = False
+        self._wal = False
+        self._unchecked = 0
+        self._checkpointer: threading.Thread | None = None
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
@@ -162,7 +170,11 @@ class SQLiteStore:
             self.path, isolation_level=None, check_same_thread=False, timeout=0
         )
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
+            self._wal = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal"
+            if self._wal:
+                # Checkpoints (copying the log back into the file, with an fsync) take tens
+                # of milliseconds; `_wrote` runs them in a thread, off the event loop.
+                conn.execute("PRAGMA wal_autocheckpoint=0")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute("BEGIN IMMEDIATE")
@@ -212,6 +224,31 @@ class SQLiteStore:
                 ) from busy
             await anyio.sleep(delay)
             delay = min(delay * 2, 0.05)
+
+    def _wrote(self, nbytes: int) -> None:
+        """Count bytes written; past `CHECKPOINT_BYTES`, checkpoint in a background thread."""
+        self._unchecked += nbytes
+        if self._unchecked < CHECKPOINT_BYTES or not self._wal:
+            return
+        if self._checkpointer is not None and self._checkpointer.is_alive():
+            return
+        self._unchecked = 0
+        self._checkpointer = threading.Thread(
+            target=self._checkpoint, name=f"agentkit checkpoint {self.path}", daemon=True
+        )
+        self._checkpointer.start()
+
+    def _checkpoint(self) -> None:
+        import sqlite3
+
+        try:
+            conn = sqlite3.connect(self.path, isolation_level=None, timeout=0)
+            try:
+                conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            finally:
+                conn.close()
+        except sqlite3.Error:  # busy, or the file is gone: a later checkpoint catches up
+            pass
 
     def _store_error(self, exc: BaseException) -> StoreError | None:
         """A `StoreError` naming the file for an SQLite failure (a broken or foreign file)."""
@@ -269,6 +306,7 @@ class SQLiteStore:
         """Append messages atomically: all of them or none."""
         data = [dump_message(message) for message in messages]
         await self._call(_append_transcript, session_id, data, time.time())
+        self._wrote(sum(map(len, data)))
 
     async def truncate_transcript(self, session_id: str, length: int) -> None:
         """Keep only the first `length` messages."""
@@ -304,6 +342,7 @@ class SQLiteStore:
         check_offsets(run_id, first - 1, entries)
         rows = [(run_id, entry.offset, dump_event(entry)) for entry in entries]
         await self._call(_append_events, run_id, first, rows)
+        self._wrote(sum(len(row[2]) for row in rows))
 
     async def read_events(self, run_id: str, after: int = -1) -> list[EventEntry]:
         """A run's stored events with offset greater than `after`, in order."""
@@ -314,9 +353,12 @@ class SQLiteStore:
         """Close the database connection; the store cannot be used afterwards."""
         with self._lock:
             self._closed = True
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            conn, self._conn = self._conn, None
+        # Closing the last connection checkpoints the log: do it off the event loop.
+        if self._checkpointer is not None:
+            await anyio.to_thread.run_sync(self._checkpointer.join)
+        if conn is not None:
+            await anyio.to_thread.run_sync(conn.close)
 
 
 # --- the synchronous work, each function one transaction or one statement ----------------
