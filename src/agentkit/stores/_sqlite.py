@@ -115,14 +115,15 @@ class SQLiteStore:
 
     The database runs in WAL mode with `synchronous=NORMAL` and foreign keys on, so any
     number of store instances and processes can share one file: readers never wait for the
-    writer, and writers take turns. Each call runs inline on the event loop's thread (a
-    small write takes tens of microseconds, far less than a hop to a worker thread); when
-    another process holds the write lock the call does not block the loop but sleeps
-    asynchronously and retries, up to `busy_timeout`; a call that need not wait does not
-    yield to the event loop at all. WAL checkpoints (an fsync, tens of milliseconds) run in
-    a background thread every `CHECKPOINT_BYTES` appended, never on the event loop. Every
-    append is one transaction. Works under asyncio
+    writer, and writers take turns. Every append is one transaction. Works under asyncio
     and trio.
+
+    Each call runs inline on the event loop's thread: a small write takes tens of
+    microseconds, several times less than a hop to a worker thread. When another process
+    holds the write lock, the call does not block the loop but sleeps asynchronously and
+    retries, up to `busy_timeout`; a call that need not wait does not yield to the event
+    loop at all. WAL checkpoints (an fsync, tens of milliseconds) run in a background
+    thread every `CHECKPOINT_BYTES` appended, never on the event loop.
 
     Example:
         ```python
