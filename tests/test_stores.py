@@ -546,7 +546,9 @@ def test_importing_stores_loads_no_database_library() -> None:
         """
         import json, sys
         import agentkit.stores, agentkit.testing._store_conformance
-        print(json.dumps([m for m in ("psycopg", "sqlite3", "pytest") if m in sys.modules]))
+        heavy = ("psycopg", "sqlite3", "pytest", "agentkit.stores._sqlite")
+        heavy += ("agentkit.stores._postgres",)
+        print(json.dumps([m for m in heavy if m in sys.modules]))
         """
     )
     out = subprocess.run(
