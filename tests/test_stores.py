@@ -250,10 +250,11 @@ _WRITER = """
 import sys, time, anyio
 from agentkit.events import Text
 from agentkit.providers import UserMessage
-from agentkit.stores import EventEntry, RunRecord, SQLiteStore
+from agentkit.stores import EventEntry, PostgresStore, RunRecord, SQLiteStore
 
-async def main(path, batches):
-    store = SQLiteStore(path)
+async def main(where, batches):
+    kind, _, place = where.partition(":")
+    store = SQLiteStore(place) if kind == "sqlite" else PostgresStore(sys.argv[3], schema=place)
     await store.create_run(RunRecord("proc-run", "proc", "app:agent", "running", time.time()))
     print("started", flush=True)
     for i in range(batches):
@@ -269,13 +270,25 @@ anyio.run(main, sys.argv[1], int(sys.argv[2]))
 """
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def shared_place(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Where two processes meet: `sqlite:<file>` or `postgres:<schema>`."""
+    if request.param == "sqlite":
+        yield f"sqlite:{tmp_path / 'multi.db'}"
+    else:
+        schema = request.getfixturevalue("pg_schema")
+        yield f"postgres:{schema}"
+
+
 @pytest.mark.anyio
-async def test_sqlite_shared_with_a_writing_process(tmp_path: Path) -> None:
+async def test_store_shared_with_a_writing_process(shared_place: str) -> None:
     """Another process appends while this one reads and writes: every read sees whole
     batches in order, nothing is lost, and neither side fails on the shared lock."""
-    path = tmp_path / "multi.db"
     batches = 150
-    store = SQLiteStore(path)
+    kind, _, place = shared_place.partition(":")
+    store: Store = (
+        SQLiteStore(place) if kind == "sqlite" else PostgresStore(PG_DSN or "", schema=place)
+    )
     await store.create_session("proc", "app:agent")
     await store.create_session("mine", "app:agent")
     await store.create_run(RunRecord("my-run", "mine", "app:agent", "running", time.time()))
@@ -284,7 +297,7 @@ async def test_sqlite_shared_with_a_writing_process(tmp_path: Path) -> None:
     partial_reads = 0
     mine = 0
     async with await anyio.open_process(
-        [sys.executable, "-c", _WRITER, str(path), str(batches)], env=env
+        [sys.executable, "-c", _WRITER, shared_place, str(batches), PG_DSN or ""], env=env
     ) as proc:
         while proc.returncode is None:
             events = await store.read_events("proc-run")
