@@ -35,6 +35,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 
 from agentkit.events import (
     Accounting,
@@ -488,6 +489,55 @@ async def check_events_isolation(store: Store) -> None:
     assert await store.read_events("r3") == _entries([1], "three")
     await store.append_events("r1", _entries([2], "one"))  # r2's offset 2 does not block it
     assert _offsets(await store.read_events("r1")) == [0, 1, 2]
+
+
+@_check
+async def check_events_concurrent_runs(store: Store) -> None:
+    """Many runs appending at once each get exactly their own events, in order."""
+    await store.create_session("s1", "app:agent")
+    runs, batches = 8, 10
+
+    async def write(run_id: str) -> None:
+        await store.create_run(_run(run_id, "s1"))
+        for b in range(batches):
+            await store.append_events(run_id, _entries([2 * b, 2 * b + 1], run_id))
+
+    async with anyio.create_task_group() as tg:
+        for r in range(runs):
+            tg.start_soon(write, f"r{r}")
+    for r in range(runs):
+        assert await store.read_events(f"r{r}") == _entries(list(range(2 * batches)), f"r{r}")
+    assert len(await store.list_runs("s1")) == runs
+
+
+@_check
+async def check_events_read_while_appending(store: Store) -> None:
+    """A reader polling while a writer appends sees whole batches, in order, never less
+    than before, and finally everything (how a follower tails a run)."""
+    await store.create_session("s1", "app:agent")
+    await store.create_run(_run("r1", "s1"))
+    batches, size = 30, 3
+    total = batches * size
+
+    async def write() -> None:
+        for b in range(batches):
+            await store.append_events("r1", _entries([size * b + k for k in range(size)]))
+            await anyio.lowlevel.checkpoint()
+
+    async def read() -> None:
+        seen = 0
+        while seen < total:
+            offsets = _offsets(await store.read_events("r1", after=seen - 1))
+            assert offsets == list(range(seen, seen + len(offsets))), "a gap or disorder"
+            assert len(offsets) % size == 0, "half a batch was visible"
+            seen += len(offsets)
+            await anyio.lowlevel.checkpoint()
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read)
+            tg.start_soon(write)
+    assert _offsets(await store.read_events("r1")) == list(range(total))
 
 
 @_check
