@@ -39,11 +39,6 @@ PG_DSN = os.environ.get("AGENTKIT_TEST_POSTGRES_DSN")
 PG_SKIP = "AGENTKIT_TEST_POSTGRES_DSN is not set (e.g. postgresql://postgres@127.0.0.1:5432/test)"
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 # --- the conformance suite against every backend -----------------------------------------
 
 
