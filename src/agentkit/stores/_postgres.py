@@ -53,9 +53,8 @@ class _SQL:
     def __init__(self, schema: str | None) -> None:
         p = f"{_quote(schema)}." if schema else ""
         sessions, transcript = f"{p}agentkit_sessions", f"{p}agentkit_transcript"
-        runs, events, version = f"{p}agentkit_runs", f"{p}agentkit_events", (
-            f"{p}agentkit_schema_version"
-        )
+        runs, events = f"{p}agentkit_runs", f"{p}agentkit_events"
+        version = f"{p}agentkit_schema_version"
         session_cols = "id, agent_id, created_at, updated_at, metadata"
         run_cols = "id, session_id, agent_id, status, created_at, finished_at"
         self.create = [
