@@ -3,7 +3,6 @@ server replaying byte-exact SSE streams of its API (tests/data/providers/<api>/)
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,26 +10,15 @@ from typing import Any
 import pytest
 
 from agentkit.providers import (
-    AssistantMessage,
-    ModelRequest,
     Provider,
-    ProviderError,
-    ThinkingBlock,
-    ThinkingChunk,
-    ToolCall,
-    ToolCallChunk,
-    ToolResultMessage,
     Usage,
-    UserMessage,
 )
 from agentkit.providers._anthropic import AnthropicProvider
 from agentkit.providers._openai import OpenAIProvider
 from agentkit.testing._provider_conformance import (
     CONFORMANCE_SCENARIOS,
-    ReplayServer,
     Reply,
     WireScript,
-    collect,
     run_conformance_scenario,
     split_inside_utf8,
 )

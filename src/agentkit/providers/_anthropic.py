@@ -40,8 +40,9 @@ from agentkit.providers._base import (
     Usage,
     UserMessage,
 )
-from agentkit.providers._catalog import DEFAULT_CATALOGS, ModelCatalog
-from agentkit.providers._errors import ProviderConfigError, map_error
+from agentkit.providers._catalog import ModelCatalog, coerce_catalog
+from agentkit.providers._errors import map_error
+from agentkit.providers._registry import ProviderConfigError
 from agentkit.spec import ReasoningEffort
 
 __all__ = ["THINKING_BUDGETS", "AnthropicProvider"]
@@ -73,7 +74,8 @@ class AnthropicProvider:
         api_key: The API key; defaults to `ANTHROPIC_API_KEY`.
         base_url: Another endpoint (a proxy, or a test server); defaults to
             `ANTHROPIC_BASE_URL` or the public API.
-        catalog: The tier catalog; defaults to `DEFAULT_CATALOGS["anthropic"]`.
+        catalog: A [`ModelCatalog`][agentkit.providers.ModelCatalog], or tier -> model
+            overrides of `DEFAULT_CATALOGS["anthropic"]`.
         timeout: Seconds before a request (or a silent stream) times out.
         max_tokens: The output allowance when the request sets none.
         thinking: `"adaptive"` (thinking plus the `effort` setting) or `"budget"`
@@ -88,7 +90,7 @@ class AnthropicProvider:
         *,
         api_key: str | None = None,
         base_url: str | None = None,
-        catalog: ModelCatalog | None = None,
+        catalog: ModelCatalog | Mapping[str, str] | None = None,
         timeout: float = 600.0,
         max_tokens: int = 8192,
         thinking: str = "adaptive",
@@ -98,7 +100,7 @@ class AnthropicProvider:
             raise ProviderConfigError(
                 f"anthropic: thinking must be 'adaptive' or 'budget', not {thinking!r}"
             )
-        self.catalog = catalog or DEFAULT_CATALOGS["anthropic"]
+        self.catalog = coerce_catalog("anthropic", catalog)
         self.max_tokens = max_tokens
         self.thinking = thinking
         if client is None:

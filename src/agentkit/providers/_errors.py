@@ -14,7 +14,7 @@ from typing import Any
 
 from agentkit.providers._base import ProviderError
 
-__all__ = ["ProviderConfigError", "map_error", "parse_retry_after"]
+__all__ = ["map_error", "parse_retry_after"]
 
 _RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
 _STATUS_KINDS = {429: "rate_limit", 529: "overloaded", 503: "overloaded", 408: "timeout"}
@@ -26,13 +26,6 @@ _RETRYABLE_KINDS = {
     "server_error": "server_error",
     "timeout_error": "timeout",
 }
-
-
-class ProviderConfigError(LookupError):
-    """A provider cannot be built as configured (for example its API key is missing).
-
-    The message says what to set; the CLI prints it instead of a traceback.
-    """
 
 
 def parse_retry_after(headers: Mapping[str, str] | None) -> float | None:

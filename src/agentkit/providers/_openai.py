@@ -30,8 +30,9 @@ from agentkit.providers._base import (
     Usage,
     UserMessage,
 )
-from agentkit.providers._catalog import DEFAULT_CATALOGS, ModelCatalog
-from agentkit.providers._errors import ProviderConfigError, map_error
+from agentkit.providers._catalog import ModelCatalog, coerce_catalog
+from agentkit.providers._errors import map_error
+from agentkit.providers._registry import ProviderConfigError
 from agentkit.spec import ReasoningEffort
 
 __all__ = ["OpenAIProvider", "openai_compatible"]
@@ -62,7 +63,9 @@ class OpenAIProvider:
         api_key: The API key; defaults to `OPENAI_API_KEY` (or `AGENTKIT_API_KEY` for a
             compatible server, where it is optional).
         base_url: The server; defaults to `OPENAI_BASE_URL` or the public API.
-        catalog: The tier catalog; defaults to `DEFAULT_CATALOGS[name]`.
+        catalog: A [`ModelCatalog`][agentkit.providers.ModelCatalog], or tier -> model
+            overrides of `DEFAULT_CATALOGS[name]`.
+        model: One model for every tier (handy for a compatible server that serves one).
         timeout: Seconds before a request (or a silent stream) times out.
         name: The provider name reported in errors and usage (`openai` or
             `openai-compatible`).
@@ -77,7 +80,8 @@ class OpenAIProvider:
         api: Api | None = None,
         api_key: str | None = None,
         base_url: str | None = None,
-        catalog: ModelCatalog | None = None,
+        catalog: ModelCatalog | Mapping[str, str] | None = None,
+        model: str | None = None,
         timeout: float = 600.0,
         name: str = "openai",
         store: bool = False,
@@ -90,7 +94,7 @@ class OpenAIProvider:
         self.name = name
         self.api: Api = api
         self.store = store
-        self.catalog = catalog or DEFAULT_CATALOGS.get(name) or DEFAULT_CATALOGS["openai"]
+        self.catalog = coerce_catalog(name, catalog, model)
         self._key_env = "AGENTKIT_API_KEY" if compatible else "OPENAI_API_KEY"
         if client is None:
             if compatible:
@@ -168,9 +172,10 @@ class OpenAIProvider:
 def openai_compatible(**options: Any) -> OpenAIProvider:
     """An [`OpenAIProvider`][agentkit.providers.OpenAIProvider] for an OpenAI-compatible
     server: `base_url` defaults to `AGENTKIT_BASE_URL`, the key to `AGENTKIT_API_KEY`
-    (optional), the API to Chat Completions."""
+    (optional), the API to Chat Completions, and `model` (every tier) to `AGENTKIT_MODEL`."""
     options.setdefault("name", "openai-compatible")
     options.setdefault("base_url", os.environ.get("AGENTKIT_BASE_URL"))
+    options.setdefault("model", os.environ.get("AGENTKIT_MODEL") or None)
     return OpenAIProvider(**options)
 
 

@@ -23,7 +23,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -358,7 +358,9 @@ def _usage(chunks: Sequence[Chunk]) -> Usage:
     )
 
 
-async def _expect_error(provider: Provider, request: ModelRequest) -> tuple[ProviderError, list[Chunk]]:
+async def _expect_error(
+    provider: Provider, request: ModelRequest
+) -> tuple[ProviderError, list[Chunk]]:
     seen: list[Chunk] = []
     try:
         async for chunk in provider.stream(request):
@@ -536,7 +538,9 @@ async def check_live_provider(
             UserMessage(content="What's the weather in Paris?"),
             AssistantMessage(
                 thinking=(ThinkingBlock(content="The user wants the weather."),),
-                tool_calls=(ToolCall(id="call_1", name="get_weather", arguments={"city": "Paris"}),),
+                tool_calls=(
+                    ToolCall(id="call_1", name="get_weather", arguments={"city": "Paris"}),
+                ),
             ),
             ToolResultMessage(tool_call_id="call_1", name="get_weather", content="18 °C, cloudy"),
         ),
