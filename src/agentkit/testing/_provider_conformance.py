@@ -109,6 +109,8 @@ class Reply:
     pieces: Sequence[bytes] = ()
     headers: Mapping[str, str] = field(default_factory=dict)
     content_type: str = "text/event-stream"
+    delay: float = 0.0
+    """Seconds to wait before answering (to test timeouts)."""
 
     @classmethod
     def json(
@@ -221,6 +223,8 @@ class ReplayServer:
             return
 
     def _send(self, conn: socket.socket, reply: Reply) -> None:
+        if reply.delay:
+            self._closed.wait(reply.delay)
         streaming = reply.content_type == "text/event-stream"
         head = [f"HTTP/1.1 {reply.status} {_REASONS.get(reply.status, 'Status')}",
                 f"Content-Type: {reply.content_type}", "Connection: close"]
