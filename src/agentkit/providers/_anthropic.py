@@ -274,8 +274,8 @@ class _StreamState:
 
     def _stop(self, index: int) -> list[Chunk]:
         block = self.blocks.pop(index, {"type": "unknown"})
-        if block["type"] == "thinking":
-            return [ThinkingChunk("", signature=block.get("signature"))]
+        if block["type"] == "thinking" and block.get("signature"):
+            return [ThinkingChunk("", signature=block["signature"])]
         if block["type"] == "tool_use":
             call = ToolCall(
                 id=block["id"], name=block["name"], arguments=parse_arguments(block["json"])
