@@ -17,6 +17,8 @@ from agentkit.providers import (
     OpenAIProvider,
     Provider,
     ProviderError,
+    Stop,
+    TextChunk,
     ThinkingBlock,
     ThinkingChunk,
     ToolCall,
@@ -412,3 +414,71 @@ def test_retryable_statuses_without_a_server() -> None:
                                          "message": "max_tokens too large"}}),
                     provider="p", model="m", key_env=None)
     assert not err.retryable and "max_tokens too large" in err.message
+
+
+def _sse(*events: tuple[str, dict[str, Any]]) -> Reply:
+    return Reply(200, [f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+                       for name, data in events])
+
+
+def _anthropic_message(stop_reason: str) -> Reply:
+    return _sse(
+        ("message_start", {"type": "message_start", "message": {
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x",
+            "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": {"input_tokens": 3, "output_tokens": 1}}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": {"type": "text", "text": "Hi"}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {
+            "stop_reason": stop_reason, "stop_sequence": None}, "usage": {"output_tokens": 4}}),
+        ("message_stop", {"type": "message_stop"}),
+    )
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("wire", "ours"),
+    [("end_turn", "end_turn"), ("stop_sequence", "end_turn"), ("max_tokens", "max_tokens"),
+     ("refusal", "refusal"), ("pause_turn", "other")],
+)
+async def test_anthropic_stop_reasons(wire: str, ours: str) -> None:
+    with ReplayServer([_anthropic_message(wire)]) as server:
+        provider = AnthropicProvider(api_key="k", base_url=server.base_url)
+        chunks = await collect(provider.stream(_request()))
+        await provider.aclose()
+    assert chunks[0] == TextChunk("Hi")  # text given in content_block_start
+    assert chunks[-1] == Stop(ours)  # type: ignore[arg-type]
+    assert chunks[-2] == Usage("claude-x", input_tokens=3, output_tokens=4)
+
+
+def _response(status: str, **extra: Any) -> dict[str, Any]:
+    return {"id": "resp_1", "object": "response", "created_at": 1, "status": status,
+            "model": "gpt-x", "output": [], "error": None, "incomplete_details": None,
+            "usage": None, **extra}
+
+
+@pytest.mark.anyio
+async def test_openai_responses_incomplete_and_failed() -> None:
+    incomplete = _sse(
+        ("response.output_text.delta", {"type": "response.output_text.delta", "item_id": "m",
+                                        "output_index": 0, "content_index": 0,
+                                        "delta": "Partial", "sequence_number": 1}),
+        ("response.incomplete", {"type": "response.incomplete", "sequence_number": 2,
+                                 "response": _response(
+                                     "incomplete",
+                                     incomplete_details={"reason": "max_output_tokens"})}),
+    )
+    failed = _sse(
+        ("response.failed", {"type": "response.failed", "sequence_number": 1,
+                             "response": _response("failed", error={
+                                 "code": "server_error", "message": "The model failed."})}),
+    )
+    with ReplayServer([incomplete, failed]) as server:
+        provider = OpenAIProvider(api_key="k", base_url=server.base_url)
+        chunks = await collect(provider.stream(_request()))
+        assert chunks == [TextChunk("Partial"), Stop("max_tokens")]
+        with pytest.raises(ProviderError) as info:
+            await collect(provider.stream(_request()))
+        assert info.value.retryable and "The model failed." in info.value.message
+        await provider.aclose()

@@ -74,7 +74,7 @@ def find_smollm2_gguf() -> Path:
     )
 
 
-def _load(path: str, n_ctx: int) -> tuple[Any, threading.Lock]:
+def _load(path: str, n_ctx: int, n_threads: int | None) -> tuple[Any, threading.Lock]:
     with _MODELS_LOCK:
         if (path, n_ctx) not in _MODELS:
             try:
@@ -83,7 +83,7 @@ def _load(path: str, n_ctx: int) -> tuple[Any, threading.Lock]:
                 raise ProviderConfigError(
                     "the local provider needs llama-cpp-python: pip install 'agentkit[local]'"
                 ) from None
-            llm = Llama(model_path=path, n_ctx=n_ctx, verbose=False, seed=0)
+            llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, verbose=False, seed=0)
             _MODELS[(path, n_ctx)] = (llm, threading.Lock())
         return _MODELS[(path, n_ctx)]
 
@@ -136,6 +136,8 @@ class LocalProvider:
         n_ctx: The context window in tokens.
         max_tokens: The output allowance when the request sets none.
         temperature: Sampling temperature (0 is greedy and reproducible).
+        n_threads: CPU threads for inference (llama.cpp's default when `None`); the model
+            is loaded once per process and shared.
     """
 
     name = "local"
@@ -148,6 +150,7 @@ class LocalProvider:
         n_ctx: int = 2048,
         max_tokens: int = 256,
         temperature: float = 0.0,
+        n_threads: int | None = None,
     ) -> None:
         path = model_path or os.environ.get("AGENTKIT_LOCAL_MODEL")
         self.model_path = Path(path) if path else find_smollm2_gguf()
@@ -161,6 +164,7 @@ class LocalProvider:
         self.n_ctx = n_ctx
         self.max_tokens = max_tokens
         self.temperature = temperature
+        self.n_threads = n_threads
 
     def resolve_model(self, tier: str | None, model: str | None) -> str:
         """The model name (there is one model; tiers all name it)."""
@@ -209,7 +213,7 @@ class LocalProvider:
         cancel: threading.Event,
     ) -> None:
         try:
-            llm, lock = _load(str(self.model_path), self.n_ctx)
+            llm, lock = _load(str(self.model_path), self.n_ctx, self.n_threads)
             with lock:
                 prompt_tokens = len(llm.tokenize(prompt.encode(), add_bos=False, special=True))
                 room = max(self.n_ctx - prompt_tokens, 1)

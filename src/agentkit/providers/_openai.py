@@ -224,7 +224,9 @@ def to_chat_messages(system: str, messages: Iterable[Message]) -> list[dict[str,
             content = f"Error: {message.content}" if message.is_error else message.content
             out.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": content})
         elif isinstance(message, AssistantMessage):
-            entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+            # An empty string, not null, beside tool calls: llama.cpp's server rejects
+            # null and its chat templates need the key.
+            entry: dict[str, Any] = {"role": "assistant", "content": message.text}
             if message.tool_calls:
                 entry["tool_calls"] = [
                     {
