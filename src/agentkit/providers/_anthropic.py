@@ -21,13 +21,14 @@ use with thinking.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 from agentkit.providers._args import parse_arguments
 from agentkit.providers._base import (
     AssistantMessage,
     Chunk,
+    Message,
     ModelRequest,
     ProviderError,
     Stop,
@@ -284,7 +285,7 @@ class _StreamState:
         return []
 
 
-def to_anthropic_messages(messages: Any) -> list[dict[str, Any]]:
+def to_anthropic_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
     """The Messages API `messages` for a transcript.
 
     Tool results become `tool_result` blocks of a user message; consecutive user-side
