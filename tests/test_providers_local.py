@@ -229,3 +229,23 @@ async def test_full_agent_turn_through_the_engine(llama_server: str) -> None:
     assert outcome.text.strip()
     assert outcome.accounting.model_calls == 1
     await provider.aclose()  # type: ignore[attr-defined]
+
+
+@needs_local
+@pytest.mark.anyio
+async def test_runtime_without_keys_answers_with_the_local_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agentkit.runtime import Runtime
+    from agentkit.spec import AgentSpec
+
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AGENTKIT_PROVIDER", "AGENTKIT_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    spec = AgentSpec(id="offline:assistant", description="Answers.",
+                     system_prompt="Answer in one short sentence.")
+    async with Runtime() as runtime:
+        assert runtime.provider.name == "local"
+        outcome = await (await runtime.start(spec, "What is the capital of France?")).wait()
+    assert outcome.status == "completed", outcome.error
+    assert "paris" in outcome.text.lower(), outcome.text
+    assert outcome.accounting.models[LOCAL_MODEL].output_tokens > 0
