@@ -98,6 +98,8 @@ def test_default_provider_from_environment(env: dict[str, str], expected: str) -
 
 def test_without_keys_the_local_model_is_the_default_when_installed() -> None:
     assert default_provider_name({}) == ("local" if local_model_available() else None)
+    # AGENTKIT_PROVIDER=none turns every default off.
+    assert default_provider_name({"AGENTKIT_PROVIDER": "none", "OPENAI_API_KEY": "k"}) is None
 
 
 def test_catalog_overrides() -> None:

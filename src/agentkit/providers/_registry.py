@@ -92,10 +92,12 @@ def default_provider_name(environ: Mapping[str, str] | None = None) -> str | Non
     In order: `AGENTKIT_PROVIDER`; an `ANTHROPIC_API_KEY` (`anthropic`); an
     `OPENAI_API_KEY` (`openai`); an `AGENTKIT_BASE_URL` (`openai-compatible`); and, with no
     key at all, the embedded `local` model when the `local` extra is installed.
+    `AGENTKIT_PROVIDER=none` means no provider, whatever else is set.
     """
     env = os.environ if environ is None else environ
     if env.get("AGENTKIT_PROVIDER"):
-        return env["AGENTKIT_PROVIDER"]
+        chosen = env["AGENTKIT_PROVIDER"]
+        return None if chosen == "none" else chosen
     for key, name in (
         ("ANTHROPIC_API_KEY", "anthropic"),
         ("OPENAI_API_KEY", "openai"),
