@@ -16,6 +16,7 @@ Exit codes: 0 success, 1 the turn did not complete or a file is invalid, 2 usage
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
@@ -222,7 +223,7 @@ def _run_command(args: argparse.Namespace) -> int:
     out = _Printer(args.format, sys.stdout, sys.stderr)
 
     async def go() -> int:
-        from agentkit.stores import SessionNotFoundError
+        from agentkit.stores import SessionNotFoundError, StoreError
 
         try:
             runtime = _make_runtime(spec, adapter, provider, store, working_dir)
@@ -236,8 +237,12 @@ def _run_command(args: argparse.Namespace) -> int:
                 outcome = await run.wait()
                 out.finish(outcome.session_id)
                 return 0 if outcome.ok else 1
+        except StoreError as exc:
+            raise UsageError(f"the session store failed: {exc}") from None
         finally:
-            await store.aclose()
+            with anyio.CancelScope(shield=True):
+                with contextlib.suppress(StoreError):
+                    await store.aclose()
 
     code: int = anyio.run(go)
     unused = getattr(provider, "unused", None)

@@ -30,6 +30,7 @@ inside it cancels them, and each cancelled run still ends with `turn_end` (`inte
 
 from __future__ import annotations
 
+import functools
 import importlib
 import time
 import uuid
@@ -100,6 +101,9 @@ Driver = Callable[[TurnRequest], Awaitable[TurnOutcome]]
 CostEstimator = Callable[[str, Any], float | None]
 
 SUMMON_ACTION = "system:summon"
+
+PRICED_PROVIDERS = frozenset({"anthropic", "openai", "local"})
+"""Providers whose runs are priced by default (through genai-prices, the `prices` extra)."""
 
 
 class AgentNotFoundError(LookupError):
@@ -222,7 +226,9 @@ class Runtime:
         retry: Retry policy for retryable provider errors.
         default_max_turns: Turn cap for specs that set none.
         drivers: Extra drivers by `AgentSpec.runtime` name (the engine is built in).
-        cost_estimator: `(model, ModelUsage) -> USD or None`, to fill `cost_usd`.
+        cost_estimator: `(model, ModelUsage) -> USD or None`, to fill `cost_usd`; by default
+            runs on `anthropic`, `openai` and `local` are priced with
+            `agentkit.providers.estimate_cost`.
         max_subagent_depth: How deep summons may nest.
     """
 
@@ -569,11 +575,19 @@ class Runtime:
             await self.store.append_events(run.id, batch)
 
     def _priced(self, accounting: Accounting) -> Accounting:
-        if self.cost_estimator is None or not accounting.models:
+        if not accounting.models:
             return accounting
+        estimator = self.cost_estimator
+        if estimator is None:
+            provider = self._provider
+            if provider is None or provider.name not in PRICED_PROVIDERS:
+                return accounting
+            from agentkit.providers import estimate_cost
+
+            estimator = functools.partial(estimate_cost, provider=provider.name)
         total = 0.0
         for model, usage in accounting.models.items():
-            cost = self.cost_estimator(model, usage)
+            cost = estimator(model, usage)
             if cost is None:
                 return accounting
             total += cost
