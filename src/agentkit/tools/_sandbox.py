@@ -87,7 +87,8 @@ class Sandbox:
                     return "/".join([*st, parts[-1]])
                 if not _is_link(parts[-1], dir_fd):
                     return "/".join([*st, parts[-1]])
-                parts = self._follow(st, parts[-1], dir_fd)
+                followed = self._follow(st, parts[-1], dir_fd)
+                parts = followed if followed is not None else [*st, parts[-1]]
             if not parts:
                 return "."
         raise ToolError(f"{path!r}: too many levels of symbolic links")
@@ -117,7 +118,8 @@ class Sandbox:
                 except OSError as exc:
                     if not (exc.errno in (errno.ELOOP, errno.EMLINK) or _is_link(name, dir_fd)):
                         raise self._os_error(path, exc) from None
-                    parts = self._follow(stack, name, dir_fd)
+                    followed = self._follow(stack, name, dir_fd)
+                    parts = followed if followed is not None else parts
                     fd = -1
             if fd < 0:
                 if not parts:
@@ -237,8 +239,10 @@ class Sandbox:
                         links += 1
                         if links > _MAX_LINKS:
                             raise ToolError("too many levels of symbolic links") from None
-                        target = os.readlink(name, dir_fd=fds[-1])
-                        new_parts = self._link_target(stack, target)
+                        new_parts = self._follow(stack, name, fds[-1])
+                        if new_parts is None:
+                            pending.insert(0, name)
+                            continue
                         # Restart from the root with the link's target in place.
                         for extra in fds[1:]:
                             os.close(extra)
@@ -275,8 +279,13 @@ class Sandbox:
                 result.append(part)
         return result
 
-    def _follow(self, stack: list[str], name: str, dir_fd: int) -> list[str]:
-        return self._link_target(stack, os.readlink(name, dir_fd=dir_fd))
+    def _follow(self, stack: list[str], name: str, dir_fd: int) -> list[str] | None:
+        """Components of the link `name`'s target; `None` if it is no longer a link."""
+        try:
+            target = os.readlink(name, dir_fd=dir_fd)
+        except OSError:
+            return None  # swapped under us: the caller looks again
+        return self._link_target(stack, target)
 
     def _check_fallback(self, parts: list[str]) -> Path:
         root = Path(os.path.realpath(self.root))

@@ -168,7 +168,7 @@ def _shell_function(prefix: list[str] | None, kind: str) -> Any:
                 f"the command timed out after {timeout:g} s and was killed\n{text}".rstrip()
             )
         if code != 0:
-            return f"{text}\n[exit code {code}]".lstrip("\n")
+            return f"{text.rstrip()}\n[exit code {code}]".lstrip("\n")
         return text or "[no output]"
 
     return run
