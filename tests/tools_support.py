@@ -65,7 +65,7 @@ def local_server() -> Iterator[LocalServer]:
             query = parse_qs(parts.query)
             if parts.path == "/redirect":
                 self.send_response(302)
-                self.send_header("Location", query["to"][0])
+                self.send_header("Location", query.get("to", ["/redirect"])[0])
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return
