@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tools_support import REGISTRY, call_error, local_server, make_ctx
 
 from agentkit.tools import FetchPolicy, ToolError, entry_allows
+from tools_support import REGISTRY, call_error, local_server, make_ctx
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -199,7 +199,9 @@ async def test_chained_or_substituted_commands_never_match_a_command_rule(
     for name in ("Bash", "bash", "shell", "process"):
         tool = REGISTRY.get(name)
         assert tool is not None
-        args = {"command": command} if name != "process" else {"action": "start", "command": command}
+        args = {"command": command}
+        if name == "process":
+            args["action"] = "start"
         assert not entry_allows(f"{name}(git *)", tool, args, ctx)
         assert not entry_allows(f"{name}(git:*)", tool, args, ctx)
     assert not (outside / "pwned").exists()

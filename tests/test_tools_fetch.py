@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tools_support import REGISTRY, call, call_error, local_server, make_ctx
 
 from agentkit.spec import AgentSpec
 from agentkit.tools import (
@@ -19,6 +18,7 @@ from agentkit.tools import (
     address_refusal,
     fetch_url,
 )
+from tools_support import REGISTRY, call, call_error, local_server, make_ctx
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -94,7 +94,7 @@ async def test_body_size_and_text_caps(tmp_path: Path) -> None:
 async def test_time_cap(tmp_path: Path) -> None:
     with local_server() as server:
         policy = FetchPolicy(allow_private=True, timeout=0.5)
-        with pytest.raises(ToolError, match="longer than 0.5 s"):
+        with pytest.raises(ToolError, match=r"longer than 0\.5 s"):
             await fetch_url(server.url("/slow?s=3"), policy)
 
 
@@ -217,7 +217,10 @@ async def test_questionnaire_asks_the_host(tmp_path: Path, name: str) -> None:
         REGISTRY,
         name,
         ctx,
-        questions=[{"question": "Proceed?", "options": ["yes", "no"]}, {"id": "why", "question": "Why?"}],
+        questions=[
+            {"question": "Proceed?", "options": ["yes", "no"]},
+            {"id": "why", "question": "Why?"},
+        ],
     )
     assert answers == {"q1": "yes", "why": "yes"}
     assert asked[0][0] == {"id": "q1", "question": "Proceed?", "options": ["yes", "no"]}

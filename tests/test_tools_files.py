@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-from tools_support import REGISTRY, call, call_error, make_ctx
 
 from agentkit.tools import (
     CLAUDE_TOOL_NAMES,
@@ -15,6 +14,7 @@ from agentkit.tools import (
     builtin_tools,
 )
 from agentkit.tools._files import READ_DEFAULT_LINES
+from tools_support import REGISTRY, call, call_error, make_ctx
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -90,7 +90,9 @@ async def test_read_line_ranges_and_continuation_hint(tmp_path: Path) -> None:
     assert "read on with offset=13" in ranged
     default = await call(REGISTRY, "Read", ctx, file_path="long.txt")
     assert f"line {READ_DEFAULT_LINES}\n" in default and "line 2001\n" not in default
-    message = await call_error(REGISTRY.get("Read"), ctx, file_path="long.txt", offset=5000)  # type: ignore[arg-type]
+    read = REGISTRY.get("Read")
+    assert read is not None
+    message = await call_error(read, ctx, file_path="long.txt", offset=5000)
     assert "3000 lines" in message
 
 
@@ -128,9 +130,8 @@ async def test_edit_replaces_exactly_one_match(tmp_path: Path, name: str) -> Non
     several = await call_error(edit, ctx, file_path="code.py", old_string="= 1", new_string="= 9")
     assert "2 times" in several
     assert (tmp_path / "code.py").read_text() == "a = 1\nb = 3\nc = 1\n"
-    done = await call(
-        REGISTRY, name, ctx, file_path="code.py", old_string="= 1", new_string="= 9", replace_all=True
-    )
+    args = {"file_path": "code.py", "old_string": "= 1", "new_string": "= 9"}
+    done = await call(REGISTRY, name, ctx, **args, replace_all=True)
     assert done == "Replaced 2 occurrence(s) in code.py"
     assert (tmp_path / "code.py").read_text() == "a = 9\nb = 3\nc = 9\n"
     same = await call_error(edit, ctx, file_path="code.py", old_string="a", new_string="a")

@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-from tools_support import REGISTRY, make_ctx
 
 from agentkit.tools import (
     Tool,
@@ -16,6 +15,7 @@ from agentkit.tools import (
     is_simple_command,
     path_matches,
 )
+from tools_support import REGISTRY, make_ctx
 
 
 def tool(name: str) -> Tool:
@@ -75,9 +75,10 @@ def test_simple_command_scanner() -> None:
 
 def test_process_rules_restrict_what_is_started(ctx: ToolContext) -> None:
     process = tool("process")
-    assert entry_allows("process(npm run *)", process, {"action": "start", "command": "npm run dev"}, ctx)
-    assert not entry_allows("process(npm run *)", process, {"action": "start", "command": "sh"}, ctx)
-    assert entry_allows("process(npm run *)", process, {"action": "poll", "id": "p1"}, ctx)
+    entry = "process(npm run *)"
+    assert entry_allows(entry, process, {"action": "start", "command": "npm run dev"}, ctx)
+    assert not entry_allows(entry, process, {"action": "start", "command": "sh"}, ctx)
+    assert entry_allows(entry, process, {"action": "poll", "id": "p1"}, ctx)
 
 
 @pytest.mark.parametrize(
@@ -127,7 +128,8 @@ def test_fetch_domain_specifiers(ctx: ToolContext) -> None:
     assert not entry_allows(entry, fetch, {"url": "https://example.com.evil.net/"}, ctx)
     assert not entry_allows(entry, fetch, {"url": "https://notexample.com/"}, ctx)
     assert not entry_allows("WebFetch(example.com)", fetch, {"url": "https://example.com"}, ctx)
-    assert entry_allows("fetch_content(domain:example.com)", fetch, {"url": "http://example.com"}, ctx)
+    other = "fetch_content(domain:example.com)"
+    assert entry_allows(other, fetch, {"url": "http://example.com"}, ctx)
 
 
 def test_a_specifier_on_a_tool_without_matcher_allows_nothing(ctx: ToolContext) -> None:

@@ -8,10 +8,17 @@ from pathlib import Path
 
 import anyio
 import pytest
-from tools_support import REGISTRY, call, call_error, make_ctx
 
-from agentkit.tools import ProcessTable, ToolContext, ToolError, builtin_tools, process_tool
+from agentkit.tools import (
+    ProcessTable,
+    Tool,
+    ToolContext,
+    ToolError,
+    builtin_tools,
+    process_tool,
+)
 from agentkit.tools._shell import PROCESS_OUTPUT_CAP, SHELL_OUTPUT_CAP
+from tools_support import REGISTRY, call, call_error, make_ctx
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -33,10 +40,22 @@ def alive(pid: int) -> bool:
 
 
 async def wait_dead(pid: int, seconds: float = 5.0) -> bool:
-    with anyio.move_on_after(seconds):
-        while alive(pid):
-            await anyio.sleep(0.05)
+    for _ in range(int(seconds / 0.05)):
+        if not alive(pid):
+            return True
+        await anyio.sleep(0.05)
     return not alive(pid)
+
+
+async def poll_until(tool: Tool, ctx: ToolContext, needle: str, seconds: float = 10.0) -> str:
+    """Poll background process p1 until its output contains `needle`."""
+    out = ""
+    for _ in range(int(seconds / 0.05)):
+        out = await tool.function({"action": "poll", "id": "p1"}, ctx)
+        if needle in out:
+            return str(out)
+        await anyio.sleep(0.05)
+    raise AssertionError(f"{needle!r} never appeared; last poll: {out!r}")
 
 
 @pytest.mark.anyio
@@ -115,9 +134,9 @@ async def test_process_start_poll_stop(tmp_path: Path) -> None:
     )
     assert started.startswith("started p1 (pid ")
     pid = int(started.split("pid ")[1].split(")")[0])
-    with anyio.fail_after(5):
-        while "\nready" not in (polled := await call(registry, "process", ctx, action="poll", id="p1")):
-            await anyio.sleep(0.05)
+    process = registry.get("process")
+    assert process is not None
+    polled = await poll_until(process, ctx, "\nready")
     assert polled.startswith("p1: running")
     again = await call(registry, "process", ctx, action="poll", id="p1")
     assert "\nready" not in again  # only new output
@@ -137,9 +156,7 @@ async def test_process_output_is_bounded_and_runs_are_isolated(tmp_path: Path) -
         {"action": "start", "command": "head -c 300000 /dev/zero | tr '\\0' b; echo; echo END"},
         ctx,
     )
-    with anyio.fail_after(10):
-        while "exited" not in (out := await tool.function({"action": "poll", "id": "p1"}, ctx)):
-            await anyio.sleep(0.05)
+    out = await poll_until(tool, ctx, "exited")
     assert "bytes of output were dropped" in out
     assert out.rstrip().endswith("END")
     assert len(out) < PROCESS_OUTPUT_CAP + 500
