@@ -39,7 +39,8 @@ def check_schema(schema: dict[str, Any]) -> None:
 def schema_violations(instance: Any, schema: dict[str, Any]) -> list[str]:
     """Every way `instance` fails `schema`, as `path: message` strings (empty when valid)."""
     validator = _validator(_key(schema))
-    return [_describe(e) for e in sorted(validator.iter_errors(instance), key=lambda e: list(e.path))]
+    errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.path))
+    return [_describe(e) for e in errors]
 
 
 def _describe(error: Any) -> str:

@@ -1,0 +1,575 @@
+"""The engine: the model/tool loop of one user turn.
+
+`run_engine_turn` drives a provider for an `AgentSpec`: it offers the allowlisted tools,
+actions, `summon` and `submit_output`, checks every call (allowlist, arguments, permission
+rules, permission mode), runs tools with timeouts, validates structured output and counts
+turns and tokens. It writes content events through `emit` and returns a `TurnOutcome`; the
+lifecycle around it (`turn_start`, the final block, `turn_end`) belongs to the run
+(`agentkit.runtime`), so every driver (this engine, the `claude` command line) gets the same
+invariants.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+
+from agentkit._schema import schema_violations
+from agentkit.actions import Action, ActionContext, action_tool_name
+from agentkit.events import (
+    Accounting,
+    AgentMessage,
+    ModelUsage,
+    StructuredOutput,
+    Text,
+    TextDelta,
+    Thinking,
+    ToolResult,
+    ToolUse,
+)
+from agentkit.permissions import Allow, Deny, PermissionHandler, PermissionRequest, needs_permission
+from agentkit.providers._base import (
+    AssistantMessage,
+    Message,
+    ModelRequest,
+    Provider,
+    ProviderError,
+    TextChunk,
+    ThinkingBlock,
+    ThinkingChunk,
+    ToolCall,
+    ToolCallChunk,
+    ToolDefinition,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from agentkit.spec import AgentSpec
+from agentkit.tools._base import Effect, Tool, ToolContext, ToolError, parse_tool_entry
+
+if TYPE_CHECKING:
+    from agentkit.runtime import Runtime
+
+__all__ = [
+    "SUBMIT_OUTPUT",
+    "SUMMON",
+    "Emit",
+    "RetryPolicy",
+    "TurnOutcome",
+    "TurnRequest",
+    "run_engine_turn",
+]
+
+SUBMIT_OUTPUT = "submit_output"
+SUMMON = "summon"
+
+Emit = Callable[[AgentMessage], None]
+
+STRUCTURED_OUTPUT_CONTRACT = """\
+
+## Structured output
+When your work is complete, call the `submit_output` tool exactly once with your final
+answer. Its argument must match this JSON Schema:
+{schema}
+If the tool reports violations, fix them and call `submit_output` again."""
+
+SUBMIT_REMINDER = (
+    "You have not called submit_output yet. Call the submit_output tool now with a payload "
+    "that matches its schema; that is the only way to finish."
+)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How retryable provider errors (rate limit, overload, timeout) are retried.
+
+    A call is retried only while it has produced nothing yet, so no event is ever repeated.
+    Backoff doubles from `initial_delay` up to `max_delay`, with jitter; a provider's
+    `retry_after` is honoured up to `max_delay`.
+    """
+
+    max_attempts: int = 4
+    initial_delay: float = 0.5
+    max_delay: float = 20.0
+
+    def delay(self, attempt: int, retry_after: float | None) -> float:
+        """Seconds to wait before retry number `attempt` (1-based)."""
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_delay)
+        base: float = min(self.initial_delay * 2.0 ** (attempt - 1), self.max_delay)
+        return base * (0.5 + random.random() / 2)
+
+
+@dataclass
+class TurnOutcome:
+    """How a driver's turn ended: `completed` with `text` (and `payload` for structured
+    output), or `error` with `error`. Accounting is filled as the turn goes."""
+
+    status: Literal["completed", "error"] = "completed"
+    text: str = ""
+    payload: Any = None
+    has_payload: bool = False
+    error: str | None = None
+    accounting: Accounting = field(default_factory=Accounting)
+
+
+@dataclass
+class TurnRequest:
+    """Everything a driver needs for one user turn."""
+
+    spec: AgentSpec
+    prompt: str
+    system_prompt: str
+    transcript: list[Message]
+    session_id: str
+    run_id: str
+    working_dir: Path
+    emit: Emit
+    runtime: Runtime
+    save_messages: Callable[[list[Message]], Awaitable[None]]
+    flush: Callable[[], Awaitable[None]]
+    usage: dict[str, ModelUsage] = field(default_factory=dict)
+    depth: int = 0
+
+
+@dataclass
+class _Offered:
+    """A tool as offered in this turn, with what calling it means."""
+
+    definition: ToolDefinition
+    kind: Literal["tool", "action", "summon", "submit"]
+    tool: Tool | None = None
+    action: Action | None = None
+    specifiers: tuple[str, ...] = ()  # empty: unrestricted
+
+
+def _submit_schema(output_schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """The `submit_output` input schema, and whether the payload is wrapped in `output`
+    (model APIs take object schemas only)."""
+    if output_schema.get("type") == "object":
+        return output_schema, False
+    return {
+        "type": "object",
+        "properties": {"output": output_schema},
+        "required": ["output"],
+        "additionalProperties": False,
+    }, True
+
+
+def offered_tools(spec: AgentSpec, runtime: Runtime) -> dict[str, _Offered]:
+    """Everything the model may call in a turn of `spec`, by model-facing name."""
+    offered: dict[str, _Offered] = {}
+    for entry in spec.tools:
+        name, specifier = parse_tool_entry(entry)
+        tool = runtime.tools.get(name)
+        if tool is None:
+            continue
+        previous = offered.get(name)
+        if previous is not None:
+            if not previous.specifiers or specifier is None:
+                previous.specifiers = ()
+                continue
+            previous.specifiers = (*previous.specifiers, specifier)
+            continue
+        offered[name] = _Offered(
+            ToolDefinition(name, tool.description, tool.input_schema),
+            "tool",
+            tool=tool,
+            specifiers=() if specifier is None else (specifier,),
+        )
+    if spec.actions:
+        for action in runtime.actions:
+            if spec.allows_action(action.id):
+                tool_name = action_tool_name(action.id)
+                offered[tool_name] = _Offered(
+                    ToolDefinition(
+                        tool_name,
+                        action.description or f"Run the action {action.id}.",
+                        action.input_schema,
+                    ),
+                    "action",
+                    action=action,
+                )
+    if spec.allowed_subagents:
+        offered[SUMMON] = _Offered(
+            ToolDefinition(
+                SUMMON,
+                "Run another agent on a task and get its final answer.",
+                {
+                    "type": "object",
+                    "properties": {
+                        "agentName": {"type": "string", "enum": list(spec.allowed_subagents)},
+                        "prompt": {"type": "string", "minLength": 1},
+                        "sessionId": {"type": "string"},
+                    },
+                    "required": ["agentName", "prompt"],
+                    "additionalProperties": False,
+                },
+            ),
+            "summon",
+        )
+    if spec.output_schema is not None:
+        schema, _ = _submit_schema(spec.output_schema)
+        offered[SUBMIT_OUTPUT] = _Offered(
+            ToolDefinition(SUBMIT_OUTPUT, "Submit your final structured answer.", schema),
+            "submit",
+        )
+    return offered
+
+
+def structured_output_contract(spec: AgentSpec) -> str:
+    """The system-prompt contract appended when `spec` has an output schema."""
+    if spec.output_schema is None:
+        return ""
+    schema, _ = _submit_schema(spec.output_schema)
+    return STRUCTURED_OUTPUT_CONTRACT.format(schema=json.dumps(schema, indent=2))
+
+
+def _as_text(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    return json.dumps(output, ensure_ascii=False, default=str)
+
+
+class _Turn:
+    """State of one engine turn."""
+
+    def __init__(self, req: TurnRequest, provider: Provider, model: str) -> None:
+        self.req = req
+        self.provider = provider
+        self.model = model
+        self.runtime = req.runtime
+        self.outcome = TurnOutcome()
+        self.denials = 0
+        self.offered = offered_tools(req.spec, req.runtime)
+        self.definitions = tuple(o.definition for o in self.offered.values())
+        self.tool_context = ToolContext(
+            working_dir=req.working_dir,
+            run_id=req.run_id,
+            session_id=req.session_id,
+            agent_id=req.spec.id,
+            spec=req.spec,
+            services=req.runtime.services,
+            runtime=req.runtime,
+        )
+
+    # --- model calls ------------------------------------------------------------------
+
+    async def call_model(self, messages: list[Message]) -> AssistantMessage:
+        """One model call with retries; raises ProviderError when it finally fails."""
+        req = self.req
+        request = ModelRequest(
+            model=self.model,
+            system=req.system_prompt,
+            messages=tuple(messages),
+            tools=self.definitions,
+            reasoning_effort=req.spec.reasoning_effort,
+            auth=req.spec.model.auth,
+        )
+        policy = self.runtime.retry
+        attempt = 0
+        while True:
+            attempt += 1
+            produced = [False]
+            try:
+                return await self._stream(request, produced)
+            except ProviderError as exc:
+                if not exc.retryable or produced[0] or attempt >= policy.max_attempts:
+                    raise
+                await anyio.sleep(policy.delay(attempt, exc.retry_after))
+
+    async def _stream(self, request: ModelRequest, produced: list[bool]) -> AssistantMessage:
+        emit = self.req.emit
+        text_parts: list[str] = []
+        thinking: list[ThinkingBlock] = []
+        thinking_parts: list[str] = []
+        calls: list[ToolCall] = []
+        usage = self.req.usage
+
+        def close_thinking(signature: str | None = None) -> None:
+            if thinking_parts or signature:
+                block = ThinkingBlock(content="".join(thinking_parts), signature=signature)
+                thinking.append(block)
+                thinking_parts.clear()
+                emit(Thinking(content=block.content, signature=signature))
+
+        stream = self.provider.stream(request)
+        try:
+            async for chunk in stream:
+                if type(chunk) is TextChunk:
+                    if thinking_parts:
+                        close_thinking()
+                    produced[0] = True
+                    text_parts.append(chunk.text)
+                    emit(TextDelta(content=chunk.text))
+                elif type(chunk) is ThinkingChunk:
+                    produced[0] = True
+                    thinking_parts.append(chunk.text)
+                    if chunk.signature is not None:
+                        close_thinking(chunk.signature)
+                elif type(chunk) is ToolCallChunk:
+                    if thinking_parts:
+                        close_thinking()
+                    produced[0] = True
+                    calls.append(chunk.call)
+                elif type(chunk) is Usage:
+                    current = usage.get(chunk.model, ModelUsage())
+                    usage[chunk.model] = current + ModelUsage(
+                        input_tokens=chunk.input_tokens,
+                        output_tokens=chunk.output_tokens,
+                        cache_read_tokens=chunk.cache_read_tokens,
+                        cache_write_tokens=chunk.cache_write_tokens,
+                        reasoning_tokens=chunk.reasoning_tokens,
+                    )
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                with anyio.CancelScope(shield=True):
+                    await aclose()
+        close_thinking()
+        return AssistantMessage(
+            thinking=tuple(thinking), text="".join(text_parts), tool_calls=tuple(calls)
+        )
+
+    # --- tool calls -------------------------------------------------------------------
+
+    async def call_tool(self, call: ToolCall) -> tuple[Any, bool]:
+        """Run one call; returns (output, is_error). Never raises for the model's mistakes
+        or a tool's failure."""
+        offered = self.offered.get(call.name)
+        if offered is None:
+            names = ", ".join(sorted(self.offered)) or "none"
+            return f"tool {call.name!r} is not available to this agent (available: {names})", True
+        if isinstance(call.arguments, str):
+            try:
+                arguments = json.loads(call.arguments)
+            except ValueError as exc:
+                return f"the arguments are not valid JSON: {exc}", True
+            if not isinstance(arguments, dict):
+                return "the arguments must be a JSON object", True
+        else:
+            arguments = call.arguments
+        violations = schema_violations(arguments, offered.definition.input_schema)
+        if violations:
+            return "invalid arguments: " + "; ".join(violations), True
+
+        if offered.kind == "submit":
+            return self.submit(arguments)
+        effect: Effect = "read"
+        if offered.kind == "tool":
+            assert offered.tool is not None
+            effect = offered.tool.effect
+            if offered.specifiers and not self._specifier_allows(offered, arguments):
+                rules = ", ".join(f"{call.name}({s})" for s in offered.specifiers)
+                return f"this call is not permitted by the allowlist rules {rules}", True
+        elif offered.kind == "action":
+            assert offered.action is not None
+            effect = offered.action.effect
+
+        if needs_permission(self.req.spec.permission_mode, effect):
+            decision = await self._ask_permission(call.name, arguments, effect)
+            if isinstance(decision, Deny):
+                self.denials += 1
+                return f"permission denied: {decision.message}", True
+            if decision.updated_input is not None:
+                arguments = decision.updated_input
+
+        if offered.kind == "tool":
+            assert offered.tool is not None
+            return await self._run_tool(offered.tool, arguments)
+        if offered.kind == "action":
+            assert offered.action is not None
+            result = await offered.action.run(
+                arguments,
+                ActionContext(
+                    app_id=offered.action.app_id,
+                    caller=self.req.spec.id,
+                    session_id=self.req.session_id,
+                    runtime=self.runtime,
+                    services=dict(self.runtime.services),
+                ),
+            )
+            payload = result.model_dump(exclude_none=True)
+            return payload, result.status == "error"
+        return await self.summon(arguments)
+
+    def _specifier_allows(self, offered: _Offered, arguments: dict[str, Any]) -> bool:
+        tool = offered.tool
+        if tool is None or tool.matches is None:
+            return False
+        for specifier in offered.specifiers:
+            try:
+                if tool.matches(specifier, arguments, self.tool_context):
+                    return True
+            except Exception:
+                continue
+        return False
+
+    async def _ask_permission(
+        self, name: str, arguments: dict[str, Any], effect: Effect
+    ) -> Allow | Deny:
+        handler: PermissionHandler | None = self.runtime.permission_handler
+        if handler is None:
+            return Deny(
+                f"{name} needs permission under permissionMode "
+                f"{self.req.spec.permission_mode!r} and no permission handler is configured"
+            )
+        try:
+            decision = await handler(
+                PermissionRequest(name, dict(arguments), effect, self.tool_context)
+            )
+        except Exception as exc:
+            return Deny(f"the permission handler failed: {type(exc).__name__}: {exc}")
+        if not isinstance(decision, Allow | Deny):
+            return Deny("the permission handler returned neither Allow nor Deny")
+        return decision
+
+    async def _run_tool(self, tool: Tool, arguments: dict[str, Any]) -> tuple[Any, bool]:
+        try:
+            with anyio.fail_after(tool.timeout):
+                return await tool.function(arguments, self.tool_context), False
+        except TimeoutError:
+            return f"{tool.name} timed out after {tool.timeout:g} seconds", True
+        except ToolError as exc:
+            return str(exc), True
+        except Exception as exc:
+            return f"{tool.name} failed: {type(exc).__name__}: {exc}", True
+
+    def submit(self, arguments: dict[str, Any]) -> tuple[Any, bool]:
+        spec = self.req.spec
+        assert spec.output_schema is not None
+        _, wrapped = _submit_schema(spec.output_schema)
+        payload = arguments["output"] if wrapped else arguments
+        violations = schema_violations(payload, spec.output_schema)
+        if violations:
+            return "the output does not match the schema: " + "; ".join(violations), True
+        self.outcome.payload = payload
+        self.outcome.has_payload = True
+        self.req.emit(StructuredOutput(payload=payload))
+        return "accepted", False
+
+    async def summon(self, arguments: dict[str, Any]) -> tuple[Any, bool]:
+        agent_id = arguments["agentName"]
+        if agent_id not in self.req.spec.allowed_subagents:
+            return f"{agent_id!r} is not in allowedSubagents", True
+        result = await self.runtime.run_subagent(
+            agent_id,
+            arguments["prompt"],
+            session_id=arguments.get("sessionId"),
+            forward=self.req.emit,
+            depth=self.req.depth + 1,
+            working_dir=self.req.working_dir,
+        )
+        payload = result.model_dump(exclude_none=True)
+        return payload, result.status == "error"
+
+
+async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> TurnOutcome:
+    """Run one user turn of `req.spec` on `provider` with `model`."""
+    turn = _Turn(req, provider, model)
+    outcome = turn.outcome
+    spec = req.spec
+    max_turns = spec.max_turns or req.runtime.default_max_turns
+    messages: list[Message] = list(req.transcript)
+    pending: list[Message] = [UserMessage(content=req.prompt)]
+    messages.extend(pending)
+    calls_made = 0
+    tool_calls = 0
+    try:
+        while calls_made < max_turns:
+            calls_made += 1
+            try:
+                reply = await turn.call_model(messages)
+            except ProviderError as exc:
+                outcome.status = "error"
+                outcome.error = f"model call failed: {exc.message}"
+                return outcome
+            except Exception as exc:
+                outcome.status = "error"
+                outcome.error = f"model call failed: {type(exc).__name__}: {exc}"
+                return outcome
+            step: list[Message] = [reply]
+            if reply.text:
+                phase: Literal["commentary", "final"] = (
+                    "commentary" if reply.tool_calls else "final"
+                )
+                req.emit(Text(content=reply.text, turn_phase=phase))
+            for call in reply.tool_calls:
+                tool_calls += 1
+                shown_input = call.arguments if isinstance(call.arguments, dict) else {
+                    "_raw": call.arguments
+                }
+                req.emit(ToolUse(id=call.id, tool=call.name, input=shown_input))
+                output, is_error = await turn.call_tool(call)
+                req.emit(
+                    ToolResult(
+                        tool_use_id=call.id, tool=call.name, output=output, is_error=is_error
+                    )
+                )
+                step.append(
+                    ToolResultMessage(
+                        tool_call_id=call.id,
+                        name=call.name,
+                        content=_as_text(output),
+                        is_error=is_error,
+                    )
+                )
+            messages.extend(step)
+            pending.extend(step)
+            await req.save_messages(pending)
+            pending = []
+            await req.flush()
+            if outcome.has_payload:
+                outcome.text = json.dumps(outcome.payload, ensure_ascii=False)
+                return outcome
+            if not reply.tool_calls:
+                if spec.output_schema is None:
+                    outcome.text = reply.text
+                    return outcome
+                reminder = UserMessage(content=SUBMIT_REMINDER)
+                messages.append(reminder)
+                pending.append(reminder)
+        outcome.status = "error"
+        outcome.error = (
+            f"reached maxTurns ({max_turns}) without submitting output"
+            if spec.output_schema is not None
+            else f"reached maxTurns ({max_turns}) before finishing"
+        )
+        return outcome
+    finally:
+        outcome.accounting = outcome.accounting.model_copy(
+            update={
+                "models": dict(req.usage),
+                "model_calls": calls_made,
+                "tool_calls": tool_calls,
+                "permission_denials": turn.denials,
+            }
+        )
+
+
+def resolve_context(
+    spec: AgentSpec,
+    prompt: str,
+    *,
+    context_suffix: str | None,
+    shared_context: str | Mapping[str, Any] | None,
+    thread_context: str | Mapping[str, Any] | None,
+) -> tuple[str, str]:
+    """The system prompt (base + contracts of used features + context suffix) and the user
+    message (with shared and thread context shown to the agent)."""
+    system = (spec.system_prompt + structured_output_contract(spec)).strip("\n")
+    if context_suffix:
+        system = f"{system}\n\n{context_suffix}" if system else context_suffix
+    parts = []
+    for tag, value in (("shared_context", shared_context), ("thread_context", thread_context)):
+        if value:
+            body = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            parts.append(f"<{tag}>\n{body}\n</{tag}>")
+    user = "\n\n".join([*parts, prompt]) if parts else prompt
+    return system, user

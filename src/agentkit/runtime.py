@@ -1,0 +1,644 @@
+"""Runs and the runtime that owns them.
+
+A [`Runtime`][agentkit.runtime.Runtime] is an async context manager holding a provider, a
+store, tools, actions and agents. `await runtime.start(spec, prompt)` starts a
+[`Run`][agentkit.runtime.Run] in the runtime's task group and returns at once: the run goes
+on whether or not anyone reads it. A run appends its events to a log; `run.events(after=k)`
+replays everything after offset `k` and then follows live, for any number of readers. A
+reader that stops early or is cancelled never affects the run.
+
+```python
+import anyio
+from agentkit import AgentSpec, Runtime
+from agentkit.testing import ScriptedProvider
+
+async def main() -> None:
+    spec = AgentSpec(id="demo:greeter", system_prompt="Greet people.")
+    async with Runtime(provider=ScriptedProvider([{"text": "Hello!"}])) as runtime:
+        run = await runtime.start(spec, "Say hello")
+        async for event in run.events():
+            print(event.type)
+        outcome = await run.wait()
+        assert outcome.text == "Hello!"
+
+anyio.run(main)
+```
+
+Leaving the `async with` block waits for runs still going (like a task group); an exception
+inside it cancels them, and each cancelled run still ends with `turn_end` (`interrupted`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from agentkit._engine import (
+    Emit,
+    RetryPolicy,
+    TurnOutcome,
+    TurnRequest,
+    resolve_context,
+    run_engine_turn,
+)
+from agentkit._log import RunLog
+from agentkit.actions import ActionContext, ActionRegistry, ActionResult
+from agentkit.events import (
+    Accounting,
+    AgentMessage,
+    ErrorEvent,
+    Result,
+    SessionInit,
+    TextDelta,
+    TurnEnd,
+    TurnStart,
+    TurnStatus,
+)
+from agentkit.permissions import PermissionHandler
+from agentkit.providers._base import Message, Provider
+from agentkit.providers._registry import (
+    NO_PROVIDER_HELP,
+    NoProviderError,
+    create_provider,
+    default_provider_name,
+)
+from agentkit.spec import AgentSpec
+from agentkit.stores._base import (
+    EventEntry,
+    RunRecord,
+    SessionNotFoundError,
+    SessionRecord,
+    Store,
+)
+from agentkit.stores._memory import MemoryStore
+from agentkit.tools._base import ToolRegistry
+
+__all__ = [
+    "AgentNotFoundError",
+    "Driver",
+    "RetryPolicy",
+    "Run",
+    "RunOutcome",
+    "Runtime",
+    "SessionBusyError",
+    "TurnOutcome",
+    "TurnRequest",
+]
+
+Driver = Callable[[TurnRequest], Awaitable[TurnOutcome]]
+"""Runs the middle of a turn for one `AgentSpec.runtime` (content events and an outcome)."""
+
+CostEstimator = Callable[[str, Any], float | None]
+
+SUMMON_ACTION = "system:summon"
+
+
+class AgentNotFoundError(LookupError):
+    """No agent with this canonical id is registered with the runtime."""
+
+
+class SessionBusyError(RuntimeError):
+    """The session already has a run going; one run at a time per session."""
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How a run ended.
+
+    Attributes:
+        status: `completed`, `interrupted` or `error`.
+        text: The `result` content (for structured output, the payload as JSON text).
+        payload: The accepted structured output, when the agent has an output schema.
+        error: The `error` block's message, when the run did not complete.
+        accounting: Tokens per model, model calls, tool calls, denials, cost.
+    """
+
+    run_id: str
+    session_id: str
+    status: TurnStatus
+    text: str = ""
+    payload: Any = None
+    error: str | None = None
+    accounting: Accounting = field(default_factory=Accounting)
+
+    @property
+    def ok(self) -> bool:
+        """Whether the run completed."""
+        return self.status == "completed"
+
+
+class Run:
+    """One user turn of one agent, as an append-only event log.
+
+    Obtain runs from [`Runtime.start`][agentkit.runtime.Runtime.start].
+    """
+
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        turn_id: str,
+        session_id: str,
+        spec: AgentSpec,
+        prompt: str,
+        working_dir: Path,
+    ) -> None:
+        self.id = run_id
+        self.turn_id = turn_id
+        self.session_id = session_id
+        self.spec = spec
+        self.prompt = prompt
+        self.working_dir = working_dir
+        self._log = RunLog()
+        self._scope = anyio.CancelScope()
+        self._done = anyio.Event()
+        self._outcome: RunOutcome | None = None
+        self._unsaved: list[EventEntry] = []
+
+    def __repr__(self) -> str:
+        return f"<Run {self.id} agent={self.spec.id} done={self.done}>"
+
+    @property
+    def done(self) -> bool:
+        """Whether the run has ended (its last event, `turn_end`, is written)."""
+        return self._done.is_set()
+
+    @property
+    def outcome(self) -> RunOutcome | None:
+        """The outcome once the run has ended, else `None`."""
+        return self._outcome
+
+    def __len__(self) -> int:
+        return len(self._log)
+
+    def events(self, after: int = -1) -> AsyncIterator[AgentMessage]:
+        """Every event after offset `after` (all by default): replayed, then followed live
+        until the run ends. Offsets count events from 0, `text_delta` included."""
+        return self._log.events(after)
+
+    def entries(self, after: int = -1) -> AsyncIterator[EventEntry]:
+        """Like [`events`][agentkit.runtime.Run.events], with each event's offset (for
+        resumable readers such as an SSE endpoint's `Last-Event-ID`)."""
+        return self._log.entries(after)
+
+    def cancel(self) -> None:
+        """Ask the run to stop; it ends with `turn_end.status == "interrupted"`."""
+        self._scope.cancel()
+
+    async def wait(self) -> RunOutcome:
+        """Wait for the run to end and return its outcome."""
+        await self._done.wait()
+        assert self._outcome is not None
+        return self._outcome
+
+    def _emit(self, event: AgentMessage) -> None:
+        offset = self._log.append(event)
+        if type(event) is not TextDelta:
+            self._unsaved.append(EventEntry(offset, event))
+
+
+class Runtime:
+    """Owns runs: provider, store, tools, actions, agents and the task group runs live in.
+
+    Args:
+        provider: A provider, a registered provider name, or `None` to choose from the
+            environment (`AGENTKIT_PROVIDER`, API keys). See `agentkit.providers`.
+        store: Where sessions and events are kept; an in-memory store by default.
+        tools: The tools agents may be allowed (by allowlist entry name).
+        actions: The actions agents may be allowed (by canonical id).
+        agents: Agents that can be started by id and summoned.
+        permission_handler: Decides calls that need consent (see `agentkit.permissions`).
+        services: Host services handed to tools and actions by name.
+        working_dir: Default working directory of runs (the current directory).
+        retry: Retry policy for retryable provider errors.
+        default_max_turns: Turn cap for specs that set none.
+        drivers: Extra drivers by `AgentSpec.runtime` name (the engine is built in).
+        cost_estimator: `(model, ModelUsage) -> USD or None`, to fill `cost_usd`.
+        max_subagent_depth: How deep summons may nest.
+    """
+
+    def __init__(
+        self,
+        *,
+        provider: Provider | str | None = None,
+        store: Store | None = None,
+        tools: ToolRegistry | None = None,
+        actions: ActionRegistry | None = None,
+        agents: Iterable[AgentSpec] = (),
+        permission_handler: PermissionHandler | None = None,
+        services: Mapping[str, Any] | None = None,
+        working_dir: str | Path | None = None,
+        retry: RetryPolicy | None = None,
+        default_max_turns: int = 100,
+        drivers: Mapping[str, Driver] | None = None,
+        cost_estimator: CostEstimator | None = None,
+        max_subagent_depth: int = 4,
+    ) -> None:
+        self._provider_arg = provider
+        self._provider: Provider | None = provider if not isinstance(provider, str) else None
+        self._owns_store = store is None
+        self.store: Store = store if store is not None else MemoryStore()
+        self.tools = tools if tools is not None else ToolRegistry()
+        self.actions = actions if actions is not None else ActionRegistry()
+        self._agents: dict[str, AgentSpec] = {}
+        for spec in agents:
+            self.register_agent(spec)
+        self.permission_handler = permission_handler
+        self.services: Mapping[str, Any] = dict(services or {})
+        self.working_dir = Path(working_dir) if working_dir is not None else Path.cwd()
+        self.retry = retry or RetryPolicy()
+        self.default_max_turns = default_max_turns
+        self.drivers: dict[str, Driver] = dict(drivers or {})
+        self.cost_estimator = cost_estimator
+        self.max_subagent_depth = max_subagent_depth
+        self._task_group: TaskGroup | None = None
+        self._active_sessions: set[str] = set()
+        self._runs: dict[str, Run] = {}
+
+    # --- lifecycle --------------------------------------------------------------------
+
+    async def __aenter__(self) -> Runtime:
+        if self._task_group is not None:
+            raise RuntimeError("this Runtime is already running")
+        self._task_group = anyio.create_task_group()
+        await self._task_group.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        assert self._task_group is not None
+        try:
+            if exc is not None:
+                # The host's own exception propagates as it is (not wrapped in a group);
+                # the runs are cancelled and still end with `turn_end` (interrupted).
+                self._task_group.cancel_scope.cancel()
+                await self._task_group.__aexit__(None, None, None)
+                return None
+            return await self._task_group.__aexit__(None, None, None)
+        finally:
+            self._task_group = None
+            if self._owns_store:
+                with anyio.CancelScope(shield=True):
+                    await self.store.aclose()
+
+    # --- agents -----------------------------------------------------------------------
+
+    @property
+    def agents(self) -> Mapping[str, AgentSpec]:
+        """Registered agents by canonical id."""
+        return self._agents
+
+    def register_agent(self, spec: AgentSpec) -> None:
+        """Make `spec` startable by id and summonable (replaces one with the same id)."""
+        self._agents[spec.id] = spec
+
+    def _resolve_agent(self, agent: AgentSpec | str) -> AgentSpec:
+        if isinstance(agent, AgentSpec):
+            return agent
+        try:
+            return self._agents[agent]
+        except KeyError:
+            raise AgentNotFoundError(f"no agent {agent!r} is registered") from None
+
+    @property
+    def provider(self) -> Provider:
+        """The default provider (created on first use when given by name or environment)."""
+        if self._provider is None:
+            name = self._provider_arg if isinstance(self._provider_arg, str) else None
+            name = name or default_provider_name()
+            if name is None:
+                raise NoProviderError(NO_PROVIDER_HELP)
+            self._provider = create_provider(name)
+        return self._provider
+
+    # --- sessions and runs ------------------------------------------------------------
+
+    async def create_session(
+        self,
+        agent: AgentSpec | str,
+        *,
+        session_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> SessionRecord:
+        """Create an empty session for an agent (an id is generated when none is given)."""
+        spec = self._resolve_agent(agent)
+        return await self.store.create_session(session_id or str(uuid.uuid4()), spec.id, metadata)
+
+    async def start(
+        self,
+        agent: AgentSpec | str,
+        prompt: str,
+        *,
+        session_id: str | None = None,
+        working_dir: str | Path | None = None,
+        context_suffix: str | None = None,
+        shared_context: str | Mapping[str, Any] | None = None,
+        thread_context: str | Mapping[str, Any] | None = None,
+        channel_thread_key: str | None = None,
+        session_metadata: dict[str, Any] | None = None,
+        _depth: int = 0,
+    ) -> Run:
+        """Start a run of `agent` (a spec or a registered id) and return it at once.
+
+        `session_id` resumes that session's transcript (`SessionNotFoundError` when it does
+        not exist, `SessionBusyError` while it has a run going); without it a new session is
+        created with `session_metadata`.
+        """
+        if self._task_group is None:
+            raise RuntimeError("start runs inside 'async with Runtime(...) as runtime:'")
+        spec = self._resolve_agent(agent)
+        if session_id is None:
+            session = await self.create_session(spec, metadata=session_metadata)
+            transcript: list[Message] = []
+        else:
+            found = await self.store.get_session(session_id)
+            if found is None:
+                raise SessionNotFoundError(f"no session {session_id!r} to resume")
+            if found.agent_id != spec.id:
+                raise ValueError(
+                    f"session {session_id!r} belongs to agent {found.agent_id!r}, not {spec.id!r}"
+                )
+            session = found
+            if session.id in self._active_sessions:
+                raise SessionBusyError(f"session {session.id!r} already has a run going")
+            transcript = await self.store.load_transcript(session.id)
+        if session.id in self._active_sessions:
+            raise SessionBusyError(f"session {session.id!r} already has a run going")
+        self._active_sessions.add(session.id)
+        run = Run(
+            run_id=uuid.uuid4().hex,
+            turn_id=uuid.uuid4().hex,
+            session_id=session.id,
+            spec=spec,
+            prompt=prompt,
+            working_dir=Path(working_dir) if working_dir is not None else self.working_dir,
+        )
+        try:
+            await self.store.create_run(
+                RunRecord(run.id, session.id, spec.id, "running", time.time())
+            )
+        except BaseException:
+            self._active_sessions.discard(session.id)
+            raise
+        system, user = resolve_context(
+            spec,
+            prompt,
+            context_suffix=context_suffix,
+            shared_context=shared_context,
+            thread_context=thread_context,
+        )
+        request = TurnRequest(
+            spec=spec,
+            prompt=user,
+            system_prompt=system,
+            transcript=transcript,
+            session_id=session.id,
+            run_id=run.id,
+            working_dir=run.working_dir,
+            emit=run._emit,
+            runtime=self,
+            save_messages=lambda messages: self.store.append_transcript(session.id, messages),
+            flush=lambda: self._flush(run),
+            depth=_depth,
+        )
+        self._runs[run.id] = run
+        self._task_group.start_soon(self._execute, run, request)
+        return run
+
+    def stream(
+        self, agent: AgentSpec | str, prompt: str, **options: Any
+    ) -> AsyncIterator[AgentMessage]:
+        """Start a run and iterate over its events (leaving early does not stop it)."""
+
+        async def follow() -> AsyncIterator[AgentMessage]:
+            run = await self.start(agent, prompt, **options)
+            async for event in run.events():
+                yield event
+
+        return follow()
+
+    def get_run(self, run_id: str) -> Run | None:
+        """A run that is still going, by id."""
+        return self._runs.get(run_id)
+
+    async def replay(self, run_id: str, after: int = -1) -> AsyncIterator[EventEntry]:
+        """A run's events after `after`: followed live while it runs, else read from the
+        store (where `text_delta` events are not kept)."""
+        run = self._runs.get(run_id)
+        if run is not None:
+            async for entry in run.entries(after):
+                yield entry
+            return
+        for entry in await self.store.read_events(run_id, after):
+            yield entry
+
+    # --- the run task -----------------------------------------------------------------
+
+    def _driver_for(self, spec: AgentSpec) -> Driver:
+        driver = self.drivers.get(spec.runtime)
+        if driver is not None:
+            return driver
+        if spec.runtime == "engine":
+            return self._engine_driver
+        if spec.runtime == "claude-cli":
+            module = importlib.import_module("agentkit.defs._claude_cli")
+            claude_driver: Driver = module.claude_cli_driver
+            return claude_driver
+        raise LookupError(f"no driver for runtime {spec.runtime!r}")
+
+    async def _engine_driver(self, request: TurnRequest) -> TurnOutcome:
+        provider, model = self._select_model(request.spec)
+        return await run_engine_turn(request, provider, model)
+
+    def _select_model(self, spec: AgentSpec) -> tuple[Provider, str]:
+        selection = spec.model
+        provider = self.provider
+        if selection.provider and selection.provider != provider.name:
+            if selection.policy == "prefer":
+                return provider, provider.resolve_model("medium", None)
+            raise NoProviderError(
+                f"agent {spec.id} requires provider {selection.provider!r} but the runtime "
+                f"uses {provider.name!r}"
+            )
+        if selection.policy == "inherit":
+            return provider, provider.resolve_model(None, None)
+        return provider, provider.resolve_model(selection.tier, selection.model)
+
+    async def _execute(self, run: Run, request: TurnRequest) -> None:
+        started = time.monotonic()
+        run._emit(TurnStart(turn_id=run.turn_id, session_id=run.session_id, user_prompt=run.prompt))
+        run._emit(
+            SessionInit(
+                session_id=run.session_id,
+                system_prompt=request.system_prompt or None,
+                project_path=str(run.working_dir),
+            )
+        )
+        outcome: TurnOutcome | None = None
+        interrupted = False
+        try:
+            with run._scope:
+                outcome = await self._driver_for(run.spec)(request)
+            interrupted = run._scope.cancelled_caught
+        except anyio.get_cancelled_exc_class():
+            interrupted = True
+            raise
+        except Exception as exc:
+            outcome = TurnOutcome(status="error", error=f"{type(exc).__name__}: {exc}")
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self._finish(run, request, outcome, interrupted, started)
+
+    async def _finish(
+        self,
+        run: Run,
+        request: TurnRequest,
+        outcome: TurnOutcome | None,
+        interrupted: bool,
+        started: float,
+    ) -> None:
+        if interrupted or outcome is None:
+            outcome = TurnOutcome(
+                status="error",
+                error="the run was interrupted",
+                accounting=Accounting(models=dict(request.usage)),
+            )
+        accounting = self._priced(outcome.accounting)
+        status: TurnStatus
+        if interrupted:
+            status = "interrupted"
+        elif outcome.status == "completed":
+            status = "completed"
+        else:
+            status = "error"
+        if status == "completed":
+            run._emit(Result(content=outcome.text, accounting=accounting))
+        else:
+            run._emit(ErrorEvent(error=outcome.error or "the run failed", accounting=accounting))
+        run._emit(
+            TurnEnd(
+                turn_id=run.turn_id,
+                status=status,
+                duration_ms=int((time.monotonic() - started) * 1000),
+            )
+        )
+        run._outcome = RunOutcome(
+            run_id=run.id,
+            session_id=run.session_id,
+            status=status,
+            text=outcome.text if status == "completed" else "",
+            payload=outcome.payload,
+            error=None if status == "completed" else (outcome.error or "the run failed"),
+            accounting=accounting,
+        )
+        try:
+            await self._flush(run)
+            await self.store.finish_run(run.id, status, time.time())
+        finally:
+            self._active_sessions.discard(run.session_id)
+            self._runs.pop(run.id, None)
+            run._log.close()
+            run._done.set()
+
+    async def _flush(self, run: Run) -> None:
+        if run._unsaved:
+            batch, run._unsaved = run._unsaved, []
+            await self.store.append_events(run.id, batch)
+
+    def _priced(self, accounting: Accounting) -> Accounting:
+        if self.cost_estimator is None or not accounting.models:
+            return accounting
+        total = 0.0
+        for model, usage in accounting.models.items():
+            cost = self.cost_estimator(model, usage)
+            if cost is None:
+                return accounting
+            total += cost
+        return accounting.model_copy(update={"cost_usd": total})
+
+    # --- actions and sub-agents -------------------------------------------------------
+
+    async def run_action(
+        self, action_id: str, args: dict[str, Any], *, caller: str | None = None
+    ) -> ActionResult:
+        """Run an action by canonical id; `system:summon` runs any registered agent."""
+        if action_id == SUMMON_ACTION:
+            agent = args.get("agentName")
+            prompt = args.get("prompt")
+            session_id = args.get("sessionId")
+            if not isinstance(agent, str) or not isinstance(prompt, str) or not prompt:
+                return ActionResult.fail(
+                    "system:summon needs 'agentName' (a canonical agent id) and 'prompt'"
+                )
+            if session_id is not None and not isinstance(session_id, str):
+                return ActionResult.fail("system:summon: 'sessionId' must be a string")
+            return await self.run_subagent(agent, prompt, session_id=session_id)
+        action = self.actions.get(action_id)
+        if action is None:
+            return ActionResult.fail(f"no action {action_id!r} is registered")
+        return await action.run(
+            args,
+            ActionContext(
+                app_id=action.app_id, caller=caller, runtime=self, services=dict(self.services)
+            ),
+        )
+
+    async def run_subagent(
+        self,
+        agent_id: str,
+        prompt: str,
+        *,
+        session_id: str | None = None,
+        forward: Emit | None = None,
+        depth: int = 1,
+        working_dir: Path | None = None,
+    ) -> ActionResult:
+        """Run an agent to the end and return its answer as an `ActionResult`.
+
+        With `forward`, the sub-agent's `session_init` and content events are passed on,
+        tagged with its id in `agent`; its `turn_start`/`turn_end` and deltas never are.
+        """
+        if depth > self.max_subagent_depth:
+            return ActionResult.fail(f"sub-agents nest deeper than {self.max_subagent_depth}")
+        spec = self._agents.get(agent_id)
+        if spec is None:
+            return ActionResult.fail(f"no agent {agent_id!r} is registered")
+        try:
+            child = await self.start(
+                spec, prompt, session_id=session_id, working_dir=working_dir, _depth=depth
+            )
+        except (LookupError, ValueError, SessionBusyError) as exc:
+            return ActionResult.fail(str(exc))
+        try:
+            if forward is not None:
+                async for event in child.events():
+                    if event.type in ("turn_start", "turn_end", "text_delta"):
+                        continue
+                    forward(event if event.agent else event.model_copy(update={"agent": spec.id}))
+            outcome = await child.wait()
+        finally:
+            if not child.done:
+                child.cancel()
+        data: dict[str, Any] = {
+            "agentName": spec.id,
+            "sessionId": outcome.session_id,
+            "content": outcome.text,
+        }
+        if outcome.payload is not None:
+            data["payload"] = outcome.payload
+        if outcome.ok:
+            return ActionResult.ok(data)
+        return ActionResult.fail(outcome.error or "the sub-agent failed", data)
