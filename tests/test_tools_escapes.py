@@ -13,12 +13,6 @@ import pytest
 from agentkit.tools import FetchPolicy, ToolError, entry_allows
 from tools_support import REGISTRY, call_error, local_server, make_ctx
 
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 SECRET = "TOP SECRET outside the working directory"
 
 

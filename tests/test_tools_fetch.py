@@ -20,12 +20,6 @@ from agentkit.tools import (
 )
 from tools_support import REGISTRY, call, call_error, local_server, make_ctx
 
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 LOCAL = FetchPolicy(allow_private=True)
 
 PAGE = b"""<html><head><title>Test page</title><style>p {color: red}</style>
@@ -259,7 +253,7 @@ class FakeRuntime:
         self.started.append((agent_id, prompt))
         if agent_id == "app:broken":
             return FakeRun(FakeOutcome("error", "model unavailable"))
-        return FakeRun(FakeOutcome("ok", f"{agent_id} did: {prompt}"))
+        return FakeRun(FakeOutcome("completed", f"{agent_id} did: {prompt}"))
 
 
 def runtime_ctx(tmp_path: Path, caller: AgentSpec) -> tuple[ToolContext, FakeRuntime]:

@@ -16,12 +16,6 @@ from agentkit.tools import (
 from agentkit.tools._files import READ_DEFAULT_LINES
 from tools_support import REGISTRY, call, call_error, make_ctx
 
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 PAIRS = [
     ("Read", "read_file"),
     ("Write", "write"),

@@ -29,11 +29,6 @@ pytest.importorskip("mcp")
 SERVER = str(Path(__file__).with_name("tools_mcp_server.py"))
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 def stdio_config(**env: str) -> dict[str, object]:
     return {"local": {"command": sys.executable, "args": [SERVER], "env": env}}
 

@@ -21,11 +21,6 @@ from agentkit.tools._shell import PROCESS_OUTPUT_CAP, SHELL_OUTPUT_CAP
 from tools_support import REGISTRY, call, call_error, make_ctx
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
