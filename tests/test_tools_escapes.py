@@ -8,6 +8,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 
 from agentkit.tools import FetchPolicy, ToolError, entry_allows
@@ -296,3 +297,36 @@ async def test_redirects_to_blocked_addresses_are_refused(target: str) -> None:
         assert "refused" in message or "only http and https" in message
         assert "reached" not in message
         assert [hit.split("?")[0] for hit in server.hits] == ["/redirect"]
+
+
+@pytest.mark.anyio
+async def test_hard_links_are_not_written_through(layout: tuple[Path, Path]) -> None:
+    work, outside = layout
+    os.link(outside / "secret.txt", work / "hard")
+    ctx = make_ctx(work)
+    for name, args in (
+        ("Write", {"file_path": "hard", "content": "pwned"}),
+        ("Edit", {"file_path": "hard", "old_string": "TOP", "new_string": "pwned"}),
+    ):
+        tool = REGISTRY.get(name)
+        assert tool is not None
+        assert "several hard links" in await call_error(tool, ctx, **args)
+    assert (outside / "secret.txt").read_text() == SECRET
+
+
+@pytest.mark.anyio
+async def test_fifos_and_devices_are_refused_without_blocking(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    ctx = make_ctx(tmp_path)
+    with anyio.fail_after(5):
+        for name, args in (
+            ("Read", {"file_path": "pipe"}),
+            ("Write", {"file_path": "pipe", "content": "x"}),
+        ):
+            tool = REGISTRY.get(name)
+            assert tool is not None
+            message = await call_error(tool, ctx, **args)
+            assert "not a regular file" in message or "pipe" in message
+        grep = REGISTRY.get("Grep")
+        assert grep is not None
+        assert (await grep.function({"pattern": "x"}, ctx)).startswith("No matches")

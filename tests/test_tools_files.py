@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from agentkit.tools import (
     CLAUDE_TOOL_NAMES,
@@ -58,6 +59,7 @@ def test_effects_and_schemas() -> None:
     for name in REGISTRY.names():
         tool = REGISTRY.get(name)
         assert tool is not None and tool.input_schema["type"] == "object" and tool.description
+        Draft202012Validator.check_schema(tool.input_schema)
 
 
 @pytest.mark.anyio

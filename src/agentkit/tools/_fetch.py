@@ -173,7 +173,10 @@ async def fetch_url(url: str, policy: FetchPolicy | None = None) -> FetchResult:
         ToolError: The URL or an address on the way is refused, the fetch failed or took
             longer than the policy allows.
     """
-    import httpx  # optional extra `tools`
+    try:
+        import httpx  # optional extra `tools`
+    except ModuleNotFoundError:
+        raise ToolError("fetching needs httpx: install agentkit[tools]") from None
 
     policy = policy or FetchPolicy()
     try:

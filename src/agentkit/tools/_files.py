@@ -33,6 +33,7 @@ GREP_MAX_FILE_BYTES = 5 * 1024 * 1024
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 def _sandbox(ctx: ToolContext) -> Sandbox:
@@ -405,8 +406,11 @@ def _candidate_files(
             continue
         name = rel.rsplit("/", 1)[-1]
         try:
-            fd = os.open(name, os.O_RDONLY | _O_NOFOLLOW, dir_fd=dir_fd)
+            fd = os.open(name, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK, dir_fd=dir_fd)
         except OSError:
+            continue
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
             continue
         with os.fdopen(fd, "rb") as handle:
             yield rel, handle.read(GREP_MAX_FILE_BYTES + 1)

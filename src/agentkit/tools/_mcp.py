@@ -175,6 +175,10 @@ async def mcp_tools(
         McpServerError: A server could not be started or did not list its tools.
     """
     configs = parse_mcp_servers(servers) if isinstance(servers, Mapping) else list(servers)
+    try:
+        import mcp  # noqa: F401  (optional extra `mcp`)
+    except ModuleNotFoundError:
+        raise McpServerError("MCP servers need the mcp package: install agentkit[mcp]") from None
     async with AsyncExitStack() as stack:
         tools: list[Tool] = []
         for config in configs:

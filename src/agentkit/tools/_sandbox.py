@@ -43,6 +43,8 @@ _MAX_LINKS = 40
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_O_OPEN_FLAGS = _O_NOFOLLOW | _O_CLOEXEC | _O_NONBLOCK  # no blocking on a FIFO
 _HAS_DIR_FD = os.open in os.supports_dir_fd and _O_NOFOLLOW != 0
 
 
@@ -114,7 +116,7 @@ class Sandbox:
                 assert dir_fd is not None
                 name = parts[-1]
                 try:
-                    fd = os.open(name, flags | _O_NOFOLLOW | _O_CLOEXEC, mode, dir_fd=dir_fd)
+                    fd = os.open(name, flags | _O_OPEN_FLAGS, mode, dir_fd=dir_fd)
                 except OSError as exc:
                     if not (exc.errno in (errno.ELOOP, errno.EMLINK) or _is_link(name, dir_fd)):
                         raise self._os_error(path, exc) from None
@@ -125,10 +127,7 @@ class Sandbox:
                 if not parts:
                     raise ToolError(f"{path!r} is the working directory, not a file")
                 continue
-            if stat.S_ISDIR(os.fstat(fd).st_mode):
-                os.close(fd)
-                raise ToolError(f"{self.relative(path)} is a folder, not a file")
-            return fd
+            return self._checked_fd(fd, path, flags)
         raise ToolError(f"{path!r}: too many levels of symbolic links")
 
     def make_parents(self, path: str) -> None:
@@ -164,11 +163,30 @@ class Sandbox:
             return handle.read(limit + 1)
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        """Create or replace a file, creating missing parent folders."""
+        """Create or replace a file, creating missing parent folders.
+
+        The file is truncated only after it is known to be a regular file with one link.
+        """
         self.make_parents(path)
-        fd = self.open_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        fd = self.open_file(path, os.O_WRONLY | os.O_CREAT)
         with os.fdopen(fd, "wb") as handle:
+            os.ftruncate(fd, 0)
             handle.write(data)
+
+    def _checked_fd(self, fd: int, path: str, flags: int) -> int:
+        """Refuse folders, non-regular files and (for writing) files with several links."""
+        info = os.fstat(fd)
+        problem = None
+        if stat.S_ISDIR(info.st_mode):
+            problem = "is a folder, not a file"
+        elif not stat.S_ISREG(info.st_mode):
+            problem = "is not a regular file"
+        elif flags & (os.O_WRONLY | os.O_RDWR) and info.st_nlink > 1:
+            problem = "has several hard links; it is not changed"
+        if problem is not None:
+            os.close(fd)
+            raise ToolError(f"{self.relative(path)} {problem}")
+        return fd
 
     # -- internals --------------------------------------------------------------------
 
@@ -297,9 +315,10 @@ class Sandbox:
     def _open_fallback(self, parts: list[str], flags: int, mode: int) -> int:
         real = self._check_fallback(parts)
         try:
-            return os.open(real, flags, mode)
+            fd = os.open(real, flags | _O_NONBLOCK, mode)
         except OSError as exc:
             raise self._os_error("/".join(parts), exc) from None
+        return self._checked_fd(fd, "/".join(parts), flags)
 
     def _os_error(self, path: str, exc: OSError) -> ToolError:
         shown = path if path else "."
