@@ -249,7 +249,7 @@ class FakeRuntime:
     agents: dict[str, AgentSpec]
     started: list[tuple[str, str]] = field(default_factory=list)
 
-    async def start(self, agent_id: str, prompt: str) -> FakeRun:
+    async def start(self, agent_id: str, prompt: str, *, working_dir: Path) -> FakeRun:
         self.started.append((agent_id, prompt))
         if agent_id == "app:broken":
             return FakeRun(FakeOutcome("error", "model unavailable"))

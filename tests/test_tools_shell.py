@@ -184,3 +184,39 @@ async def test_process_errors_are_tool_errors(tmp_path: Path) -> None:
     assert "no background process" in await call_error(tool, ctx, action="stop", id="p99")
 
 
+
+
+def test_background_processes_die_with_the_interpreter(tmp_path: Path) -> None:
+    """A host that never calls stop_all still leaves nothing running after it exits."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "host.py"
+    script.write_text(
+        "import anyio\n"
+        "from pathlib import Path\n"
+        "from agentkit.tools import ToolContext, builtin_tools\n"
+        "async def main():\n"
+        "    tools = builtin_tools()\n"
+        "    ctx = ToolContext(working_dir=Path('.'), run_id='r', session_id='s', agent_id='a')\n"
+        "    out = await tools.get('process').function(\n"
+        "        {'action': 'start', 'command': 'sleep 120'}, ctx)\n"
+        "    print(out.split('pid ')[1].split(')')[0], flush=True)\n"
+        "anyio.run(main)\n"
+    )
+    src = Path(__file__).resolve().parent.parent / "src"
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(src)},
+    )
+    assert done.returncode == 0, done.stderr
+    pid = int(done.stdout.strip())
+    for _ in range(100):
+        if not alive(pid):
+            break
+        time.sleep(0.05)
+    assert not alive(pid)

@@ -227,6 +227,8 @@ async def _one_hop(client: Any, url: str, policy: FetchPolicy) -> FetchResult | 
             "Host": _host_header(host, port, default_port),
             "User-Agent": "agentkit-fetch/1",
             "Accept": "text/html, text/plain, application/json, */*;q=0.5",
+            # Ask for the body as is, so the size cap counts what is really read.
+            "Accept-Encoding": "identity",
         },
         extensions=extensions,
     )
@@ -237,7 +239,7 @@ async def _one_hop(client: Any, url: str, policy: FetchPolicy) -> FetchResult | 
             return urljoin(url, str(location))
         body = bytearray()
         truncated = False
-        async for chunk in response.aiter_raw():
+        async for chunk in response.aiter_bytes():
             body.extend(chunk)
             if len(body) > policy.max_bytes:
                 del body[policy.max_bytes :]

@@ -45,7 +45,12 @@ def _is_binary(head: bytes) -> bool:
 
 
 async def _in_thread(fn: Callable[[], str]) -> str:
-    return await anyio.to_thread.run_sync(fn)
+    """Run blocking file work in a worker thread; OS errors become tool errors."""
+    try:
+        return await anyio.to_thread.run_sync(fn)
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        raise ToolError(f"{where}{exc.strerror or exc}") from None
 
 
 # -- read ---------------------------------------------------------------------------

@@ -121,7 +121,9 @@ def agent_tool() -> Tool:
         if agent_id not in agents:
             names = ", ".join(sorted(agents)) or "none"
             raise ToolError(f"no sub-agent {agent_id!r} is available (available: {names})")
-        run_handle = await _runtime(ctx).start(agent_id, str(args["prompt"]))
+        run_handle = await _runtime(ctx).start(
+            agent_id, str(args["prompt"]), working_dir=ctx.working_dir
+        )
         outcome = await run_handle.wait()
         status = str(getattr(outcome, "status", "ok"))
         if status in ("error", "failed", "interrupted", "cancelled"):

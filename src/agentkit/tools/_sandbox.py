@@ -27,6 +27,7 @@ resolved real path before use, which does not close the swap race.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -245,7 +246,8 @@ class Sandbox:
                     fd = os.open(name, flags, dir_fd=fds[-1])
                 except FileNotFoundError:
                     if create:
-                        os.mkdir(name, 0o755, dir_fd=fds[-1])
+                        with contextlib.suppress(FileExistsError):  # made meanwhile
+                            os.mkdir(name, 0o755, dir_fd=fds[-1])
                         pending.insert(0, name)
                         continue
                     if missing_ok:

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -223,6 +224,14 @@ PROCESS_OUTPUT_CAP = 64 * 1024
 PROCESS_MAX_PER_RUN = 16
 
 
+def _kill_jobs(jobs: dict[str, dict[str, _Job]]) -> None:
+    """Kill every still-running job (a table's finalizer; also runs at interpreter exit)."""
+    for run_jobs in jobs.values():
+        for job in run_jobs.values():
+            if job.popen.poll() is None:
+                _kill_group(job.popen, signal.SIGKILL)
+
+
 @dataclass
 class _Job:
     id: str
@@ -267,12 +276,15 @@ class ProcessTable:
     """Background processes started by the `process` tool, per run.
 
     Each run sees only its own processes. Call [`stop_all`][agentkit.tools.ProcessTable.stop_all]
-    when a run (or the runtime) ends to kill whatever is still running.
+    when a run (or the runtime) ends to kill whatever is still running. As a safety net,
+    processes still running when the table is garbage-collected or the interpreter exits
+    are killed then.
     """
 
     def __init__(self) -> None:
         self._jobs: dict[str, dict[str, _Job]] = {}
         self._counter = 0
+        weakref.finalize(self, _kill_jobs, self._jobs)
 
     def _run_jobs(self, run_id: str) -> dict[str, _Job]:
         return self._jobs.setdefault(run_id, {})
