@@ -10,8 +10,10 @@ from pathlib import Path
 
 import anyio
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from agentkit.tools import FetchPolicy, ToolError, entry_allows
+from agentkit.tools import FetchPolicy, Sandbox, ToolError, command_matches, entry_allows
 from tools_support import REGISTRY, call_error, local_server, make_ctx
 
 SECRET = "TOP SECRET outside the working directory"
@@ -330,3 +332,48 @@ async def test_fifos_and_devices_are_refused_without_blocking(tmp_path: Path) ->
         grep = REGISTRY.get("Grep")
         assert grep is not None
         assert (await grep.function({"pattern": "x"}, ctx)).startswith("No matches")
+
+
+# -- properties -----------------------------------------------------------------------
+
+SEPARATORS = [";", "&&", "||", "|", "&", "\n", "$(", "`", ">", "<", "<(", "${"]
+PLAIN = st.text(alphabet=st.sampled_from("abcxyz-_./= *\t"), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(before=PLAIN, separator=st.sampled_from(SEPARATORS), after=PLAIN)
+def test_no_chained_command_ever_matches(before: str, separator: str, after: str) -> None:
+    assert not command_matches("git *", f"git {before}{separator}{after}")
+    assert not command_matches("*", f"{before}{separator}{after}")
+
+
+PATH_PARTS = st.sampled_from(["..", ".", "sub", "abs_link", "rel_link", "dir_link", "up_link",
+                              "chain_link", "secret.txt", "ok.txt", "", "loop", "self"])
+
+
+@settings(
+    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(parts=st.lists(PATH_PARTS, min_size=1, max_size=6), absolute=st.booleans())
+def test_any_opened_file_is_inside_the_working_directory(
+    layout: tuple[Path, Path], parts: list[str], absolute: bool
+) -> None:
+    """Whatever path is composed from dots and links, the sandbox either refuses it or opens
+    a file whose real location (read back from /proc) is inside the working directory."""
+    work, _ = layout
+    if not (work / "loop").is_symlink():
+        os.symlink("loop", work / "loop")
+        os.symlink(".", work / "self")
+    path = "/".join(parts)
+    if absolute:
+        path = f"{work}/{path}"
+    sandbox = Sandbox(work)
+    try:
+        fd = sandbox.open_file(path)
+    except ToolError:
+        return
+    try:
+        real = Path(os.readlink(f"/proc/self/fd/{fd}"))
+    finally:
+        os.close(fd)
+    assert real.is_relative_to(work.resolve())
