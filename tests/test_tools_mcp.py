@@ -19,6 +19,7 @@ from agentkit.tools import (
     ToolError,
     ToolRegistry,
     entry_allows,
+    entry_tool_names,
     mcp_tools,
     parse_mcp_servers,
 )
@@ -62,6 +63,15 @@ async def test_stdio_server_tools_are_named_and_callable(tmp_path: Path) -> None
         # MCP tools pass the same allowlist check as built-in ones.
         assert entry_allows("mcp__local__add", add, {"a": 1, "b": 2}, ctx)
         assert not entry_allows("mcp__local__fail", add, {"a": 1, "b": 2}, ctx)
+        # A server-wide entry allows (and names) every tool of that server only.
+        assert entry_allows("mcp__local", add, {}, ctx)
+        assert entry_allows("mcp__local__*", add, {}, ctx)
+        assert not entry_allows("mcp__loc", add, {}, ctx)
+        assert not entry_allows("mcp__other", add, {}, ctx)
+        assert not entry_allows("mcp__local(x)", add, {}, ctx)
+        assert len(entry_tool_names("mcp__local", registry)) == 4
+        assert entry_tool_names("mcp__local__add", registry) == ["mcp__local__add"]
+        assert entry_tool_names("mcp__nope__*", registry) == []
 
 
 @pytest.mark.anyio

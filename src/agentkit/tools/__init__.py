@@ -48,7 +48,13 @@ from agentkit.tools._mcp import (
     mcp_tools,
     parse_mcp_servers,
 )
-from agentkit.tools._rules import command_matches, entry_allows, is_simple_command, path_matches
+from agentkit.tools._rules import (
+    command_matches,
+    entry_allows,
+    entry_tool_names,
+    is_simple_command,
+    path_matches,
+)
 from agentkit.tools._sandbox import Sandbox
 from agentkit.tools._search import (
     SearchBackend,
@@ -87,6 +93,7 @@ __all__ = [
     "command_matches",
     "edit_tool",
     "entry_allows",
+    "entry_tool_names",
     "fetch_tool",
     "fetch_url",
     "get_search_content_tool",

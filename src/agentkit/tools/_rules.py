@@ -23,6 +23,10 @@ working directory). `*` matches within one path segment, `?` one character of a 
 argument; `.` when omitted) must match both as written (normalised) and after following
 links inside the working directory.
 
+MCP entries: `mcp__server__tool` names one tool; `mcp__server` and `mcp__server__*` allow
+every tool of that server (use [`entry_tool_names`][agentkit.tools.entry_tool_names] to
+list them).
+
 Fetch specifiers (`WebFetch`, `fetch_content`): `domain:example.com` allows that host and
 its subdomains.
 """
@@ -35,12 +39,13 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
-from agentkit.tools._base import Tool, ToolContext, ToolError, parse_tool_entry
+from agentkit.tools._base import Tool, ToolContext, ToolError, ToolRegistry, parse_tool_entry
 from agentkit.tools._sandbox import Sandbox
 
 __all__ = [
     "command_matches",
     "entry_allows",
+    "entry_tool_names",
     "is_simple_command",
     "path_matches",
 ]
@@ -60,7 +65,8 @@ def entry_allows(entry: str, tool: Tool, args: dict[str, Any], ctx: ToolContext)
     """
     name, specifier = parse_tool_entry(entry.strip())
     if name not in (tool.name, *tool.aliases):
-        return False
+        server = _mcp_server_entry(name) if specifier is None else None
+        return server is not None and tool.name.startswith(f"{server}__")
     if specifier is None:
         return True
     if tool.matches is None:
@@ -69,6 +75,29 @@ def entry_allows(entry: str, tool: Tool, args: dict[str, Any], ctx: ToolContext)
         return tool.matches(specifier.strip(), args, ctx)
     except ToolError:
         return False
+
+
+def _mcp_server_entry(name: str) -> str | None:
+    """`mcp__server` for the entries `mcp__server` and `mcp__server__*`, else `None`."""
+    if name.endswith("__*"):
+        name = name[:-3]
+    parts = name.split("__")
+    if len(parts) == 2 and parts[0] == "mcp" and parts[1]:
+        return name
+    return None
+
+
+def entry_tool_names(entry: str, registry: ToolRegistry) -> list[str]:
+    """The registered names an allowlist entry refers to.
+
+    Usually just the entry's name; `mcp__server` and `mcp__server__*` stand for every tool
+    of that MCP server.
+    """
+    name, specifier = parse_tool_entry(entry.strip())
+    server = _mcp_server_entry(name) if specifier is None else None
+    if server is not None:
+        return [n for n in registry.names() if n.startswith(f"{server}__")]
+    return [name] if name in registry else []
 
 
 # -- commands -------------------------------------------------------------------------
