@@ -335,13 +335,16 @@ class Runtime:
             return await self._task_group.__aexit__(None, None, None)
         finally:
             self._task_group = None
-            with anyio.CancelScope(shield=True):
-                if self._processes is not None:
+            if self._processes is not None:
+                with anyio.CancelScope(shield=True):
                     await self._processes.stop_all()
-                if self._exit_stack is not None:
-                    stack, self._exit_stack = self._exit_stack, None
-                    await stack.aclose()
-                if self._owns_store:
+            if self._exit_stack is not None:
+                # Not under a shield: the MCP clients' own cancel scopes must unwind in
+                # the order they were entered.
+                stack, self._exit_stack = self._exit_stack, None
+                await stack.aclose()
+            if self._owns_store:
+                with anyio.CancelScope(shield=True):
                     await self.store.aclose()
 
     # --- agents -----------------------------------------------------------------------
