@@ -87,6 +87,18 @@ class Tool:
     matches: SpecifierMatcher | None = None
 
 
+def object_schema(properties: dict[str, Any], *required: str) -> dict[str, Any]:
+    """The JSON Schema of a tool's arguments: an object with only `properties`.
+
+    `required` names the properties a call must give; any other key is refused.
+    """
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    schema["additionalProperties"] = False
+    return schema
+
+
 def parse_tool_entry(entry: str) -> tuple[str, str | None]:
     """Split an allowlist entry `Name(specifier)` into `("Name", "specifier")`."""
     if entry.endswith(")") and "(" in entry:

@@ -29,7 +29,7 @@ from urllib.parse import urljoin, urlsplit
 
 import anyio
 
-from agentkit.tools._base import Tool, ToolContext, ToolError
+from agentkit.tools._base import Tool, ToolContext, ToolError, object_schema
 from agentkit.tools._rules import url_matcher
 
 __all__ = [
@@ -360,18 +360,16 @@ def fetch_tool() -> Tool:
             "plain text). Private and local network addresses are refused. Use `prompt` to "
             "note what you are looking for; the page text is returned as is."
         ),
-        input_schema={
-            "type": "object",
-            "properties": {
+        input_schema=object_schema(
+            {
                 "url": {"type": "string", "description": "The http or https URL to fetch."},
                 "prompt": {
                     "type": "string",
                     "description": "What to look for in the page (for your own reference).",
                 },
             },
-            "required": ["url"],
-            "additionalProperties": False,
-        },
+            "url",
+        ),
         function=run,
         effect="read",
         timeout=120.0,

@@ -10,7 +10,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from agentkit.tools._base import Tool, ToolContext, ToolError
+from agentkit.tools._base import Effect, Tool, ToolContext, ToolError, object_schema
 from agentkit.tools._rules import path_matcher, path_matches
 from agentkit.tools._sandbox import Sandbox
 
@@ -53,6 +53,38 @@ async def _in_thread(fn: Callable[[], str]) -> str:
         raise ToolError(f"{where}{exc.strerror or exc}") from None
 
 
+def _file_tool(
+    name: str,
+    alias: str,
+    description: str,
+    work: Callable[[dict[str, Any], ToolContext], str],
+    schema: dict[str, Any],
+    *,
+    effect: Effect,
+    path_field: str,
+) -> Tool:
+    """A file tool: `work` runs in a worker thread; `path_field` is what specifiers match."""
+
+    async def run(args: dict[str, Any], ctx: ToolContext) -> str:
+        return await _in_thread(lambda: work(args, ctx))
+
+    return Tool(
+        name=name,
+        aliases=(alias,),
+        description=description,
+        input_schema=schema,
+        function=run,
+        effect=effect,
+        matches=path_matcher(path_field),
+    )
+
+
+_FILE_PATH = {
+    "type": "string",
+    "description": "Path of the file, relative to the working directory.",
+}
+
+
 # -- read ---------------------------------------------------------------------------
 
 
@@ -92,28 +124,19 @@ def _read(args: dict[str, Any], ctx: ToolContext) -> str:
     return "\n".join(out)
 
 
-async def _read_async(args: dict[str, Any], ctx: ToolContext) -> str:
-    return await _in_thread(lambda: _read(args, ctx))
-
-
 def read_tool() -> Tool:
     """The `Read` / `read_file` tool: a text file's lines, numbered, with an optional range."""
-    return Tool(
-        name="Read",
-        aliases=("read_file",),
-        description=(
-            "Read a text file in the working directory. Lines are numbered from 1 "
-            f"(`cat -n` style). At most {READ_DEFAULT_LINES} lines are returned per call; use "
-            "`offset` (first line, 1-based) and `limit` (number of lines) to read a range. "
-            "Binary files are refused."
-        ),
-        input_schema={
-            "type": "object",
-            "properties": {
-                "file_path": {
-                    "type": "string",
-                    "description": "Path of the file, relative to the working directory.",
-                },
+    return _file_tool(
+        "Read",
+        "read_file",
+        "Read a text file in the working directory. Lines are numbered from 1 "
+        f"(`cat -n` style). At most {READ_DEFAULT_LINES} lines are returned per call; use "
+        "`offset` (first line, 1-based) and `limit` (number of lines) to read a range. "
+        "Binary files are refused.",
+        _read,
+        object_schema(
+            {
+                "file_path": _FILE_PATH,
                 "offset": {
                     "type": "integer",
                     "minimum": 1,
@@ -125,12 +148,10 @@ def read_tool() -> Tool:
                     "description": f"How many lines to return. Default {READ_DEFAULT_LINES}.",
                 },
             },
-            "required": ["file_path"],
-            "additionalProperties": False,
-        },
-        function=_read_async,
+            "file_path",
+        ),
         effect="read",
-        matches=path_matcher("file_path"),
+        path_field="file_path",
     )
 
 
@@ -144,34 +165,24 @@ def _write(args: dict[str, Any], ctx: ToolContext) -> str:
     return f"Wrote {len(data)} bytes to {sandbox.relative(args['file_path'])}"
 
 
-async def _write_async(args: dict[str, Any], ctx: ToolContext) -> str:
-    return await _in_thread(lambda: _write(args, ctx))
-
-
 def write_tool() -> Tool:
     """The `Write` / `write` tool: create or replace a file (missing folders are created)."""
-    return Tool(
-        name="Write",
-        aliases=("write",),
-        description=(
-            "Create a file or replace its whole content. Missing parent folders are created. "
-            "To change part of an existing file, prefer Edit."
-        ),
-        input_schema={
-            "type": "object",
-            "properties": {
-                "file_path": {
-                    "type": "string",
-                    "description": "Path of the file, relative to the working directory.",
-                },
+    return _file_tool(
+        "Write",
+        "write",
+        "Create a file or replace its whole content. Missing parent folders are created. "
+        "To change part of an existing file, prefer Edit.",
+        _write,
+        object_schema(
+            {
+                "file_path": _FILE_PATH,
                 "content": {"type": "string", "description": "The complete new content."},
             },
-            "required": ["file_path", "content"],
-            "additionalProperties": False,
-        },
-        function=_write_async,
+            "file_path",
+            "content",
+        ),
         effect="edit",
-        matches=path_matcher("file_path"),
+        path_field="file_path",
     )
 
 
@@ -207,27 +218,18 @@ def _edit(args: dict[str, Any], ctx: ToolContext) -> str:
     return f"Replaced {count if replace_all else 1} occurrence(s) in {shown}"
 
 
-async def _edit_async(args: dict[str, Any], ctx: ToolContext) -> str:
-    return await _in_thread(lambda: _edit(args, ctx))
-
-
 def edit_tool() -> Tool:
     """The `Edit` / `edit` tool: exact string replacement that must match exactly once."""
-    return Tool(
-        name="Edit",
-        aliases=("edit",),
-        description=(
-            "Replace an exact string in a file. `old_string` must appear exactly once "
-            "(include enough surrounding lines to make it unique) unless `replace_all` is "
-            "true. Whitespace and indentation must match the file exactly."
-        ),
-        input_schema={
-            "type": "object",
-            "properties": {
-                "file_path": {
-                    "type": "string",
-                    "description": "Path of the file, relative to the working directory.",
-                },
+    return _file_tool(
+        "Edit",
+        "edit",
+        "Replace an exact string in a file. `old_string` must appear exactly once "
+        "(include enough surrounding lines to make it unique) unless `replace_all` is "
+        "true. Whitespace and indentation must match the file exactly.",
+        _edit,
+        object_schema(
+            {
+                "file_path": _FILE_PATH,
                 "old_string": {"type": "string", "description": "The exact text to replace."},
                 "new_string": {"type": "string", "description": "The replacement text."},
                 "replace_all": {
@@ -235,12 +237,12 @@ def edit_tool() -> Tool:
                     "description": "Replace every occurrence instead of exactly one.",
                 },
             },
-            "required": ["file_path", "old_string", "new_string"],
-            "additionalProperties": False,
-        },
-        function=_edit_async,
+            "file_path",
+            "old_string",
+            "new_string",
+        ),
         effect="edit",
-        matches=path_matcher("file_path"),
+        path_field="file_path",
     )
 
 
@@ -293,35 +295,27 @@ def _glob(args: dict[str, Any], ctx: ToolContext) -> str:
     return "\n".join(lines)
 
 
-async def _glob_async(args: dict[str, Any], ctx: ToolContext) -> str:
-    return await _in_thread(lambda: _glob(args, ctx))
-
-
 def glob_tool() -> Tool:
     """The `Glob` / `glob` tool: file paths matching a glob pattern, newest first."""
-    return Tool(
-        name="Glob",
-        aliases=("glob",),
-        description=(
-            "Find files by name pattern, e.g. `**/*.py` or `src/*.ts`. `*` matches within a "
-            "path segment, `**` any number of folders. Paths are returned relative to the "
-            f"working directory, most recently modified first (at most {GLOB_MAX_RESULTS})."
-        ),
-        input_schema={
-            "type": "object",
-            "properties": {
+    return _file_tool(
+        "Glob",
+        "glob",
+        "Find files by name pattern, e.g. `**/*.py` or `src/*.ts`. `*` matches within a "
+        "path segment, `**` any number of folders. Paths are returned relative to the "
+        f"working directory, most recently modified first (at most {GLOB_MAX_RESULTS}).",
+        _glob,
+        object_schema(
+            {
                 "pattern": {"type": "string", "description": "Glob pattern, e.g. `**/*.py`."},
                 "path": {
                     "type": "string",
                     "description": "Folder to search in (default: the working directory).",
                 },
             },
-            "required": ["pattern"],
-            "additionalProperties": False,
-        },
-        function=_glob_async,
+            "pattern",
+        ),
         effect="read",
-        matches=path_matcher("path"),
+        path_field="path",
     )
 
 
@@ -421,24 +415,18 @@ def _candidate_files(
             yield rel, handle.read(GREP_MAX_FILE_BYTES + 1)
 
 
-async def _grep_async(args: dict[str, Any], ctx: ToolContext) -> str:
-    return await _in_thread(lambda: _grep(args, ctx))
-
-
 def grep_tool() -> Tool:
     """The `Grep` / `grep` tool: search file contents with a regular expression."""
-    return Tool(
-        name="Grep",
-        aliases=("grep",),
-        description=(
-            "Search file contents with a regular expression (Python `re` syntax). "
-            "`output_mode`: `files_with_matches` (default; paths only), `content` "
-            "(`path:line:text`), or `count` (matches per file). Filter files with `glob`, "
-            "e.g. `*.py`. Binary files and `.git` are skipped."
-        ),
-        input_schema={
-            "type": "object",
-            "properties": {
+    return _file_tool(
+        "Grep",
+        "grep",
+        "Search file contents with a regular expression (Python `re` syntax). "
+        "`output_mode`: `files_with_matches` (default; paths only), `content` "
+        "(`path:line:text`), or `count` (matches per file). Filter files with `glob`, "
+        "e.g. `*.py`. Binary files and `.git` are skipped.",
+        _grep,
+        object_schema(
+            {
                 "pattern": {"type": "string", "description": "Regular expression to search."},
                 "path": {
                     "type": "string",
@@ -460,12 +448,10 @@ def grep_tool() -> Tool:
                     "description": "Cap on result lines (default 200).",
                 },
             },
-            "required": ["pattern"],
-            "additionalProperties": False,
-        },
-        function=_grep_async,
+            "pattern",
+        ),
         effect="read",
-        matches=path_matcher("path"),
+        path_field="path",
     )
 
 
@@ -493,30 +479,22 @@ def _list_dir(args: dict[str, Any], ctx: ToolContext) -> str:
     return "\n".join(entries)
 
 
-async def _list_dir_async(args: dict[str, Any], ctx: ToolContext) -> str:
-    return await _in_thread(lambda: _list_dir(args, ctx))
-
-
 def list_dir_tool() -> Tool:
     """The `LS` / `list_dir` tool: a folder's entries (folders end in `/`, links in `@`)."""
-    return Tool(
-        name="LS",
-        aliases=("list_dir",),
-        description=(
-            "List the entries of a folder in the working directory. Folders end in `/`, "
-            "symbolic links in `@`."
-        ),
-        input_schema={
-            "type": "object",
-            "properties": {
+    return _file_tool(
+        "LS",
+        "list_dir",
+        "List the entries of a folder in the working directory. Folders end in `/`, "
+        "symbolic links in `@`.",
+        _list_dir,
+        object_schema(
+            {
                 "path": {
                     "type": "string",
                     "description": "Folder to list (default: the working directory).",
                 },
-            },
-            "additionalProperties": False,
-        },
-        function=_list_dir_async,
+            }
+        ),
         effect="read",
-        matches=path_matcher("path"),
+        path_field="path",
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from agentkit.tools._base import Tool, ToolContext, ToolError
+from agentkit.tools._base import Tool, ToolContext, ToolError, object_schema
 
 __all__ = [
     "QuestionnaireCallback",
@@ -46,28 +46,24 @@ def questionnaire_tool() -> Tool:
             "Ask the user one or more questions and wait for the answers. Give `options` for "
             "multiple choice (`multiple: true` allows several); omit them for a free answer."
         ),
-        input_schema={
-            "type": "object",
-            "properties": {
+        input_schema=object_schema(
+            {
                 "questions": {
                     "type": "array",
                     "minItems": 1,
-                    "items": {
-                        "type": "object",
-                        "properties": {
+                    "items": object_schema(
+                        {
                             "id": {"type": "string", "description": "Key of the answer."},
                             "question": {"type": "string"},
                             "options": {"type": "array", "items": {"type": "string"}},
                             "multiple": {"type": "boolean"},
                         },
-                        "required": ["question"],
-                        "additionalProperties": False,
-                    },
+                        "question",
+                    ),
                 },
             },
-            "required": ["questions"],
-            "additionalProperties": False,
-        },
+            "questions",
+        ),
         function=run,
         effect="read",
         timeout=None,
@@ -106,7 +102,7 @@ def agents_tool() -> Tool:
     return Tool(
         name="agents",
         description="List the sub-agents you can delegate a task to with the agent tool.",
-        input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+        input_schema=object_schema({}),
         function=run,
         effect="read",
     )
@@ -138,15 +134,14 @@ def agent_tool() -> Tool:
             "final answer. The sub-agent does not see this conversation; put everything it "
             "needs in `prompt`."
         ),
-        input_schema={
-            "type": "object",
-            "properties": {
+        input_schema=object_schema(
+            {
                 "agent": {"type": "string", "description": "Id of the sub-agent."},
                 "prompt": {"type": "string", "description": "The complete task."},
             },
-            "required": ["agent", "prompt"],
-            "additionalProperties": False,
-        },
+            "agent",
+            "prompt",
+        ),
         function=run,
         # The sub-agent's own calls are checked under its own spec and permission mode.
         effect="read",

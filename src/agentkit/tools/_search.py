@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from agentkit.tools._base import Tool, ToolContext, ToolError
+from agentkit.tools._base import Tool, ToolContext, ToolError, object_schema
 from agentkit.tools._fetch import fetch_url, policy_of, render
 
 __all__ = [
@@ -79,15 +79,13 @@ def web_search_tool() -> Tool:
             "Search the web. Returns numbered results with title, URL and snippet; read a "
             "result in full with get_search_content or WebFetch."
         ),
-        input_schema={
-            "type": "object",
-            "properties": {
+        input_schema=object_schema(
+            {
                 "query": {"type": "string", "description": "The search query."},
                 "max_results": {"type": "integer", "minimum": 1, "maximum": 20},
             },
-            "required": ["query"],
-            "additionalProperties": False,
-        },
+            "query",
+        ),
         function=run,
         effect="read",
         timeout=60.0,
@@ -109,12 +107,9 @@ def get_search_content_tool() -> Tool:
     return Tool(
         name="get_search_content",
         description="Get the full text of a web search result by its URL.",
-        input_schema={
-            "type": "object",
-            "properties": {"url": {"type": "string", "description": "The result's URL."}},
-            "required": ["url"],
-            "additionalProperties": False,
-        },
+        input_schema=object_schema(
+            {"url": {"type": "string", "description": "The result's URL."}}, "url"
+        ),
         function=run,
         effect="read",
         timeout=120.0,

@@ -25,7 +25,7 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
-from agentkit.tools._base import Tool, ToolContext, ToolError
+from agentkit.tools._base import Tool, ToolContext, ToolError, object_schema
 from agentkit.tools._rules import command_matcher
 
 __all__ = [
@@ -133,9 +133,8 @@ async def run_command(
 
 
 def _shell_schema(kind: str) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {
+    return object_schema(
+        {
             "command": {"type": "string", "description": f"The {kind} command to run."},
             "timeout": {
                 "type": "number",
@@ -149,9 +148,8 @@ def _shell_schema(kind: str) -> dict[str, Any]:
                 "description": "A few words saying what the command does.",
             },
         },
-        "required": ["command"],
-        "additionalProperties": False,
-    }
+        "command",
+    )
 
 
 def _shell_function(prefix: list[str] | None, kind: str) -> Any:
@@ -409,16 +407,14 @@ def process_tool(table: ProcessTable | None = None) -> Tool:
             f"processes. The last {PROCESS_OUTPUT_CAP // 1024} KiB of output are kept per "
             "process."
         ),
-        input_schema={
-            "type": "object",
-            "properties": {
+        input_schema=object_schema(
+            {
                 "action": {"type": "string", "enum": ["start", "poll", "stop", "list"]},
                 "command": {"type": "string", "description": "Shell command (for `start`)."},
                 "id": {"type": "string", "description": "Process id (for `poll` and `stop`)."},
             },
-            "required": ["action"],
-            "additionalProperties": False,
-        },
+            "action",
+        ),
         function=run,
         effect="execute",
         timeout=30.0,
