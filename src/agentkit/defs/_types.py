@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Literal, TypeAlias
 
 from agentkit.diagnostics import LoadError
+from agentkit.tools import RHO_CAPABILITIES as _RHO_CAPABILITY_NAMES
 
 __all__ = [
     "CLAUDE_REASONING",
@@ -27,28 +28,7 @@ PromptMode: TypeAlias = Literal["extend", "replace"]
 DefinitionModelPolicy: TypeAlias = Literal["inherit", "prefer", "require", "select"]
 Reasoning: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
 
-RHO_CAPABILITIES: frozenset[str] = frozenset(
-    {
-        "agent",
-        "agents",
-        "bash",
-        "edit",
-        "fetch_content",
-        "get_search_content",
-        "glob",
-        "grep",
-        "list_dir",
-        "powershell",
-        "process",
-        "questionnaire",
-        "read_file",
-        "rho",
-        "shell",
-        "skill",
-        "web_search",
-        "write",
-    }
-)
+RHO_CAPABILITIES: frozenset[str] = frozenset(_RHO_CAPABILITY_NAMES)
 """The built-in Rho capability names. Other lower-case names are extension capabilities."""
 
 RHO_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")

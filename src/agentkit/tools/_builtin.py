@@ -70,7 +70,10 @@ RHO_CAPABILITIES: tuple[str, ...] = (
     "web_search",
     "write",
 )
-"""The built-in Rho capability names (defs-markdown-agents.md, "Tool vocabulary by runtime")."""
+"""The built-in Rho capability names (defs-markdown-agents.md, "Tool vocabulary by runtime").
+
+The one list of them: `agentkit.defs.RHO_CAPABILITIES` is this list as a frozenset.
+"""
 
 EXTENSION_CAPABILITIES: tuple[str, ...] = ("skill", "rho")
 """Rho capabilities agentkit does not implement: a host registers a Tool under the name."""
