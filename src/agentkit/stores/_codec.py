@@ -1,9 +1,9 @@
-"""How the SQL stores turn events, messages and metadata into text and back."""
+"""How the SQL stores turn events, messages and metadata into text, and rows back into records."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -11,16 +11,20 @@ from pydantic import TypeAdapter
 
 from agentkit.events import from_wire
 from agentkit.providers._base import Message
-from agentkit.stores._base import EventEntry
+from agentkit.stores._base import EventEntry, RunRecord, SessionRecord
 
 __all__ = [
     "check_offsets",
     "dump_event",
     "dump_message",
     "dump_metadata",
+    "events_from_rows",
     "load_event",
     "load_message",
     "load_metadata",
+    "messages_from_rows",
+    "run_from_row",
+    "session_from_row",
 ]
 
 
@@ -66,3 +70,23 @@ def check_offsets(run_id: str, last: int, entries: Sequence[EventEntry]) -> None
         if entry.offset <= last:
             raise ValueError(f"offset {entry.offset} does not follow {last} in run {run_id}")
         last = entry.offset
+
+
+def session_from_row(row: Sequence[Any]) -> SessionRecord:
+    """A session from a row of `id, agent_id, created_at, updated_at, metadata`."""
+    return SessionRecord(row[0], row[1], row[2], row[3], load_metadata(row[4]))
+
+
+def run_from_row(row: Sequence[Any]) -> RunRecord:
+    """A run from a row of `id, session_id, agent_id, status, created_at, finished_at`."""
+    return RunRecord(row[0], row[1], row[2], row[3], row[4], row[5])
+
+
+def messages_from_rows(rows: Iterable[Sequence[Any]]) -> list[Message]:
+    """Transcript messages from rows of `data`, in the rows' order."""
+    return [load_message(row[0]) for row in rows]
+
+
+def events_from_rows(rows: Iterable[Sequence[Any]]) -> list[EventEntry]:
+    """Event entries from rows of `pos, data`, in the rows' order."""
+    return [load_event(offset, data) for offset, data in rows]

@@ -25,9 +25,10 @@ from agentkit.stores._codec import (
     dump_event,
     dump_message,
     dump_metadata,
-    load_event,
-    load_message,
-    load_metadata,
+    events_from_rows,
+    messages_from_rows,
+    run_from_row,
+    session_from_row,
 )
 
 if TYPE_CHECKING:
@@ -95,14 +96,6 @@ def _is_busy(exc: BaseException) -> bool:
         and code is not None
         and code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)
     )
-
-
-def _session(row: Any) -> SessionRecord:
-    return SessionRecord(row[0], row[1], row[2], row[3], load_metadata(row[4]))
-
-
-def _run(row: Any) -> RunRecord:
-    return RunRecord(row[0], row[1], row[2], row[3], row[4], row[5])
 
 
 class SQLiteStore:
@@ -273,7 +266,7 @@ class SQLiteStore:
     async def get_session(self, session_id: str) -> SessionRecord | None:
         """The session, or `None`."""
         row = await self._call(_fetchone, _GET_SESSION, (session_id,))
-        return None if row is None else _session(row)
+        return None if row is None else session_from_row(row)
 
     async def update_session(self, session_id: str, metadata: dict[str, Any]) -> SessionRecord:
         """Replace a session's metadata; `SessionNotFoundError` when missing."""
@@ -282,7 +275,7 @@ class SQLiteStore:
         )
         if row is None:
             raise SessionNotFoundError(f"no session {session_id!r}")
-        return _session(row)
+        return session_from_row(row)
 
     async def list_sessions(self, agent_id: str | None = None) -> list[SessionRecord]:
         """Sessions, oldest first, optionally of one agent."""
@@ -290,7 +283,7 @@ class SQLiteStore:
             rows = await self._call(_fetchall, _LIST_SESSIONS, ())
         else:
             rows = await self._call(_fetchall, _LIST_AGENT_SESSIONS, (agent_id,))
-        return [_session(row) for row in rows]
+        return [session_from_row(row) for row in rows]
 
     async def delete_session(self, session_id: str) -> None:
         """Delete a session with its transcript, runs and events (no error when missing)."""
@@ -301,7 +294,7 @@ class SQLiteStore:
     async def load_transcript(self, session_id: str) -> list[Message]:
         """The session's transcript in order; `SessionNotFoundError` when missing."""
         rows = await self._call(_load_transcript, session_id)
-        return [load_message(row[0]) for row in rows]
+        return messages_from_rows(rows)
 
     async def append_transcript(self, session_id: str, messages: Sequence[Message]) -> None:
         """Append messages atomically: all of them or none."""
@@ -326,12 +319,12 @@ class SQLiteStore:
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The run, or `None`."""
         row = await self._call(_fetchone, _GET_RUN, (run_id,))
-        return None if row is None else _run(row)
+        return None if row is None else run_from_row(row)
 
     async def list_runs(self, session_id: str) -> list[RunRecord]:
         """A session's runs, oldest first."""
         rows = await self._call(_fetchall, _LIST_RUNS, (session_id,))
-        return [_run(row) for row in rows]
+        return [run_from_row(row) for row in rows]
 
     # --- events -----------------------------------------------------------------------
 
@@ -348,7 +341,7 @@ class SQLiteStore:
     async def read_events(self, run_id: str, after: int = -1) -> list[EventEntry]:
         """A run's stored events with offset greater than `after`, in order."""
         rows = await self._call(_fetchall, _READ_EVENTS, (run_id, after))
-        return [load_event(offset, data) for offset, data in rows]
+        return events_from_rows(rows)
 
     async def aclose(self) -> None:
         """Close the database connection; the store cannot be used afterwards."""
