@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import aclosing
 from typing import Any
 
-from agentkit.providers._args import parse_arguments
+from agentkit.providers._args import tool_call_chunk
 from agentkit.providers._base import (
     AssistantMessage,
     Chunk,
@@ -35,8 +36,6 @@ from agentkit.providers._base import (
     StopReason,
     TextChunk,
     ThinkingChunk,
-    ToolCall,
-    ToolCallChunk,
     ToolResultMessage,
     Usage,
     UserMessage,
@@ -44,6 +43,7 @@ from agentkit.providers._base import (
 from agentkit.providers._catalog import ModelCatalog, coerce_catalog
 from agentkit.providers._errors import map_error
 from agentkit.providers._registry import ProviderConfigError
+from agentkit.providers._sdk import relay, sdk_client
 from agentkit.spec import ReasoningEffort
 
 __all__ = ["THINKING_BUDGETS", "AnthropicProvider"]
@@ -111,18 +111,14 @@ class AnthropicProvider:
                     "the anthropic provider needs an API key: set ANTHROPIC_API_KEY "
                     "(or pass api_key=...)"
                 )
-            try:
-                import anthropic
-            except ImportError:
-                raise ProviderConfigError(
-                    "the anthropic provider needs the 'anthropic' package: "
-                    "pip install 'agentkit[anthropic]'"
-                ) from None
-            client = anthropic.AsyncAnthropic(
+            client = sdk_client(
+                "anthropic",
+                "AsyncAnthropic",
+                provider=self.name,
                 api_key=key,
-                base_url=base_url or os.environ.get("ANTHROPIC_BASE_URL") or None,
+                base_url=base_url,
+                base_url_env="ANTHROPIC_BASE_URL",
                 timeout=timeout,
-                max_retries=0,  # the engine retries, honouring Retry-After
             )
         self._client = client
 
@@ -172,15 +168,10 @@ class AnthropicProvider:
         except Exception as exc:
             raise self._error(exc, request.model) from exc
         state = _StreamState(request.model)
-        try:
-            async with events:
-                async for event in events:
-                    for chunk in state.feed(event):
-                        yield chunk
-        except ProviderError:
-            raise
-        except Exception as exc:
-            raise self._error(exc, request.model) from exc
+        chunks = relay(events, state.feed, lambda exc: self._error(exc, request.model))
+        async with aclosing(chunks):
+            async for chunk in chunks:
+                yield chunk
         if not state.stopped:
             raise ProviderError(
                 "anthropic: the response stream ended before message_stop",
@@ -278,10 +269,7 @@ class _StreamState:
         if block["type"] == "thinking" and block.get("signature"):
             return [ThinkingChunk("", signature=block["signature"])]
         if block["type"] == "tool_use":
-            call = ToolCall(
-                id=block["id"], name=block["name"], arguments=parse_arguments(block["json"])
-            )
-            return [ToolCallChunk(call)]
+            return [tool_call_chunk(block["id"], block["name"], block["json"])]
         return []
 
 

@@ -1,11 +1,13 @@
-"""Tool-call arguments as the model streamed them."""
+"""Tool calls as the model streamed them: their arguments, then the finished call."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-__all__ = ["parse_arguments"]
+from agentkit.providers._base import ToolCall, ToolCallChunk
+
+__all__ = ["parse_arguments", "tool_call_chunk"]
 
 
 def parse_arguments(raw: str) -> dict[str, Any] | str:
@@ -17,3 +19,8 @@ def parse_arguments(raw: str) -> dict[str, Any] | str:
     except ValueError:
         return raw
     return value if isinstance(value, dict) else raw
+
+
+def tool_call_chunk(call_id: str, name: str, raw_arguments: str) -> ToolCallChunk:
+    """The chunk of a finished tool call whose arguments were streamed as `raw_arguments`."""
+    return ToolCallChunk(ToolCall(id=call_id, name=name, arguments=parse_arguments(raw_arguments)))

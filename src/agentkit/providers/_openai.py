@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import aclosing
 from typing import Any, Literal
 
-from agentkit.providers._args import parse_arguments
+from agentkit.providers._args import tool_call_chunk
 from agentkit.providers._base import (
     AssistantMessage,
     Chunk,
@@ -25,7 +26,6 @@ from agentkit.providers._base import (
     TextChunk,
     ThinkingChunk,
     ToolCall,
-    ToolCallChunk,
     ToolResultMessage,
     Usage,
     UserMessage,
@@ -33,6 +33,7 @@ from agentkit.providers._base import (
 from agentkit.providers._catalog import ModelCatalog, coerce_catalog
 from agentkit.providers._errors import map_error
 from agentkit.providers._registry import ProviderConfigError
+from agentkit.providers._sdk import relay, sdk_client
 from agentkit.spec import ReasoningEffort
 
 __all__ = ["OpenAIProvider", "openai_compatible"]
@@ -111,18 +112,14 @@ class OpenAIProvider:
                         "the openai provider needs an API key: set OPENAI_API_KEY "
                         "(or pass api_key=...)"
                     )
-            try:
-                import openai
-            except ImportError:
-                raise ProviderConfigError(
-                    f"the {name} provider needs the 'openai' package: "
-                    "pip install 'agentkit[openai]'"
-                ) from None
-            client = openai.AsyncOpenAI(
+            client = sdk_client(
+                "openai",
+                "AsyncOpenAI",
+                provider=name,
                 api_key=key,
-                base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
+                base_url=base_url,
+                base_url_env="OPENAI_BASE_URL",
                 timeout=timeout,
-                max_retries=0,  # the engine retries, honouring Retry-After
             )
         self._client = client
 
@@ -153,15 +150,10 @@ class OpenAIProvider:
                 state = _ResponsesState(request.model, self.name)
         except Exception as exc:
             raise self._error(exc, request.model) from exc
-        try:
-            async with events:
-                async for event in events:
-                    for chunk in state.feed(event):
-                        yield chunk
-        except ProviderError:
-            raise
-        except Exception as exc:
-            raise self._error(exc, request.model) from exc
+        chunks = relay(events, state.feed, lambda exc: self._error(exc, request.model))
+        async with aclosing(chunks):
+            async for chunk in chunks:
+                yield chunk
         for chunk in state.finish(self.name):
             yield chunk
 
@@ -295,15 +287,7 @@ class _ChatState:
         out: list[Chunk] = []
         for index in sorted(self.calls):
             call = self.calls[index]
-            out.append(
-                ToolCallChunk(
-                    ToolCall(
-                        id=call["id"] or f"call_{index}",
-                        name=call["name"],
-                        arguments=parse_arguments(call["args"]),
-                    )
-                )
-            )
+            out.append(tool_call_chunk(call["id"] or f"call_{index}", call["name"], call["args"]))
         if self.usage is not None:
             out.append(self.usage)
         reason = _FINISH_REASONS.get(self.finish_reason, "other")
@@ -443,8 +427,7 @@ class _ResponsesState:
             partial = self.calls.pop(item.id or item.call_id, None)
             raw = item.arguments if item.arguments is not None else (partial or {}).get("args", "")
             self.saw_call = True
-            call = ToolCall(id=item.call_id, name=item.name, arguments=parse_arguments(raw))
-            return [ToolCallChunk(call)]
+            return [tool_call_chunk(item.call_id, item.name, raw)]
         if item.type == "reasoning" and getattr(item, "encrypted_content", None):
             return [ThinkingChunk("", signature=f"{item.id}:{item.encrypted_content}")]
         return []
