@@ -15,7 +15,9 @@ from agentkit.tools import parse_tool_entry
 
 from ._fields import (
     bool_field,
+    choices_text,
     enum_field,
+    present,
     schema_problems,
     show,
     string_field,
@@ -208,8 +210,7 @@ class _AgentChecker:
         if "model" in data:
             legacy = enum_field(report, data, "model", tuple(LEGACY_MODELS))
             return (LEGACY_MODELS[legacy], legacy) if legacy else (None, None)
-        if "tier" not in data:
-            report.add(("tier",), "required field is missing (large, medium or small)")
+        if not present(report, data, "tier", required=True, hint=choices_text(TIERS)):
             return None, None
         return enum_field(report, data, "tier", TIERS), None
 

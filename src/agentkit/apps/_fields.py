@@ -46,6 +46,24 @@ def unknown_keys(
         )
 
 
+def present(
+    report: FileReport,
+    data: dict[str, Any],
+    key: str,
+    *,
+    required: bool = False,
+    prefix: Path_ = (),
+    hint: str = "",
+) -> bool:
+    """Whether `data` has `key`; a missing required one is reported (`hint` says what fits)."""
+    if key in data:
+        return True
+    if required:
+        detail = f" ({hint})" if hint else ""
+        report.add((*prefix, key), f"required field is missing{detail}")
+    return False
+
+
 def string_field(
     report: FileReport,
     data: dict[str, Any],
@@ -55,9 +73,7 @@ def string_field(
     nonempty: bool = False,
     prefix: Path_ = (),
 ) -> str | None:
-    if key not in data:
-        if required:
-            report.add((*prefix, key), "required field is missing")
+    if not present(report, data, key, required=required, prefix=prefix):
         return None
     value = data[key]
     if not isinstance(value, str):
@@ -79,9 +95,7 @@ def enum_field(
     required: bool = False,
     prefix: Path_ = (),
 ) -> str | None:
-    if key not in data:
-        if required:
-            report.add((*prefix, key), f"required field is missing ({choices_text(choices)})")
+    if not present(report, data, key, required=required, prefix=prefix, hint=choices_text(choices)):
         return None
     value = data[key]
     if not isinstance(value, str) or value not in choices:
@@ -95,7 +109,7 @@ def choices_text(choices: tuple[str, ...]) -> str:
 
 
 def bool_field(report: FileReport, data: dict[str, Any], key: str) -> bool | None:
-    if key not in data:
+    if not present(report, data, key):
         return None
     value = data[key]
     if not is_bool(value):
@@ -112,9 +126,7 @@ def string_list_field(
     required: bool = False,
     prefix: Path_ = (),
 ) -> list[tuple[int, str]] | None:
-    if key not in data:
-        if required:
-            report.add((*prefix, key), "required field is missing (a list, [] for none)")
+    if not present(report, data, key, required=required, prefix=prefix, hint="a list, [] for none"):
         return None
     values = data[key]
     if not isinstance(values, list):

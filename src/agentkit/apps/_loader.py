@@ -16,7 +16,7 @@ from typing import Any
 from agentkit.diagnostics import Diagnostic
 
 from ._agent import check_agent
-from ._fields import show, string_field, unknown_keys
+from ._fields import present, show, string_field, unknown_keys
 from ._model import (
     APP_ID_RE,
     CANONICAL_RE,
@@ -157,8 +157,7 @@ def _check_own_subagents(reports: list[FileReport], app_id: str) -> None:
 
 
 def _agent_paths(report: FileReport, data: dict[str, Any], root: Path) -> list[Path]:
-    if "agents" not in data:
-        report.add(("agents",), "required field is missing (a list of agent file paths)")
+    if not present(report, data, "agents", required=True, hint="a list of agent file paths"):
         return []
     entries = data["agents"]
     if not isinstance(entries, list):
