@@ -84,6 +84,16 @@ class _Capped:
         return out
 
 
+_CHILD: dict[str, Any] = {
+    "stdin": subprocess.DEVNULL,
+    "stdout": subprocess.PIPE,
+    "stderr": subprocess.STDOUT,
+    "start_new_session": True,
+}
+"""How every command starts: no input, stderr merged into stdout, in a process group of its
+own (so the whole group can be killed)."""
+
+
 async def run_command(
     argv: list[str], cwd: str, time_limit: float, cap: int = SHELL_OUTPUT_CAP
 ) -> tuple[int | None, str]:
@@ -92,14 +102,7 @@ async def run_command(
     The group is killed when the command ends, times out or the caller is cancelled.
     """
     output = _Capped(cap)
-    process = await anyio.open_process(
-        argv,
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    process = await anyio.open_process(argv, cwd=cwd, **_CHILD)
     timed_out = False
     try:
         assert process.stdout is not None
@@ -296,14 +299,7 @@ class ProcessTable:
             argv = [*(_powershell() or ["cmd", "/c"]), command]
         else:
             argv = [*_posix_shell(), command]
-        popen = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        popen = subprocess.Popen(argv, cwd=cwd, **_CHILD)
         self._counter += 1
         job = _Job(id=f"p{self._counter}", command=command, popen=popen, started=time.time())
         threading.Thread(target=_pump, args=(job,), daemon=True).start()
