@@ -3,25 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from cli_support import ROOT, agentkit
+
 EXAMPLE = ROOT / "examples" / "research-app"
-
-
-def agentkit(
-    python: str, env: dict[str, str], *args: str, cwd: Path = ROOT
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [python, "-m", "agentkit", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
 
 
 def test_validate_valid_app_exits_0_with_warnings(python: str, cli_env: dict[str, str]) -> None:

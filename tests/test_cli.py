@@ -3,26 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def agentkit(
-    python: str, env: dict[str, str], *args: str, cwd: Path = ROOT
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [python, "-m", "agentkit", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
+from cli_support import agentkit
 
 
 def test_version(python: str, cli_env: dict[str, str]) -> None:

@@ -3,26 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
+from cli_support import ROOT, agentkit
 from test_defs_claude_cli import REPLAY, fake_claude, seen
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "defs"
-
-
-def agentkit(
-    python: str, env: dict[str, str], *args: str, cwd: Path = ROOT
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [python, "-m", "agentkit", *args],
-        env=env,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 def test_validate_examples_and_a_bad_file(
