@@ -16,6 +16,7 @@ import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import AsyncGeneratorType
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -27,11 +28,11 @@ from agentkit.events import (
     AgentMessage,
     ModelUsage,
     StructuredOutput,
-    Text,
-    TextDelta,
     Thinking,
-    ToolResult,
-    ToolUse,
+    _text,
+    _text_delta,
+    _tool_result,
+    _tool_use,
 )
 from agentkit.permissions import Allow, Deny, PermissionHandler, PermissionRequest, needs_permission
 from agentkit.providers._base import (
@@ -300,6 +301,7 @@ class _Turn:
                 emit(Thinking(content=block.content, signature=signature))
 
         stream = self.provider.stream(request)
+        finished = False
         try:
             async for chunk in stream:
                 if type(chunk) is TextChunk:
@@ -307,7 +309,7 @@ class _Turn:
                         close_thinking()
                     produced[0] = True
                     text_parts.append(chunk.text)
-                    emit(TextDelta(content=chunk.text))
+                    emit(_text_delta(chunk.text))
                 elif type(chunk) is ThinkingChunk:
                     produced[0] = True
                     thinking_parts.append(chunk.text)
@@ -327,8 +329,14 @@ class _Turn:
                         cache_write_tokens=chunk.cache_write_tokens,
                         reasoning_tokens=chunk.reasoning_tokens,
                     )
+            finished = True
         finally:
-            aclose = getattr(stream, "aclose", None)
+            # An async generator that ran to its end is closed already: skip the shielded
+            # aclose (a cancel scope per model call) on that, the common, path.
+            aclose = (
+                None if finished and type(stream) is AsyncGeneratorType
+                else getattr(stream, "aclose", None)
+            )
             if aclose is not None:
                 with anyio.CancelScope(shield=True):
                     await aclose()
@@ -432,6 +440,8 @@ class _Turn:
 
     async def _run_tool(self, tool: Tool, arguments: dict[str, Any]) -> tuple[Any, bool]:
         try:
+            if tool.timeout is None:
+                return await tool.function(arguments, self.tool_context), False
             with anyio.fail_after(tool.timeout):
                 return await tool.function(arguments, self.tool_context), False
         except TimeoutError:
@@ -499,19 +509,15 @@ async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> T
                 phase: Literal["commentary", "final"] = (
                     "commentary" if reply.tool_calls else "final"
                 )
-                req.emit(Text(content=reply.text, turn_phase=phase))
+                req.emit(_text(reply.text, phase))
             for call in reply.tool_calls:
                 tool_calls += 1
                 shown_input = call.arguments if isinstance(call.arguments, dict) else {
                     "_raw": call.arguments
                 }
-                req.emit(ToolUse(id=call.id, tool=call.name, input=shown_input))
+                req.emit(_tool_use(call.id, call.name, shown_input))
                 output, is_error = await turn.call_tool(call)
-                req.emit(
-                    ToolResult(
-                        tool_use_id=call.id, tool=call.name, output=output, is_error=is_error
-                    )
-                )
+                req.emit(_tool_result(call.id, call.name, output, is_error))
                 step.append(
                     ToolResultMessage(
                         tool_call_id=call.id,
