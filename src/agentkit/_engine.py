@@ -33,6 +33,7 @@ from agentkit.events import (
     _text_delta,
     _tool_result,
     _tool_use,
+    _trusted,
 )
 from agentkit.permissions import Allow, Deny, PermissionHandler, PermissionRequest, needs_permission
 from agentkit.providers._base import (
@@ -232,6 +233,52 @@ def structured_output_contract(spec: AgentSpec) -> str:
     return STRUCTURED_OUTPUT_CONTRACT.format(schema=json.dumps(schema, indent=2))
 
 
+# Transcript messages the engine builds from values it has checked, built without running
+# validation (see `agentkit.events._trusted`); anything unexpected takes the validating path.
+
+
+def _user_message(content: str) -> UserMessage:
+    if type(content) is not str:
+        return UserMessage(content=content)
+    return _trusted(UserMessage, {"content"}, {"role": "user", "content": content})
+
+
+def _assistant_message(
+    thinking: tuple[ThinkingBlock, ...], text: str, tool_calls: tuple[ToolCall, ...]
+) -> AssistantMessage:
+    if (
+        type(text) is not str
+        or not all(type(c) is ToolCall for c in tool_calls)
+        or not all(type(t) is ThinkingBlock for t in thinking)
+    ):
+        return AssistantMessage(thinking=thinking, text=text, tool_calls=tool_calls)
+    return _trusted(
+        AssistantMessage,
+        {"thinking", "text", "tool_calls"},
+        {"role": "assistant", "thinking": thinking, "text": text, "tool_calls": tool_calls},
+    )
+
+
+def _tool_result_message(
+    tool_call_id: str, name: str, content: str, is_error: bool
+) -> ToolResultMessage:
+    if type(tool_call_id) is not str or type(name) is not str or type(content) is not str:
+        return ToolResultMessage(
+            tool_call_id=tool_call_id, name=name, content=content, is_error=is_error
+        )
+    return _trusted(
+        ToolResultMessage,
+        {"tool_call_id", "name", "content", "is_error"},
+        {
+            "role": "tool",
+            "tool_call_id": tool_call_id,
+            "name": name,
+            "content": content,
+            "is_error": is_error,
+        },
+    )
+
+
 def _as_text(output: Any) -> str:
     if isinstance(output, str):
         return output
@@ -341,9 +388,7 @@ class _Turn:
                 with anyio.CancelScope(shield=True):
                     await aclose()
         close_thinking()
-        return AssistantMessage(
-            thinking=tuple(thinking), text="".join(text_parts), tool_calls=tuple(calls)
-        )
+        return _assistant_message(tuple(thinking), "".join(text_parts), tuple(calls))
 
     # --- tool calls -------------------------------------------------------------------
 
@@ -487,7 +532,7 @@ async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> T
     spec = req.spec
     max_turns = spec.max_turns or req.runtime.default_max_turns
     messages: list[Message] = list(req.transcript)
-    pending: list[Message] = [UserMessage(content=req.prompt)]
+    pending: list[Message] = [_user_message(req.prompt)]
     messages.extend(pending)
     calls_made = 0
     tool_calls = 0
@@ -518,14 +563,7 @@ async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> T
                 req.emit(_tool_use(call.id, call.name, shown_input))
                 output, is_error = await turn.call_tool(call)
                 req.emit(_tool_result(call.id, call.name, output, is_error))
-                step.append(
-                    ToolResultMessage(
-                        tool_call_id=call.id,
-                        name=call.name,
-                        content=_as_text(output),
-                        is_error=is_error,
-                    )
-                )
+                step.append(_tool_result_message(call.id, call.name, _as_text(output), is_error))
             messages.extend(step)
             pending.extend(step)
             await req.save_messages(pending)
