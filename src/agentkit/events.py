@@ -247,24 +247,35 @@ def is_final(event: AgentMessage) -> bool:
 
 _E = TypeVar("_E", bound=BaseModel)
 _new = object.__new__
-_set = object.__setattr__
+# The slot setters of BaseModel's instance layout, called directly (cheaper than
+# object.__setattr__, which frozen models need anyway).
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 def _trusted(cls: type[_E], fields_set: set[str], values: dict[str, Any]) -> _E:
-    event = _new(cls)
-    _set(event, "__dict__", values)
-    _set(event, "__pydantic_fields_set__", fields_set)
-    _set(event, "__pydantic_extra__", None)
-    _set(event, "__pydantic_private__", None)
-    return event
+    """`cls` with `values` (every field, in declaration order) and `fields_set` (the names
+    the caller gave explicitly), exactly as validating those values would build it."""
+    model = _new(cls)
+    _set_dict(model, values)
+    _set_fields_set(model, fields_set)
+    _set_extra(model, None)
+    _set_private(model, None)
+    return model
 
 
 def _text_delta(content: str) -> TextDelta:
     if type(content) is not str:
         return TextDelta(content=content)
-    return _trusted(
-        TextDelta, {"content"}, {"agent": None, "type": "text_delta", "content": content}
-    )
+    # _trusted, inlined: this runs once per streamed delta
+    delta = _new(TextDelta)
+    _set_dict(delta, {"agent": None, "type": "text_delta", "content": content})
+    _set_fields_set(delta, {"content"})
+    _set_extra(delta, None)
+    _set_private(delta, None)
+    return delta
 
 
 def _text(content: str, turn_phase: Literal["commentary", "final"]) -> Text:
