@@ -1,6 +1,112 @@
-"""agentkit: one typed SDK for app agents, Markdown definitions, conversations and rooms."""
+"""agentkit: one typed SDK for app agents, Markdown definitions, conversations and rooms.
+
+The public names below are imported on first use, so `import agentkit` stays fast (no
+pydantic, no client library, no database driver until something needs it).
+
+```python
+from agentkit import AgentSpec, Runtime
+```
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from agentkit._version import __version__
-from agentkit.spec import AgentSpec, ModelSelection, SpecError
 
-__all__ = ["AgentSpec", "ModelSelection", "SpecError", "__version__"]
+if TYPE_CHECKING:
+    from agentkit.actions import Action, ActionContext, ActionRegistry, ActionResult
+    from agentkit.diagnostics import Diagnostic, LoadError
+    from agentkit.events import AgentMessage
+    from agentkit.permissions import Allow, Deny, PermissionHandler, PermissionRequest
+    from agentkit.providers import Provider, ProviderError
+    from agentkit.runtime import (
+        AgentNotFoundError,
+        RetryPolicy,
+        Run,
+        RunOutcome,
+        Runtime,
+        SessionBusyError,
+    )
+    from agentkit.spec import AgentSpec, ModelSelection, SpecError
+    from agentkit.stores import MemoryStore, SessionNotFoundError, Store
+    from agentkit.tools import Tool, ToolContext, ToolError, ToolRegistry
+
+_EXPORTS: dict[str, str] = {
+    "Action": "agentkit.actions",
+    "ActionContext": "agentkit.actions",
+    "ActionRegistry": "agentkit.actions",
+    "ActionResult": "agentkit.actions",
+    "AgentMessage": "agentkit.events",
+    "AgentNotFoundError": "agentkit.runtime",
+    "AgentSpec": "agentkit.spec",
+    "Allow": "agentkit.permissions",
+    "Deny": "agentkit.permissions",
+    "Diagnostic": "agentkit.diagnostics",
+    "LoadError": "agentkit.diagnostics",
+    "MemoryStore": "agentkit.stores",
+    "ModelSelection": "agentkit.spec",
+    "PermissionHandler": "agentkit.permissions",
+    "PermissionRequest": "agentkit.permissions",
+    "Provider": "agentkit.providers",
+    "ProviderError": "agentkit.providers",
+    "RetryPolicy": "agentkit.runtime",
+    "Run": "agentkit.runtime",
+    "RunOutcome": "agentkit.runtime",
+    "Runtime": "agentkit.runtime",
+    "SessionBusyError": "agentkit.runtime",
+    "SessionNotFoundError": "agentkit.stores",
+    "SpecError": "agentkit.spec",
+    "Store": "agentkit.stores",
+    "Tool": "agentkit.tools",
+    "ToolContext": "agentkit.tools",
+    "ToolError": "agentkit.tools",
+    "ToolRegistry": "agentkit.tools",
+}
+
+__all__ = [
+    "Action",
+    "ActionContext",
+    "ActionRegistry",
+    "ActionResult",
+    "AgentMessage",
+    "AgentNotFoundError",
+    "AgentSpec",
+    "Allow",
+    "Deny",
+    "Diagnostic",
+    "LoadError",
+    "MemoryStore",
+    "ModelSelection",
+    "PermissionHandler",
+    "PermissionRequest",
+    "Provider",
+    "ProviderError",
+    "RetryPolicy",
+    "Run",
+    "RunOutcome",
+    "Runtime",
+    "SessionBusyError",
+    "SessionNotFoundError",
+    "SpecError",
+    "Store",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolRegistry",
+    "__version__",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentkit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

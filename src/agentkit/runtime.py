@@ -292,7 +292,13 @@ class Runtime:
     ) -> bool | None:
         assert self._task_group is not None
         try:
-            return await self._task_group.__aexit__(exc_type, exc, tb)
+            if exc is not None:
+                # The host's own exception propagates as it is (not wrapped in a group);
+                # the runs are cancelled and still end with `turn_end` (interrupted).
+                self._task_group.cancel_scope.cancel()
+                await self._task_group.__aexit__(None, None, None)
+                return None
+            return await self._task_group.__aexit__(None, None, None)
         finally:
             self._task_group = None
             if self._owns_store:

@@ -142,7 +142,8 @@ class AgentSpec(BaseModel):
         except ValidationError as exc:
             err = exc.errors()[0]
             field = ".".join(str(p) for p in err["loc"]) or "spec"
-            raise SpecError(field, err["msg"]) from None
+            message = str(err["msg"]).removeprefix("Value error, ")
+            raise SpecError(field, message) from None
 
     @field_validator("id")
     @classmethod

@@ -73,7 +73,7 @@ class Store(Protocol):
     """Where sessions, transcripts and run events live.
 
     Every backend passes the conformance suite in
-    [`agentkit.testing.store_conformance`][agentkit.testing.store_conformance]. `text_delta`
+    `agentkit.testing` (the store conformance suite). `text_delta`
     events are never given to a store.
     """
 

@@ -1,0 +1,159 @@
+"""The `agentkit` command line, run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def agentkit(
+    python: str, env: dict[str, str], *args: str, cwd: Path = ROOT
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [python, "-m", "agentkit", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_version(python: str, cli_env: dict[str, str]) -> None:
+    done = agentkit(python, cli_env, "--version")
+    assert done.returncode == 0 and done.stdout.startswith("agentkit ")
+
+
+def test_run_with_the_test_provider_text(python: str, cli_env: dict[str, str]) -> None:
+    done = agentkit(python, cli_env, "run", "examples.hello:agent", "hi", "--provider", "test")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Done."
+    assert "session: " in done.stderr
+
+
+def test_run_jsonl_is_the_wire_form(python: str, cli_env: dict[str, str]) -> None:
+    done = agentkit(
+        python,
+        cli_env,
+        "run",
+        "examples.hello:agent",
+        "hi",
+        "--provider",
+        "test",
+        "--format",
+        "jsonl",
+    )
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert events[0]["type"] == "turn_start" and events[0]["userPrompt"] == "hi"
+    assert events[-1]["type"] == "turn_end" and events[-1]["status"] == "completed"
+    assert "durationMs" in events[-1]
+
+
+def test_scripted_tool_calls_from_the_command_line(
+    python: str, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "calc.py").write_text(
+        "from agentkit import AgentSpec\n"
+        "agent = AgentSpec(id='demo:calc', tools=('nothing',),\n"
+        "                  permission_mode='bypassPermissions')\n"
+    )
+    script = tmp_path / "script.json"
+    script.write_text(
+        json.dumps(
+            [
+                {"tool_calls": [{"name": "nothing", "input": {"x": 1}}]},
+                {"text": "finished"},
+                {"text": "left over"},
+            ]
+        )
+    )
+    done = agentkit(
+        python,
+        cli_env,
+        "run",
+        "calc:agent",
+        "go",
+        "--provider",
+        "scripted",
+        "--script",
+        str(script),
+        "--format",
+        "jsonl",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    uses = [e for e in events if e["type"] == "tool_use"]
+    assert uses == [{"type": "tool_use", "id": "call_0_0", "tool": "nothing", "input": {"x": 1}}]
+    assert next(e for e in events if e["type"] == "tool_result")["isError"] is True
+    assert "1 scripted response(s) were not used" in done.stderr
+
+
+def test_failed_turn_exits_1(python: str, cli_env: dict[str, str], tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"error": "bad request"}]))
+    done = agentkit(
+        python,
+        cli_env,
+        "run",
+        "examples.hello:agent",
+        "hi",
+        "--provider",
+        "scripted",
+        "--script",
+        str(script),
+    )
+    assert done.returncode == 1
+    assert "bad request" in done.stderr
+
+
+def test_session_resume_across_processes(python: str, cli_env: dict[str, str]) -> None:
+    first = agentkit(python, cli_env, "run", "examples.hello:agent", "hi", "--provider", "test")
+    session = first.stderr.split("session: ")[1].split()[0]
+    again = agentkit(
+        python,
+        cli_env,
+        "run",
+        "examples.hello:agent",
+        "more",
+        "--provider",
+        "test",
+        "--session",
+        session,
+        "--format",
+        "jsonl",
+    )
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout.splitlines()[0])["sessionId"] == session
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "examples.hello:agent", "hi"], "no model provider configured"),
+        (["run", "examples.hello:agent", "hi", "--provider", "nope"], "unknown provider 'nope'"),
+        (["run", "examples.hello:agent", "hi", "--provider", "scripted"], "needs --script"),
+        (["run", "no_such_module:agent", "hi", "--provider", "test"], "cannot import"),
+        (["run", "examples.hello:missing", "hi", "--provider", "test"], "no attribute"),
+        (["run", "examples.hello:__doc__", "hi", "--provider", "test"], "not an AgentSpec"),
+        (["run", "justaname", "hi", "--provider", "test"], "must be module:attribute"),
+        (
+            ["run", "examples.hello:agent", "hi", "--provider", "test", "--session", "nope"],
+            "no session 'nope'",
+        ),
+    ],
+)
+def test_usage_errors_are_clear_and_exit_2(
+    python: str, cli_env: dict[str, str], args: list[str], message: str
+) -> None:
+    done = agentkit(python, cli_env, *args)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr

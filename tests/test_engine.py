@@ -1,0 +1,602 @@
+"""The engine: tool loop, allowlists, permissions, structured output, errors, sub-agents."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import pytest
+
+from agentkit import AgentSpec, Runtime
+from agentkit.actions import ActionRegistry, ActionResult
+from agentkit.events import AgentMessage, to_wire
+from agentkit.permissions import Allow, Deny, PermissionRequest
+from agentkit.providers import (
+    Chunk,
+    ModelRequest,
+    ProviderError,
+    TextChunk,
+    ThinkingChunk,
+    ToolResultMessage,
+    UserMessage,
+)
+from agentkit.runtime import RetryPolicy
+from agentkit.stores import MemoryStore
+from agentkit.testing import FunctionProvider, ScriptedProvider
+from agentkit.tools import Tool, ToolContext, ToolError, ToolRegistry
+
+pytestmark = pytest.mark.anyio
+
+ADD_SCHEMA = {
+    "type": "object",
+    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+    "required": ["a", "b"],
+}
+
+
+async def _add(args: dict[str, Any], ctx: ToolContext) -> int:
+    return int(args["a"]) + int(args["b"])
+
+
+async def _boom(args: dict[str, Any], ctx: ToolContext) -> str:
+    raise RuntimeError("disk on fire")
+
+
+async def _refuse(args: dict[str, Any], ctx: ToolContext) -> str:
+    raise ToolError("no such file: x.txt")
+
+
+async def _hang(args: dict[str, Any], ctx: ToolContext) -> str:
+    await anyio.sleep_forever()
+    return "never"
+
+
+written: list[str] = []
+
+
+async def _write(args: dict[str, Any], ctx: ToolContext) -> str:
+    written.append(args["path"])
+    return "written"
+
+
+async def _shell(args: dict[str, Any], ctx: ToolContext) -> str:
+    return f"ran {args['command']}"
+
+
+def _match_command(specifier: str, args: dict[str, Any], ctx: ToolContext) -> bool:
+    prefix = specifier.rstrip("*").rstrip()
+    return str(args.get("command", "")).startswith(prefix)
+
+
+def tools() -> ToolRegistry:
+    return ToolRegistry(
+        [
+            Tool("add", "Add two integers.", ADD_SCHEMA, _add),
+            Tool("boom", "Always fails.", {"type": "object"}, _boom),
+            Tool("refuse", "Reports a tool error.", {"type": "object"}, _refuse),
+            Tool("hang", "Never returns.", {"type": "object"}, _hang, timeout=0.05),
+            Tool(
+                "Write",
+                "Write a file.",
+                {"type": "object", "properties": {"path": {"type": "string"}}},
+                _write,
+                effect="edit",
+            ),
+            Tool(
+                "Bash",
+                "Run a command.",
+                {"type": "object", "properties": {"command": {"type": "string"}}},
+                _shell,
+                effect="execute",
+                matches=_match_command,
+            ),
+        ]
+    )
+
+
+def call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"name": name, "input": arguments}]}
+
+
+async def run_all(
+    spec: AgentSpec, responses: list[Any], prompt: str = "go", **runtime_options: Any
+) -> tuple[list[AgentMessage], Any, ScriptedProvider]:
+    provider = ScriptedProvider(responses)
+    runtime_options.setdefault("tools", tools())
+    async with Runtime(provider=provider, **runtime_options) as runtime:
+        run = await runtime.start(spec, prompt)
+        events = [event async for event in run.events()]
+        outcome = await run.wait()
+    return events, outcome, provider
+
+
+def types(events: list[AgentMessage]) -> list[str]:
+    return [e.type for e in events]
+
+
+def results(events: list[AgentMessage]) -> list[Any]:
+    return [e for e in events if e.type == "tool_result"]
+
+
+def check_invariants(events: list[AgentMessage]) -> None:
+    assert events[0].type == "turn_start"
+    assert events[-1].type == "turn_end"
+    finals = [e for e in events if e.type in ("result", "error") and e.agent is None]
+    assert len(finals) == 1
+    assert sum(1 for e in events if e.type in ("turn_start", "turn_end")) == 2
+
+
+SPEC = AgentSpec(id="demo:calc", tools=("add",), permission_mode="bypassPermissions")
+
+
+async def test_tool_call_then_answer() -> None:
+    events, outcome, provider = await run_all(
+        SPEC, [call("add", a=1, b=2), {"text": "3", "deltas": 1}], prompt="1+2?"
+    )
+    check_invariants(events)
+    assert types(events) == [
+        "turn_start",
+        "session_init",
+        "tool_use",
+        "tool_result",
+        "text_delta",
+        "text",
+        "result",
+        "turn_end",
+    ]
+    assert results(events)[0].output == 3
+    assert outcome.ok and outcome.text == "3"
+    assert events[0].user_prompt == "1+2?"
+    assert events[-1].status == "completed" and events[-1].duration_ms >= 0
+    # the model saw the tool result on its second call
+    second = provider.requests[1].messages
+    assert isinstance(second[-1], ToolResultMessage) and second[-1].content == "3"
+    accounting = outcome.accounting
+    assert accounting.model_calls == 2 and accounting.tool_calls == 1
+    assert accounting.models["test-medium"].input_tokens > 0
+    provider.check_consumed()
+
+
+async def test_text_phases_and_thinking() -> None:
+    events, _, _ = await run_all(
+        SPEC,
+        [
+            {
+                "thinking": "hmm",
+                "thinking_signature": "sig",
+                "text": "Let me add.",
+                **call("add", a=1, b=1),
+            },
+            {"text": "2", "deltas": 1},
+        ],
+    )
+    thinking = [e for e in events if e.type == "thinking"]
+    assert thinking[0].content == "hmm" and thinking[0].signature == "sig"
+    texts = [e for e in events if e.type == "text"]
+    assert [(t.content, t.turn_phase) for t in texts] == [
+        ("Let me add.", "commentary"),
+        ("2", "final"),
+    ]
+
+
+async def test_deltas_stream_before_the_text_block() -> None:
+    events, _, _ = await run_all(SPEC, [{"text": "abcdef", "deltas": 3}])
+    deltas = [e.content for e in events if e.type == "text_delta"]
+    assert deltas == ["ab", "cd", "ef"]
+    assert [e.type for e in events].index("text") > [e.type for e in events].index("text_delta")
+
+
+@pytest.mark.parametrize(
+    ("response", "message"),
+    [
+        ({"tool_calls": [{"name": "add", "arguments": "{not json"}]}, "not valid JSON"),
+        ({"tool_calls": [{"name": "add", "arguments": "[1, 2]"}]}, "must be a JSON object"),
+        (call("add", a="one", b=2), "invalid arguments"),
+        (call("add", a=1), "invalid arguments"),
+        (call("nope"), "not available"),
+        (call("boom"), "RuntimeError: disk on fire"),
+        (call("refuse"), "no such file: x.txt"),
+        (call("hang"), "timed out"),
+    ],
+)
+async def test_bad_calls_become_tool_errors_and_the_run_goes_on(
+    response: dict[str, Any], message: str
+) -> None:
+    spec = AgentSpec(
+        id="demo:calc", tools=("add", "boom", "refuse", "hang"), permission_mode="bypassPermissions"
+    )
+    events, outcome, provider = await run_all(spec, [response, {"text": "recovered"}])
+    check_invariants(events)
+    result = results(events)[0]
+    assert result.is_error and message in result.output
+    assert outcome.ok and outcome.text == "recovered"
+    told = provider.requests[1].messages[-1]
+    assert isinstance(told, ToolResultMessage) and told.is_error and message in told.content
+
+
+async def test_tool_outside_the_allowlist_is_refused() -> None:
+    spec = AgentSpec(id="demo:calc", tools=("add",), permission_mode="bypassPermissions")
+    events, outcome, _ = await run_all(spec, [call("boom"), {"text": "ok"}])
+    assert "not available" in results(events)[0].output
+    assert outcome.ok
+
+
+async def test_specifier_rules_restrict_calls() -> None:
+    spec = AgentSpec(id="demo:git", tools=("Bash(git *)",), permission_mode="bypassPermissions")
+    events, _, _ = await run_all(
+        spec, [call("Bash", command="git status"), call("Bash", command="rm -rf /"), "done"]
+    )
+    first, second = results(events)
+    assert not first.is_error and first.output == "ran git status"
+    assert second.is_error and "Bash(git *)" in second.output
+
+
+async def test_bare_entry_lifts_specifier_restrictions() -> None:
+    spec = AgentSpec(
+        id="demo:git", tools=("Bash(git *)", "Bash"), permission_mode="bypassPermissions"
+    )
+    events, _, _ = await run_all(spec, [call("Bash", command="ls"), "done"])
+    assert not results(events)[0].is_error
+
+
+@pytest.mark.parametrize(
+    ("mode", "tool", "asks"),
+    [
+        ("bypassPermissions", "Write", False),
+        ("bypassPermissions", "Bash", False),
+        ("acceptEdits", "Write", False),
+        ("acceptEdits", "Bash", True),
+        ("default", "Write", True),
+        ("default", "Bash", True),
+        ("default", "add", False),
+    ],
+)
+async def test_permission_modes(mode: str, tool: str, asks: bool) -> None:
+    asked: list[PermissionRequest] = []
+
+    async def handler(request: PermissionRequest) -> Allow | Deny:
+        asked.append(request)
+        return Allow()
+
+    spec = AgentSpec(id="demo:p", tools=("add", "Write", "Bash"), permission_mode=mode)  # type: ignore[arg-type]
+    arguments = {"add": {"a": 1, "b": 1}, "Write": {"path": "x"}, "Bash": {"command": "ls"}}[tool]
+    events, _, _ = await run_all(
+        spec, [call(tool, **arguments), "done"], permission_handler=handler
+    )
+    assert bool(asked) is asks
+    assert not results(events)[0].is_error
+    if asks:
+        assert asked[0].tool == tool and asked[0].input == arguments
+
+
+async def test_no_handler_refuses_and_counts_the_denial() -> None:
+    spec = AgentSpec(id="demo:p", tools=("Bash",), permission_mode="default")
+    events, outcome, _ = await run_all(spec, [call("Bash", command="ls"), "done"])
+    result = results(events)[0]
+    assert result.is_error and "no permission handler" in result.output
+    assert outcome.ok and outcome.accounting.permission_denials == 1
+
+
+async def test_handler_can_deny_change_input_or_fail() -> None:
+    async def handler(request: PermissionRequest) -> Allow | Deny:
+        command = request.input["command"]
+        if command == "ls":
+            return Allow(updated_input={"command": "ls -la"})
+        if command == "explode":
+            raise RuntimeError("handler bug")
+        return Deny("not today")
+
+    spec = AgentSpec(id="demo:p", tools=("Bash",), permission_mode="default")
+    events, outcome, _ = await run_all(
+        spec,
+        [
+            call("Bash", command="ls"),
+            call("Bash", command="rm x"),
+            call("Bash", command="explode"),
+            "done",
+        ],
+        permission_handler=handler,
+    )
+    allowed, denied, failed = results(events)
+    assert allowed.output == "ran ls -la"
+    assert denied.is_error and "not today" in denied.output
+    assert failed.is_error and "handler failed" in failed.output
+    assert outcome.accounting.permission_denials == 2
+
+
+def actions() -> ActionRegistry:
+    registry = ActionRegistry()
+
+    @registry.action(
+        "notes:create",
+        {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]},
+        description="Create a note.",
+    )
+    async def create(args: dict[str, Any], ctx: Any) -> ActionResult:
+        return ActionResult.ok({"created": args["title"], "caller": ctx.caller})
+
+    @registry.action("notes:delete", {"type": "object"})
+    async def delete(args: dict[str, Any], ctx: Any) -> ActionResult:
+        return ActionResult.ok()
+
+    return registry
+
+
+async def test_allowlisted_actions_are_offered_as_tools() -> None:
+    spec = AgentSpec(id="demo:a", actions=("notes:create",), permission_mode="bypassPermissions")
+    events, _, provider = await run_all(
+        spec,
+        [call("notes__create", title="hi"), call("notes__delete"), call("notes__create"), "ok"],
+        actions=actions(),
+    )
+    offered = [t.name for t in provider.requests[0].tools]
+    assert offered == ["notes__create"]
+    created, refused, invalid = results(events)
+    assert created.output == {"status": "ok", "data": {"created": "hi", "caller": "demo:a"}}
+    assert refused.is_error and "not available" in refused.output
+    assert invalid.is_error and "invalid arguments" in invalid.output
+
+
+async def test_star_allows_every_action() -> None:
+    spec = AgentSpec(id="demo:a", actions=("*",))
+    _, _, provider = await run_all(spec, ["ok"], actions=actions())
+    assert sorted(t.name for t in provider.requests[0].tools) == ["notes__create", "notes__delete"]
+
+
+SCHEMA = {
+    "type": "object",
+    "required": ["decision", "reason"],
+    "additionalProperties": False,
+    "properties": {
+        "decision": {"type": "string", "enum": ["REPLY", "ESCALATE", "IGNORE"]},
+        "reason": {"type": "string"},
+    },
+}
+
+
+async def test_structured_output_accepted_after_a_rejection() -> None:
+    spec = AgentSpec(id="demo:s", output_schema=SCHEMA, system_prompt="Triage.")
+    events, outcome, provider = await run_all(
+        spec,
+        [
+            call("submit_output", decision="MAYBE", reason="?"),
+            call("submit_output", decision="REPLY", reason="friendly"),
+        ],
+    )
+    check_invariants(events)
+    rejected, accepted = results(events)
+    assert rejected.is_error and "decision" in rejected.output
+    assert not accepted.is_error
+    structured = [e for e in events if e.type == "structured_output"]
+    assert len(structured) == 1 and structured[0].payload == {
+        "decision": "REPLY",
+        "reason": "friendly",
+    }
+    assert json.loads(outcome.text) == structured[0].payload
+    assert outcome.payload == structured[0].payload
+    system = provider.requests[0].system
+    assert system.startswith("Triage.") and "submit_output" in system
+    assert provider.requests[0].tools[0].input_schema == SCHEMA
+
+
+async def test_non_object_output_schema_is_wrapped() -> None:
+    spec = AgentSpec(id="demo:s", output_schema={"type": "array", "items": {"type": "integer"}})
+    _, outcome, provider = await run_all(spec, [call("submit_output", output=[1, 2])])
+    assert outcome.payload == [1, 2]
+    assert provider.requests[0].tools[0].input_schema["required"] == ["output"]
+
+
+async def test_stopping_without_submitting_gets_a_reminder_then_errors_at_the_cap() -> None:
+    spec = AgentSpec(id="demo:s", output_schema=SCHEMA, max_turns=2)
+    events, outcome, provider = await run_all(spec, ["I think REPLY", "still text"])
+    reminder = provider.requests[1].messages[-1]
+    assert isinstance(reminder, UserMessage) and "submit_output" in reminder.content
+    assert outcome.status == "error" and "maxTurns (2)" in (outcome.error or "")
+    assert events[-1].status == "error"
+    check_invariants(events)
+
+
+async def test_turn_cap_counts_model_calls() -> None:
+    spec = AgentSpec(id="demo:c", tools=("add",), max_turns=2, permission_mode="bypassPermissions")
+    events, outcome, provider = await run_all(
+        spec, [call("add", a=1, b=1), call("add", a=2, b=2), "never reached"]
+    )
+    assert len(provider.requests) == 2
+    assert outcome.status == "error" and "maxTurns (2)" in (outcome.error or "")
+    error = next(e for e in events if e.type == "error")
+    assert error.accounting is not None and error.accounting.model_calls == 2
+
+
+async def test_provider_error_becomes_an_error_block_with_accounting() -> None:
+    events, outcome, _ = await run_all(SPEC, [call("add", a=1, b=1), {"error": "bad request"}])
+    check_invariants(events)
+    error = events[-2]
+    assert error.type == "error" and "bad request" in error.error
+    assert error.accounting is not None and error.accounting.model_calls == 2
+    assert error.accounting.models["test-medium"].input_tokens > 0
+    assert events[-1].status == "error" and not outcome.ok
+
+
+async def test_retryable_errors_are_retried_with_backoff() -> None:
+    policy = RetryPolicy(max_attempts=3, initial_delay=0.001, max_delay=0.01)
+    _, outcome, provider = await run_all(
+        SPEC,
+        [
+            {"error": "overloaded", "retryable": True},
+            {"error": "rate limited", "retryable": True, "retry_after": 0.001},
+            "finally",
+        ],
+        retry=policy,
+    )
+    assert outcome.ok and outcome.text == "finally" and len(provider.requests) == 3
+
+
+async def test_retries_are_bounded() -> None:
+    policy = RetryPolicy(max_attempts=2, initial_delay=0.001, max_delay=0.01)
+    _, outcome, provider = await run_all(
+        SPEC,
+        [{"error": "overloaded", "retryable": True}] * 2 + ["unused"],
+        retry=policy,
+    )
+    assert outcome.status == "error" and "overloaded" in (outcome.error or "")
+    assert len(provider.unused) == 1
+
+
+async def test_a_stream_that_breaks_after_output_is_not_retried() -> None:
+    policy = RetryPolicy(max_attempts=3, initial_delay=0.001)
+    events, outcome, _ = await run_all(
+        SPEC,
+        [
+            {
+                "text": "partial",
+                "error": "connection reset",
+                "retryable": True,
+                "error_after_text": True,
+            },
+            "unused",
+        ],
+        retry=policy,
+    )
+    assert [e.content for e in events if e.type == "text_delta"] == ["partial"]
+    assert outcome.status == "error" and "connection reset" in (outcome.error or "")
+
+
+async def test_a_provider_that_raises_anything_ends_in_an_error_block() -> None:
+    async def broken(request: ModelRequest) -> AsyncIterator[Chunk]:
+        yield TextChunk("half")
+        raise ConnectionError("socket closed")
+
+    class Broken:
+        name = "broken"
+
+        def resolve_model(self, tier: str | None, model: str | None) -> str:
+            return "m"
+
+        def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
+            return broken(request)
+
+    async with Runtime(provider=Broken()) as runtime:
+        run = await runtime.start(SPEC, "go")
+        events = [e async for e in run.events()]
+    check_invariants(events)
+    assert events[-2].type == "error" and "socket closed" in events[-2].error
+
+
+async def test_cancel_ends_interrupted_with_one_error_block() -> None:
+    spec = AgentSpec(id="demo:h", tools=("hang",), permission_mode="bypassPermissions")
+    slow = Tool("hang", "Never returns.", {"type": "object"}, _hang, timeout=None)
+    async with Runtime(
+        provider=ScriptedProvider([call("hang")]), tools=ToolRegistry([slow])
+    ) as runtime:
+        run = await runtime.start(spec, "go")
+        async for event in run.events():
+            if event.type == "tool_use":
+                run.cancel()
+        outcome = await run.wait()
+    events = [e async for e in run.events()]
+    check_invariants(events)
+    assert events[-1].status == "interrupted" and outcome.status == "interrupted"
+
+
+async def test_session_resume_and_deltas_not_stored() -> None:
+    store = MemoryStore()
+    provider = ScriptedProvider([{"text": "first answer", "deltas": 3}, "second answer"])
+    async with Runtime(provider=provider, store=store) as runtime:
+        first = await runtime.start(SPEC, "one")
+        await first.wait()
+        second = await runtime.start(SPEC, "two", session_id=first.session_id)
+        await second.wait()
+    history = provider.requests[1].messages
+    assert [type(m).__name__ for m in history] == ["UserMessage", "AssistantMessage", "UserMessage"]
+    assert history[1].text == "first answer"  # type: ignore[union-attr]
+    stored = await store.read_events(first.id)
+    assert "text_delta" not in [e.event.type for e in stored]
+    offsets = [e.offset for e in stored]
+    assert offsets == sorted(offsets) and len(first) > len(stored)
+    transcript = await store.load_transcript(first.session_id)
+    assert len(transcript) == 4
+
+
+def subagent_runtime_options() -> dict[str, Any]:
+    def decide(request: ModelRequest) -> Any:
+        if "helper" in request.system:
+            return {"text": "helper says hi"}
+        if isinstance(request.messages[-1], UserMessage):
+            return call("summon", agentName="demo:helper", prompt="say hi")
+        return {"text": f"parent got: {request.messages[-1].content}"}  # type: ignore[union-attr]
+
+    helper = AgentSpec(id="demo:helper", system_prompt="You are the helper.")
+    return {"provider": FunctionProvider(decide), "agents": [helper]}
+
+
+async def test_summon_forwards_tagged_content_not_lifecycle() -> None:
+    parent = AgentSpec(id="demo:parent", system_prompt="parent", allowed_subagents=("demo:helper",))
+    async with Runtime(**subagent_runtime_options()) as runtime:
+        run = await runtime.start(parent, "go")
+        events = [e async for e in run.events()]
+        outcome = await run.wait()
+    check_invariants(events)
+    tagged = [e for e in events if e.agent == "demo:helper"]
+    assert {e.type for e in tagged} == {"session_init", "text", "result"}
+    assert "helper says hi" in outcome.text
+    assert [e.type for e in events].count("turn_start") == 1
+
+
+async def test_summon_outside_allowed_subagents_is_refused() -> None:
+    parent = AgentSpec(id="demo:parent", system_prompt="parent", allowed_subagents=("demo:other",))
+    async with Runtime(**subagent_runtime_options()) as runtime:
+        run = await runtime.start(parent, "go")
+        events = [e async for e in run.events()]
+    assert results(events)[0].is_error
+
+
+async def test_system_summon_action_runs_any_agent() -> None:
+    async with Runtime(**subagent_runtime_options()) as runtime:
+        result = await runtime.run_action(
+            "system:summon", {"agentName": "demo:helper", "prompt": "hi"}
+        )
+        missing = await runtime.run_action("system:summon", {"agentName": "x:y", "prompt": "hi"})
+        bad = await runtime.run_action("system:summon", {"prompt": "hi"})
+    assert result.status == "ok" and result.data["content"] == "helper says hi"
+    assert missing.status == "error" and "x:y" in (missing.error or "")
+    assert bad.status == "error" and "agentName" in (bad.error or "")
+
+
+async def test_wire_form_of_a_whole_stream_is_camel_case() -> None:
+    events, _, _ = await run_all(SPEC, [call("add", a=1, b=2), "3"])
+    wire = [to_wire(e) for e in events]
+    assert "turnId" in wire[0] and "toolUseId" in wire[3] and "durationMs" in wire[-1]
+
+
+async def test_thinking_chunks_without_signature_close_on_text() -> None:
+    async def stream(request: ModelRequest) -> AsyncIterator[Chunk]:
+        yield ThinkingChunk("a")
+        yield ThinkingChunk("b")
+        yield TextChunk("answer")
+
+    class Thinker:
+        name = "t"
+
+        def resolve_model(self, tier: str | None, model: str | None) -> str:
+            return "m"
+
+        def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
+            return stream(request)
+
+    async with Runtime(provider=Thinker()) as runtime:
+        run = await runtime.start(SPEC, "go")
+        events = [e async for e in run.events()]
+    thinking = [e for e in events if e.type == "thinking"]
+    assert [t.content for t in thinking] == ["ab"]
+
+
+async def test_provider_error_type_is_reported() -> None:
+    def fail(request: ModelRequest) -> Any:
+        raise ProviderError("quota exceeded", status=402)
+
+    async with Runtime(provider=FunctionProvider(fail)) as runtime:
+        run = await runtime.start(SPEC, "go")
+        outcome = await run.wait()
+    assert outcome.status == "error" and "quota exceeded" in (outcome.error or "")

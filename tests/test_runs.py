@@ -1,0 +1,199 @@
+"""Runs are logs: replay from an offset, many readers, readers never affect the run."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import pytest
+
+from agentkit import AgentSpec, Runtime, SessionBusyError
+from agentkit.providers import Chunk, ModelRequest, TextChunk
+from agentkit.runtime import AgentNotFoundError
+from agentkit.stores import MemoryStore, SessionNotFoundError
+from agentkit.testing import ScriptedProvider
+
+pytestmark = pytest.mark.anyio
+
+SPEC = AgentSpec(id="demo:talker", system_prompt="Talk.")
+
+
+class Gated:
+    """Streams `pieces` deltas, pausing at `gate` until it is set."""
+
+    name = "gated"
+
+    def __init__(self, pieces: int = 10) -> None:
+        self.pieces = pieces
+        self.gate = anyio.Event()
+        self.halfway = anyio.Event()
+
+    def resolve_model(self, tier: str | None, model: str | None) -> str:
+        return "gated-model"
+
+    async def _stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
+        for index in range(self.pieces):
+            if index == self.pieces // 2:
+                self.halfway.set()
+                await self.gate.wait()
+            yield TextChunk(f"{index} ")
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
+        return self._stream(request)
+
+
+async def test_the_run_goes_on_without_readers() -> None:
+    async with Runtime(provider=ScriptedProvider(["hello"])) as runtime:
+        run = await runtime.start(SPEC, "hi")
+        outcome = await run.wait()
+    assert outcome.ok and outcome.text == "hello" and run.done
+
+
+async def test_replay_after_an_offset_then_follow() -> None:
+    provider = Gated()
+    async with Runtime(provider=provider) as runtime:
+        run = await runtime.start(SPEC, "hi")
+        await provider.halfway.wait()
+        seen = [e async for e in _take(run.entries(), 4)]
+        assert [e.offset for e in seen] == [0, 1, 2, 3]
+        provider.gate.set()
+        rest = [e async for e in run.entries(after=seen[-1].offset)]
+    assert rest[0].offset == 4
+    everything = [e.event async for e in run.entries()]
+    assert [e.event for e in seen] + [e.event for e in rest] == everything
+
+
+async def _take(source: AsyncIterator[Any], count: int) -> AsyncIterator[Any]:
+    taken = 0
+    async for item in source:
+        yield item
+        taken += 1
+        if taken == count:
+            return
+
+
+async def test_many_readers_see_the_same_stream() -> None:
+    provider = Gated(pieces=50)
+    async with Runtime(provider=provider) as runtime:
+        run = await runtime.start(SPEC, "hi")
+        streams: list[list[str]] = [[] for _ in range(5)]
+
+        async def read(index: int) -> None:
+            async for event in run.events():
+                streams[index].append(event.type)
+
+        async with anyio.create_task_group() as tg:
+            for index in range(5):
+                tg.start_soon(read, index)
+            await provider.halfway.wait()
+            provider.gate.set()
+    assert all(s == streams[0] for s in streams)
+    assert streams[0][0] == "turn_start" and streams[0][-1] == "turn_end"
+    assert streams[0].count("text_delta") == 50
+
+
+async def test_a_reader_cancelled_mid_read_does_not_break_the_run() -> None:
+    """The shape of an SSE handler whose client goes away."""
+    provider = Gated()
+    async with Runtime(provider=provider) as runtime:
+        run = await runtime.start(SPEC, "hi")
+        received: list[str] = []
+
+        async def sse_handler() -> None:
+            async for event in run.events():
+                received.append(event.type)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sse_handler)
+            await provider.halfway.wait()
+            await anyio.sleep(0.01)
+            tg.cancel_scope.cancel()
+        assert received and "turn_end" not in received
+        provider.gate.set()
+        outcome = await run.wait()
+    assert outcome.ok and outcome.text.split() == [str(i) for i in range(10)]
+
+
+async def test_a_reader_that_breaks_early_does_not_stop_the_run() -> None:
+    provider = Gated()
+    async with Runtime(provider=provider) as runtime:
+        run = await runtime.start(SPEC, "hi")
+        async for event in run.events():
+            if event.type == "text_delta":
+                break
+        provider.gate.set()
+        outcome = await run.wait()
+    assert outcome.ok
+
+
+async def test_leaving_the_runtime_waits_for_runs() -> None:
+    provider = Gated()
+    async with Runtime(provider=provider) as runtime:
+        run = await runtime.start(SPEC, "hi")
+        await provider.halfway.wait()
+        provider.gate.set()
+    assert run.done and run.outcome is not None and run.outcome.ok
+
+
+async def test_an_error_in_the_runtime_block_interrupts_runs() -> None:
+    provider = Gated()
+    with pytest.raises(RuntimeError, match="host crashed"):
+        async with Runtime(provider=provider) as runtime:
+            run = await runtime.start(SPEC, "hi")
+            await provider.halfway.wait()
+            raise RuntimeError("host crashed")
+    assert run.done
+    events = [e async for e in run.events()]
+    assert events[-1].type == "turn_end" and events[-1].status == "interrupted"
+    assert [e.type for e in events].count("error") == 1
+
+
+async def test_one_run_at_a_time_per_session() -> None:
+    provider = Gated()
+    async with Runtime(provider=provider) as runtime:
+        run = await runtime.start(SPEC, "hi")
+        with pytest.raises(SessionBusyError):
+            await runtime.start(SPEC, "again", session_id=run.session_id)
+        provider.gate.set()
+        await run.wait()
+
+
+async def test_unknown_session_and_agent_are_clear_errors() -> None:
+    async with Runtime(provider=ScriptedProvider([])) as runtime:
+        with pytest.raises(SessionNotFoundError):
+            await runtime.start(SPEC, "hi", session_id="nope")
+        with pytest.raises(AgentNotFoundError):
+            await runtime.start("demo:missing", "hi")
+
+
+async def test_start_outside_the_context_is_refused() -> None:
+    runtime = Runtime(provider=ScriptedProvider([]))
+    with pytest.raises(RuntimeError, match="async with"):
+        await runtime.start(SPEC, "hi")
+
+
+async def test_finished_runs_replay_from_the_store() -> None:
+    store = MemoryStore()
+    async with Runtime(
+        provider=ScriptedProvider([{"text": "abc", "deltas": 3}]), store=store
+    ) as rt:
+        run = await rt.start(SPEC, "hi")
+        await run.wait()
+        replayed = [e async for e in rt.replay(run.id)]
+    assert [e.event.type for e in replayed] == [
+        "turn_start",
+        "session_init",
+        "text",
+        "result",
+        "turn_end",
+    ]
+    assert replayed[2].offset == 5  # three deltas kept their offsets
+    record = await store.get_run(run.id)
+    assert record is not None and record.status == "completed"
+
+
+async def test_stream_helper_yields_the_events() -> None:
+    async with Runtime(provider=ScriptedProvider(["hey"])) as runtime:
+        kinds = [e.type async for e in runtime.stream(SPEC, "hi")]
+    assert kinds[0] == "turn_start" and kinds[-1] == "turn_end" and "result" in kinds

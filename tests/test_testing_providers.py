@@ -1,0 +1,158 @@
+"""The offline providers in agentkit.testing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from agentkit import AgentSpec, Runtime
+from agentkit.actions import ActionRegistry, ActionResult
+from agentkit.providers import ModelRequest, ToolDefinition, UserMessage, create_provider
+from agentkit.testing import FunctionProvider, SchemaTestProvider, ScriptedProvider, ScriptError
+from agentkit.tools import Tool, ToolContext, ToolRegistry
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_scripted_reports_unused_responses() -> None:
+    provider = ScriptedProvider(["one", "two"])
+    async with Runtime(provider=provider) as runtime:
+        await (await runtime.start(AgentSpec(id="a:b"), "hi")).wait()
+    assert [r.text for r in provider.unused] == ["two"]
+    with pytest.raises(AssertionError, match="1 of 2"):
+        provider.check_consumed()
+
+
+async def test_scripted_runs_out() -> None:
+    async with Runtime(provider=ScriptedProvider([])) as runtime:
+        outcome = await (await runtime.start(AgentSpec(id="a:b"), "hi")).wait()
+    assert outcome.status == "error" and "no response left" in (outcome.error or "")
+
+
+def test_script_files_are_checked(tmp_path: Path) -> None:
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps([{"text": "hi"}, {"tool_calls": [{"name": "x", "input": {}}]}]))
+    assert len(ScriptedProvider.from_file(good).responses) == 2
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"txt": "typo"}]))
+    with pytest.raises(ScriptError, match=r"bad.json: response 0: txt"):
+        ScriptedProvider.from_file(bad)
+    broken = tmp_path / "broken.json"
+    broken.write_text("[{")
+    with pytest.raises(ScriptError, match="not valid JSON"):
+        ScriptedProvider.from_file(broken)
+    with pytest.raises(ScriptError, match="cannot read"):
+        ScriptedProvider.from_file(tmp_path / "missing.json")
+    assert isinstance(create_provider("scripted", script=str(good)), ScriptedProvider)
+
+
+async def test_function_provider_sync_and_async() -> None:
+    def sync(request: ModelRequest) -> str:
+        return f"echo: {request.messages[-1].content}"  # type: ignore[union-attr]
+
+    async def asynchronous(request: ModelRequest) -> dict[str, Any]:
+        return {"text": "async"}
+
+    for function, expected in ((sync, "echo: hi"), (asynchronous, "async")):
+        async with Runtime(provider=FunctionProvider(function)) as runtime:
+            outcome = await (await runtime.start(AgentSpec(id="a:b"), "hi")).wait()
+        assert outcome.text == expected
+
+
+SCHEMA = {
+    "type": "object",
+    "required": ["decision", "tags", "score", "when"],
+    "additionalProperties": False,
+    "properties": {
+        "decision": {"type": "string", "enum": ["REPLY", "ESCALATE", "IGNORE"]},
+        "tags": {
+            "type": "array",
+            "items": {"type": "string", "minLength": 2},
+            "minItems": 2,
+            "uniqueItems": True,
+        },
+        "score": {"type": "integer", "minimum": 1, "maximum": 5},
+        "when": {"type": "string", "format": "date-time"},
+        "nested": {"$ref": "#/$defs/inner"},
+    },
+    "$defs": {
+        "inner": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    },
+}
+
+
+async def _echo(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    return args
+
+
+async def test_schema_provider_calls_every_tool_then_submits_valid_output() -> None:
+    actions = ActionRegistry()
+
+    @actions.action(
+        "notes:create",
+        {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]},
+    )
+    async def create(args: dict[str, Any], ctx: Any) -> ActionResult:
+        return ActionResult.ok(args)
+
+    tools = ToolRegistry(
+        [
+            Tool(
+                "echo",
+                "Echo.",
+                {
+                    "type": "object",
+                    "properties": {"n": {"type": "integer", "minimum": 3, "maximum": 3}},
+                    "required": ["n"],
+                },
+                _echo,
+            )
+        ]
+    )
+    spec = AgentSpec(
+        id="a:b",
+        tools=("echo",),
+        actions=("notes:create",),
+        output_schema=SCHEMA,
+        permission_mode="bypassPermissions",
+    )
+    async with Runtime(provider="test", tools=tools, actions=actions) as runtime:
+        run = await runtime.start(spec, "go")
+        events = [e async for e in run.events()]
+        outcome = await run.wait()
+    used = [e.tool for e in events if e.type == "tool_use"]
+    assert used == ["echo", "notes__create", "submit_output"]
+    assert all(not e.is_error for e in events if e.type == "tool_result")
+    assert outcome.ok
+    jsonschema.validate(outcome.payload, SCHEMA)
+
+
+def test_schema_provider_is_deterministic_by_seed() -> None:
+    request = ModelRequest(
+        model="m",
+        system="",
+        messages=(UserMessage(content="go"),),
+        tools=(ToolDefinition("submit_output", "", SCHEMA),),
+    )
+    one = SchemaTestProvider(seed=1).respond(request)
+    again = SchemaTestProvider(seed=1).respond(request)
+    other = SchemaTestProvider(seed=2).respond(request)
+    assert one == again
+    assert one != other
+    jsonschema.validate(one.tool_calls[0].input, SCHEMA)
+
+
+def test_schema_provider_subset_and_text() -> None:
+    tools = (
+        ToolDefinition("a", "", {"type": "object"}),
+        ToolDefinition("b", "", {"type": "object"}),
+    )
+    request = ModelRequest(model="m", system="", messages=(UserMessage(content="go"),), tools=tools)
+    response = SchemaTestProvider(tools=["b"]).respond(request)
+    assert [c.name for c in response.tool_calls] == ["b"]
+    plain = ModelRequest(model="m", system="", messages=(UserMessage(content="go"),))
+    assert SchemaTestProvider(text="hello").respond(plain).text == "hello"
