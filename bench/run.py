@@ -62,8 +62,8 @@ def _median_seconds(
 def bench_w1(quick: bool, store: str = "memory") -> dict[str, Any]:
     import workloads
 
-    runs = 200 if quick else 2000
-    repeats = 3 if quick else 7
+    runs = 100 if quick else 2000
+    repeats = 2 if quick else 7
 
     def agentkit_factory() -> Coroutine[Any, Any, float]:
         return workloads.w1_agentkit(runs, _make_store(store))
@@ -107,7 +107,7 @@ def sqlite_available() -> bool:
 def bench_w2(quick: bool) -> dict[str, Any]:
     import workloads
 
-    repeats = 5 if quick else 21
+    repeats = 3 if quick else 21
     deltas = workloads.W2_DELTAS
     _run_async(lambda: workloads.w2_agentkit(deltas))
     _run_async(lambda: workloads.w2_bare(deltas))
@@ -136,7 +136,7 @@ def _wall_ms(code: str, repeats: int) -> list[float]:
 
 
 def bench_w3(quick: bool) -> list[dict[str, Any]]:
-    repeats = 3 if quick else 21
+    repeats = 2 if quick else 21
     _wall_ms("import agentkit", 1)  # warm the bytecode cache
     _wall_ms("import agentkit.runtime", 1)
     ours, floor, full = [], [], []
@@ -189,7 +189,7 @@ def _child(func: str, runs: int) -> dict[str, float]:
 
 
 def bench_w4(quick: bool) -> list[dict[str, Any]]:
-    runs = 500 if quick else 10_000
+    runs = 200 if quick else 10_000
     repeats = 1 if quick else 5
     ours, floor = [], []
     for _ in range(repeats):
