@@ -347,16 +347,18 @@ class _Turn:
                 thinking_parts.clear()
                 emit(Thinking(content=block.content, signature=signature))
 
+        # Bound locally: the text branch runs once per streamed delta.
+        text_chunk, add_text, text_delta = TextChunk, text_parts.append, _text_delta
         stream = self.provider.stream(request)
         finished = False
         try:
             async for chunk in stream:
-                if type(chunk) is TextChunk:
+                if type(chunk) is text_chunk:
                     if thinking_parts:
                         close_thinking()
                     produced[0] = True
-                    text_parts.append(chunk.text)
-                    emit(_text_delta(chunk.text))
+                    add_text(chunk.text)
+                    emit(text_delta(chunk.text))
                 elif type(chunk) is ThinkingChunk:
                     produced[0] = True
                     thinking_parts.append(chunk.text)
@@ -587,13 +589,18 @@ async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> T
         )
         return outcome
     finally:
-        outcome.accounting = outcome.accounting.model_copy(
-            update={
-                "models": dict(req.usage),
-                "model_calls": calls_made,
-                "tool_calls": tool_calls,
-                "permission_denials": turn.denials,
-            }
+        # `model_copy(update=...)` without its generic machinery (no validation either way)
+        counts = {
+            "models": dict(req.usage),
+            "model_calls": calls_made,
+            "tool_calls": tool_calls,
+            "permission_denials": turn.denials,
+        }
+        accounting = outcome.accounting
+        outcome.accounting = _trusted(
+            Accounting,
+            accounting.model_fields_set | counts.keys(),
+            {**accounting.__dict__, **counts},
         )
 
 
