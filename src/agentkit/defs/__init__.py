@@ -1,1 +1,105 @@
-"""defs (filled in by its own issue)."""
+"""Markdown agent definitions ("Rho"): one agent per file with a strict frontmatter.
+
+Parse a definition with [`parse_definition`][agentkit.defs.parse_definition] or
+[`load_definition`][agentkit.defs.load_definition], bind it to a host with
+[`bind`][agentkit.defs.bind] to get an [`AgentSpec`][agentkit.spec.AgentSpec], and check a
+resumed session with [`check_resume`][agentkit.defs.check_resume].
+"""
+
+from agentkit.defs._auth import DEFAULT_AUTH_PROFILES, AuthKind, AuthProfile, AuthRegistry
+from agentkit.defs._binding import (
+    CLAUDE_DISALLOWED,
+    DELEGATION_CAPABILITIES,
+    HostCapabilities,
+    bind,
+    claude_cli_args,
+    platform_shell,
+)
+from agentkit.defs._claude_cli import (
+    ClaudeCliError,
+    ClaudeCliOutcome,
+    claude_cli_driver,
+    claude_session_id,
+    find_claude,
+    run_claude_cli,
+)
+from agentkit.defs._command import DefinitionRunner, load_definition_for_cli
+from agentkit.defs._fingerprint import (
+    ResumeError,
+    canonical_fields,
+    check_resume,
+    fingerprint,
+    fingerprint_record,
+)
+from agentkit.defs._models import HostModel, ModelAvailable, resolve_model
+from agentkit.defs._parser import (
+    FIELDS,
+    claude_entry_problem,
+    frontmatter_schema,
+    load_definition,
+    load_definitions,
+    parse_definition,
+)
+from agentkit.defs._prompt import base_prompt, system_prompt
+from agentkit.defs._types import (
+    CLAUDE_REASONING,
+    RHO_CAPABILITIES,
+    RHO_REASONING,
+    BindError,
+    Definition,
+    DefinitionError,
+    DefinitionModelPolicy,
+    PromptMode,
+    Reasoning,
+    RuntimeName,
+)
+from agentkit.defs._validate import fingerprint_lines, validate_paths
+
+__all__ = [
+    "CLAUDE_DISALLOWED",
+    "CLAUDE_REASONING",
+    "DEFAULT_AUTH_PROFILES",
+    "DELEGATION_CAPABILITIES",
+    "FIELDS",
+    "RHO_CAPABILITIES",
+    "RHO_REASONING",
+    "AuthKind",
+    "AuthProfile",
+    "AuthRegistry",
+    "BindError",
+    "ClaudeCliError",
+    "ClaudeCliOutcome",
+    "Definition",
+    "DefinitionError",
+    "DefinitionModelPolicy",
+    "DefinitionRunner",
+    "HostCapabilities",
+    "HostModel",
+    "ModelAvailable",
+    "PromptMode",
+    "Reasoning",
+    "ResumeError",
+    "RuntimeName",
+    "base_prompt",
+    "bind",
+    "canonical_fields",
+    "check_resume",
+    "claude_cli_args",
+    "claude_cli_driver",
+    "claude_entry_problem",
+    "claude_session_id",
+    "find_claude",
+    "fingerprint",
+    "fingerprint_lines",
+    "fingerprint_record",
+    "frontmatter_schema",
+    "load_definition",
+    "load_definition_for_cli",
+    "load_definitions",
+    "parse_definition",
+    "platform_shell",
+    "resolve_model",
+    "run_claude_cli",
+    "system_prompt",
+    "validate_paths",
+]

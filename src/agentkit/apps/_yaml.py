@@ -1,0 +1,284 @@
+"""Reading YAML with positions: parse a file, collect diagnostics located by field path.
+
+Everything the loader checks is addressed by a *path* from the document root, a tuple of
+mapping keys and sequence indices such as `("outputSchema", "properties", "x")` or
+`("tools", 2)`. A [`FileReport`][agentkit.apps._yaml.FileReport] turns a path into the 1-based
+line and column of that key or value in the file, and into the field name the user sees
+(`outputSchema.properties.x`, `tools[2]`).
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from agentkit.diagnostics import Diagnostic, Severity
+
+__all__ = ["FileReport", "Path_", "field_name", "read_yaml", "to_plain"]
+
+Path_ = tuple[str | int, ...]
+"""A path from the document root: mapping keys and sequence indices."""
+
+ROOT_FIELD = "(root)"
+
+
+def field_name(path: Sequence[str | int]) -> str:
+    """`("tools", 2)` -> `tools[2]`; `("a", "b")` -> `a.b`; `()` -> `(root)`."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or ROOT_FIELD
+
+
+def _is_map(value: Any) -> bool:
+    return isinstance(value, dict)
+
+
+def _is_seq(value: Any) -> bool:
+    return isinstance(value, list)
+
+
+@dataclass
+class FileReport:
+    """The diagnostics of one file, located against its parsed document.
+
+    Attributes:
+        file: The file name shown to the user.
+        root: The parsed round-trip document (`CommentedMap` etc.), or `None`.
+        diagnostics: Everything found so far, errors and warnings.
+    """
+
+    file: str
+    root: Any = None
+    parsed: bool = False
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def add(
+        self,
+        path: Sequence[str | int],
+        message: str,
+        *,
+        at: Literal["value", "key"] = "value",
+        severity: Severity = "error",
+    ) -> None:
+        """Record a problem at the key or value `path` names (its container when absent)."""
+        line, column = self.locate(path, at=at)
+        self.diagnostics.append(
+            Diagnostic(self.file, line, column, field_name(path), message, severity)
+        )
+
+    def warn(self, path: Sequence[str | int], message: str) -> None:
+        """Record a warning at the value `path` names."""
+        self.add(path, message, severity="warning")
+
+    def at_position(self, line: int, column: int, field_: str, message: str) -> None:
+        """Record an error at an explicit 1-based position."""
+        self.diagnostics.append(Diagnostic(self.file, line, column, field_, message))
+
+    @property
+    def has_errors(self) -> bool:
+        """Whether any diagnostic is an error."""
+        return any(d.severity == "error" for d in self.diagnostics)
+
+    def locate(
+        self, path: Sequence[str | int], *, at: Literal["value", "key"] = "value"
+    ) -> tuple[int, int]:
+        """The 1-based position of the key or value at `path`.
+
+        When the last step does not exist (a missing required field), the position of the
+        container that should hold it; (1, 1) for the document itself.
+        """
+        node = self.root
+        position = _start(node)
+        for i, step in enumerate(path):
+            last = i == len(path) - 1
+            part = _actual_key(node, step)
+            if _is_map(node) and part in node:
+                lc = node.lc
+                # a null value has no position of its own: point at its key
+                use_key = (last and at == "key") or node[part] is None
+                pos = lc.key(part) if use_key else lc.value(part)
+                node = node[part]
+            elif _is_seq(node) and isinstance(part, int) and 0 <= part < len(node):
+                pos = node.lc.item(part)
+                node = node[part]
+            else:
+                break
+            if pos is not None:
+                position = (pos[0] + 1, pos[1] + 1)
+        return position
+
+
+def _actual_key(node: Any, step: str | int) -> Any:
+    """The key of `node` that `step` names (a non-string key is named by its text)."""
+    if _is_map(node) and step not in node:
+        for key in node:
+            if str(key) == str(step):
+                return key
+    return step
+
+
+def _start(node: Any) -> tuple[int, int]:
+    lc = getattr(node, "lc", None)
+    if lc is None or lc.line is None:
+        return (1, 1)
+    return (lc.line + 1, lc.col + 1)
+
+
+def read_yaml(path: Path, display: str) -> FileReport:
+    """Parse `path` with ruamel.yaml's round-trip loader.
+
+    Syntax errors and duplicate keys (all of them, not only the first) are recorded with
+    their position; `root` stays `None` when the file cannot be used.
+    """
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    report = FileReport(display)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        report.at_position(1, 1, ROOT_FIELD, f"not UTF-8 text: {exc.reason}")
+        return report
+    except OSError as exc:
+        report.at_position(0, 0, ROOT_FIELD, f"cannot read file: {exc.strerror or exc}")
+        return report
+
+    yaml = YAML(typ="rt")
+    yaml.allow_duplicate_keys = True
+    try:
+        node = yaml.compose(text)
+        if node is not None:
+            _find_duplicates(node, (), report)
+        data = YAML(typ="rt")
+        data.allow_duplicate_keys = True
+        root = data.load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, column = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+        parts = [str(p) for p in (exc.context, exc.problem) if p]
+        problem = ": ".join(parts) or "invalid YAML"
+        report.at_position(line, column, ROOT_FIELD, f"YAML syntax error: {problem}")
+        return report
+    except YAMLError as exc:  # pragma: no cover - ruamel raises marked errors in practice
+        report.at_position(1, 1, ROOT_FIELD, f"YAML error: {exc}")
+        return report
+    if report.has_errors:
+        return report
+    report.root = root
+    report.parsed = True
+    return report
+
+
+def _find_duplicates(node: Any, path: Path_, report: FileReport) -> None:
+    from ruamel.yaml.nodes import MappingNode, ScalarNode, SequenceNode
+
+    if isinstance(node, MappingNode):
+        seen: dict[tuple[str, str], int] = {}
+        for key_node, value_node in node.value:
+            if isinstance(key_node, ScalarNode):
+                ident = (
+                    key_node.tag if isinstance(key_node.tag, str) else str(key_node.tag),
+                    key_node.value,
+                )
+                mark = key_node.start_mark
+                if ident[1] == "<<":
+                    continue
+                if ident in seen:
+                    report.at_position(
+                        mark.line + 1,
+                        mark.column + 1,
+                        field_name((*path, key_node.value)),
+                        f"duplicate key {key_node.value!r} (first on line {seen[ident]})",
+                    )
+                else:
+                    seen[ident] = mark.line + 1
+                _find_duplicates(value_node, (*path, key_node.value), report)
+            else:
+                _find_duplicates(value_node, path, report)
+    elif isinstance(node, SequenceNode):
+        for index, item in enumerate(node.value):
+            _find_duplicates(item, (*path, index), report)
+
+
+class NotJson(ValueError):
+    """A YAML value with no JSON equivalent; `path` says where."""
+
+    def __init__(self, path: Path_, message: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+def to_plain(value: Any, path: Path_ = ()) -> Any:
+    """Convert a round-trip YAML value to plain JSON-compatible Python values.
+
+    Raises:
+        NotJson: for dates, non-string keys, tagged values and other non-JSON values.
+    """
+    if _is_map(value):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise NotJson(path, f"key {key!r} is not a string; quote it")
+            out[str(key)] = to_plain(item, (*path, key))
+        return out
+    if _is_seq(value):
+        return [to_plain(item, (*path, i)) for i, item in enumerate(value)]
+    if value is None:
+        return None
+    if _is_bool(value):
+        return bool(value)
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            raise NotJson(path, f"{value} is not a JSON number")
+        return float(value)
+    if isinstance(value, datetime.date | datetime.datetime):
+        raise NotJson(path, "a date is not a JSON value; quote it to make it a string")
+    raise NotJson(path, f"{type_word(value)} is not a JSON value")
+
+
+def _is_bool(value: Any) -> bool:
+    from ruamel.yaml.scalarbool import ScalarBoolean
+
+    return isinstance(value, bool | ScalarBoolean)
+
+
+def is_bool(value: Any) -> bool:
+    """Whether a YAML value is a boolean (`true` / `false`, anchored ones included)."""
+    return _is_bool(value)
+
+
+def type_word(value: Any) -> str:
+    """How a YAML value's type is named in messages."""
+    if value is None:
+        return "null"
+    if _is_bool(value):
+        return "a boolean"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if _is_map(value):
+        return "a mapping"
+    if _is_seq(value):
+        return "a list"
+    if isinstance(value, datetime.date | datetime.datetime):
+        return "a date"
+    tag = getattr(value, "tag", None)
+    tag_text = getattr(tag, "value", tag)
+    if isinstance(tag_text, str):
+        return f"a value tagged {tag_text}"
+    return f"a {type(value).__name__}"

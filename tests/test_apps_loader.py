@@ -1,0 +1,585 @@
+"""Loading agent YAML files: every rule of the field table, with the exact error location."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agentkit.apps import AppLoadError, load_agent_file
+from agentkit.diagnostics import Diagnostic, LoadError
+from agentkit.spec import AgentSpec, ModelSelection
+
+GOOD = """\
+name: researcher
+description: Researches a topic
+tier: medium
+permissionMode: acceptEdits
+maxTurns: 30
+tools: [Read]
+systemPromptPrefix: You research.
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "agent.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def errors_of(tmp_path: Path, text: str) -> list[Diagnostic]:
+    path = write(tmp_path, text)
+    with pytest.raises(AppLoadError) as info:
+        load_agent_file(path)
+    assert isinstance(info.value, LoadError)
+    errors = info.value.errors
+    assert all(d.file == str(path) for d in errors)
+    return errors
+
+
+def replace(line_prefix: str, new: str | None) -> str:
+    """GOOD with the line starting with `line_prefix` replaced (or dropped)."""
+    lines = []
+    for line in GOOD.splitlines():
+        if line.startswith(line_prefix):
+            if new is not None:
+                lines.append(new)
+        else:
+            lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+# (case id, file text, line, column, field, message fragment)
+CASES: list[tuple[str, str, int, int, str, str]] = [
+    # unknown fields
+    ("unknown-field", GOOD + "colour: red\n", 8, 1, "colour", "unknown field 'colour'"),
+    ("typo-suggests", GOOD + "descripton: x\n", 8, 1, "descripton", "did you mean 'description'"),
+    ("non-string-key", GOOD + "1: x\n", 8, 1, "1", "keys must be strings"),
+    # name
+    ("name-missing", replace("name:", None), 1, 1, "name", "required field is missing"),
+    ("name-colon", replace("name:", "name: app:researcher"), 1, 7, "name", "must not contain ':'"),
+    ("name-space", replace("name:", "name: my agent"), 1, 7, "name", "invalid agent name"),
+    ("name-leading-dash", replace("name:", "name: -x"), 1, 7, "name", "invalid agent name"),
+    ("name-not-string", replace("name:", "name: 12"), 1, 7, "name", "must be a string"),
+    ("name-empty", replace("name:", "name: ''"), 1, 7, "name", "must not be empty"),
+    ("name-null", replace("name:", "name:"), 1, 1, "name", "must be a string, not null"),
+    # description
+    ("description-missing", replace("description:", None), 1, 1, "description", "required"),
+    (
+        "description-empty",
+        replace("description:", 'description: " "'),
+        2,
+        14,
+        "description",
+        "must not be empty",
+    ),
+    (
+        "description-list",
+        replace("description:", "description: [a]"),
+        2,
+        14,
+        "description",
+        "must be a string, not a list",
+    ),
+    # tier / model
+    ("tier-missing", replace("tier:", None), 1, 1, "tier", "required field is missing"),
+    (
+        "tier-bad",
+        replace("tier:", "tier: huge"),
+        3,
+        7,
+        "tier",
+        "must be one of large, medium or small, not 'huge'",
+    ),
+    ("tier-number", replace("tier:", "tier: 1"), 3, 7, "tier", "not an integer (1)"),
+    (
+        "model-bad",
+        replace("tier:", "model: gpt-4"),
+        3,
+        8,
+        "model",
+        "must be one of opus, sonnet or haiku",
+    ),
+    ("model-and-tier", GOOD + "model: opus\n", 8, 1, "model", "'model' and 'tier' are both set"),
+    # reasoningEffort
+    (
+        "effort-bad",
+        GOOD + "reasoningEffort: medium\n",
+        8,
+        18,
+        "reasoningEffort",
+        "must be one of low, high or xhigh",
+    ),
+    # systemPromptPrefix
+    (
+        "prompt-missing",
+        replace("systemPromptPrefix:", None),
+        1,
+        1,
+        "systemPromptPrefix",
+        "required field is missing",
+    ),
+    (
+        "prompt-empty",
+        replace("systemPromptPrefix:", "systemPromptPrefix: ''"),
+        7,
+        21,
+        "systemPromptPrefix",
+        "must not be empty",
+    ),
+    (
+        "prompt-mapping",
+        replace("systemPromptPrefix:", "systemPromptPrefix: {a: 1}"),
+        7,
+        21,
+        "systemPromptPrefix",
+        "must be a string, not a mapping",
+    ),
+    # tools
+    ("tools-missing", replace("tools:", None), 1, 1, "tools", "required field is missing"),
+    ("tools-string", replace("tools:", "tools: Read"), 6, 8, "tools", "must be a list"),
+    (
+        "tools-item-number",
+        replace("tools:", "tools: [Read, 3]"),
+        6,
+        15,
+        "tools[1]",
+        "must be a non-empty string",
+    ),
+    (
+        "tools-empty-specifier",
+        replace("tools:", "tools: [Read, Bash()]"),
+        6,
+        15,
+        "tools[1]",
+        "invalid tool entry 'Bash()'",
+    ),
+    (
+        "tools-bad-name",
+        replace("tools:", "tools: ['Web Fetch']"),
+        6,
+        9,
+        "tools[0]",
+        "invalid tool entry",
+    ),
+    (
+        "tools-duplicate",
+        replace("tools:", "tools:\n  - Read\n  - Read"),
+        8,
+        5,
+        "tools[1]",
+        "listed twice",
+    ),
+    # actions
+    (
+        "actions-not-canonical",
+        GOOD + "actions: [notes_create]\n",
+        8,
+        11,
+        "actions[0]",
+        "not a canonical '<app-id>:<name>' action id",
+    ),
+    (
+        "actions-bad-app",
+        GOOD + "actions: ['Notes:create']\n",
+        8,
+        11,
+        "actions[0]",
+        "not a canonical",
+    ),
+    ("actions-not-list", GOOD + "actions: '*'\n", 8, 10, "actions", "must be a list"),
+    ("actions-duplicate", GOOD + "actions: [a:b, a:b]\n", 8, 16, "actions[1]", "listed twice"),
+    # permissionMode
+    (
+        "permission-missing",
+        replace("permissionMode:", None),
+        1,
+        1,
+        "permissionMode",
+        "required field is missing",
+    ),
+    (
+        "permission-bad",
+        replace("permissionMode:", "permissionMode: yolo"),
+        4,
+        17,
+        "permissionMode",
+        "must be one of acceptEdits, bypassPermissions or default",
+    ),
+    # maxTurns
+    (
+        "maxturns-zero",
+        replace("maxTurns:", "maxTurns: 0"),
+        5,
+        11,
+        "maxTurns",
+        "must be a positive integer, not 0",
+    ),
+    (
+        "maxturns-negative",
+        replace("maxTurns:", "maxTurns: -3"),
+        5,
+        11,
+        "maxTurns",
+        "must be a positive integer",
+    ),
+    (
+        "maxturns-bool",
+        replace("maxTurns:", "maxTurns: true"),
+        5,
+        11,
+        "maxTurns",
+        "not a boolean (true)",
+    ),
+    ("maxturns-string", replace("maxTurns:", "maxTurns: '30'"), 5, 11, "maxTurns", "not '30'"),
+    (
+        "maxturns-float",
+        replace("maxTurns:", "maxTurns: 30.5"),
+        5,
+        11,
+        "maxTurns",
+        "not a number (30.5)",
+    ),
+    # allowedSubagents
+    (
+        "subagents-not-canonical",
+        GOOD + "allowedSubagents: [explore]\n",
+        8,
+        20,
+        "allowedSubagents[0]",
+        "write '<app-id>:explore'",
+    ),
+    (
+        "subagents-star",
+        GOOD + "allowedSubagents: ['*']\n",
+        8,
+        20,
+        "allowedSubagents[0]",
+        "not a canonical",
+    ),
+    (
+        "subagents-not-list",
+        GOOD + "allowedSubagents: a:b\n",
+        8,
+        19,
+        "allowedSubagents",
+        "must be a list",
+    ),
+    # outputSchema
+    (
+        "schema-not-mapping",
+        GOOD + "outputSchema: [1]\n",
+        8,
+        15,
+        "outputSchema",
+        "must be a JSON Schema mapping",
+    ),
+    (
+        "schema-bad-type",
+        GOOD + "outputSchema:\n  type: object\n  properties:\n    x: {type: strin}\n",
+        11,
+        15,
+        "outputSchema.properties.x.type",
+        "not a valid JSON Schema: 'strin' is not one of",
+    ),
+    (
+        "schema-bad-required",
+        GOOD + "outputSchema:\n  type: object\n  required: x\n",
+        10,
+        13,
+        "outputSchema.required",
+        "not a valid JSON Schema",
+    ),
+    (
+        "schema-date",
+        GOOD + "outputSchema:\n  default: 2024-01-01\n",
+        9,
+        12,
+        "outputSchema.default",
+        "a date is not a JSON value",
+    ),
+    (
+        "schema-int-key",
+        GOOD + "outputSchema:\n  properties:\n    1: {type: string}\n",
+        10,
+        5,
+        "outputSchema.properties",
+        "key 1 is not a string",
+    ),
+    # mcpServers
+    ("mcp-not-mapping", GOOD + "mcpServers: [a]\n", 8, 13, "mcpServers", "must be a mapping"),
+    (
+        "mcp-server-not-mapping",
+        GOOD + "mcpServers:\n  fs: npx\n",
+        9,
+        7,
+        "mcpServers.fs",
+        "must be a mapping",
+    ),
+    (
+        "mcp-unknown-key",
+        GOOD + "mcpServers:\n  fs: {command: npx, port: 1}\n",
+        9,
+        22,
+        "mcpServers.fs.port",
+        "unknown field 'port'",
+    ),
+    (
+        "mcp-stdio-no-command",
+        GOOD + "mcpServers:\n  fs: {args: [x]}\n",
+        9,
+        7,
+        "mcpServers.fs.command",
+        "required field is missing (type: stdio)",
+    ),
+    (
+        "mcp-http-no-url",
+        GOOD + "mcpServers:\n  web: {type: http}\n",
+        9,
+        8,
+        "mcpServers.web.url",
+        "required field is missing (type: http)",
+    ),
+    (
+        "mcp-bad-type",
+        GOOD + "mcpServers:\n  web: {type: ws, url: x}\n",
+        9,
+        15,
+        "mcpServers.web.type",
+        "must be one of stdio, http or sse",
+    ),
+    (
+        "mcp-stdio-with-url",
+        GOOD + "mcpServers:\n  fs: {command: npx, url: http://x}\n",
+        9,
+        22,
+        "mcpServers.fs.url",
+        "a stdio server does not take 'url'",
+    ),
+    (
+        "mcp-env-not-string",
+        GOOD + "mcpServers:\n  fs:\n    command: npx\n    env: {A: 1}\n",
+        11,
+        14,
+        "mcpServers.fs.env.A",
+        "must be a string",
+    ),
+    # networkDiscovery / codeBacked
+    (
+        "network-not-bool",
+        GOOD + "networkDiscovery: 'yes'\n",
+        8,
+        19,
+        "networkDiscovery",
+        "must be true or false",
+    ),
+    ("codebacked-not-bool", GOOD + "codeBacked: 1\n", 8, 13, "codeBacked", "must be true or false"),
+    # the file itself
+    ("yaml-syntax", GOOD + "tools: [Read\nx: 1\n", 9, 2, "(root)", "YAML syntax error"),
+    ("top-level-list", "- a\n- b\n", 1, 1, "(root)", "must be a mapping of fields, not a list"),
+    ("empty-file", "", 1, 1, "(root)", "must be a mapping of fields, not null"),
+    ("duplicate-key", GOOD + "tier: small\n", 8, 1, "tier", "duplicate key 'tier'"),
+    ("two-documents", GOOD + "---\nname: b\n", 8, 1, "(root)", "expected a single document"),
+    (
+        "tagged-value",
+        replace("name:", "name: !custom a"),
+        1,
+        7,
+        "name",
+        "not a value tagged !custom",
+    ),
+    (
+        "schema-nan",
+        GOOD + "outputSchema: {type: number, maximum: .nan}\n",
+        8,
+        39,
+        "outputSchema.maximum",
+        "nan is not a JSON number",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "column", "field", "fragment"),
+    [case[1:] for case in CASES],
+    ids=[case[0] for case in CASES],
+)
+def test_each_rule_reports_its_exact_location(
+    tmp_path: Path, text: str, line: int, column: int, field: str, fragment: str
+) -> None:
+    errors = errors_of(tmp_path, text)
+    located = [(d.line, d.column, d.field) for d in errors]
+    assert (line, column, field) in located, [str(d) for d in errors]
+    match = next(d for d in errors if (d.line, d.column, d.field) == (line, column, field))
+    assert fragment in match.message, str(match)
+
+
+def test_good_file_loads_into_an_agent_spec(tmp_path: Path) -> None:
+    agent = load_agent_file(write(tmp_path, GOOD), app_id="research-app")
+    assert agent.id == "research-app:researcher"
+    assert agent.spec == AgentSpec(
+        id="research-app:researcher",
+        description="Researches a topic",
+        system_prompt="You research.",
+        model=ModelSelection.of_tier("medium"),
+        reasoning_effort="high",
+        tools=("Read",),
+        permission_mode="acceptEdits",
+        max_turns=30,
+        metadata={"appId": "research-app", "source": str(tmp_path / "agent.yaml")},
+    )
+    assert agent.warnings == ()
+
+
+def test_standalone_agent_gets_app_id_local(tmp_path: Path) -> None:
+    assert load_agent_file(write(tmp_path, GOOD)).spec.id == "local:researcher"
+
+
+def test_invalid_app_id_argument_is_rejected(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="invalid app id"):
+        load_agent_file(write(tmp_path, GOOD), app_id="Bad:Id")
+
+
+def test_every_field_maps_onto_the_spec(tmp_path: Path) -> None:
+    text = """\
+name: sentinel
+description: Triages messages
+model: haiku
+reasoningEffort: xhigh
+permissionMode: bypassPermissions
+maxTurns: 40
+tools: [Read, Glob, "Bash(git *)"]
+actions: [research-app:notes_create, system:fetch_channel_history]
+allowedSubagents: [assistant:explore]
+outputSchema:
+  type: object
+  required: [decision]
+  properties:
+    decision: {type: string, enum: [REPLY, IGNORE]}
+mcpServers:
+  files: {command: npx, args: [-y, server-fs], env: {ROOT: /tmp}}
+  web: {type: http, url: "https://example.org/mcp", headers: {X-Key: k}}
+networkDiscovery: true
+codeBacked: false
+systemPromptPrefix: |
+  You triage.
+"""
+    agent = load_agent_file(write(tmp_path, text), app_id="research-app")
+    spec = agent.spec
+    assert agent.tier == "small" and agent.legacy_model == "haiku"
+    assert spec.model == ModelSelection.of_tier("small")
+    assert spec.reasoning_effort == "xhigh"
+    assert spec.system_prompt == "You triage.\n"
+    assert spec.tools == ("Read", "Glob", "Bash(git *)")
+    assert spec.actions == ("research-app:notes_create", "system:fetch_channel_history")
+    assert spec.allowed_subagents == ("assistant:explore",)
+    assert spec.permission_mode == "bypassPermissions"
+    assert spec.max_turns == 40
+    assert spec.output_schema == {
+        "type": "object",
+        "required": ["decision"],
+        "properties": {"decision": {"type": "string", "enum": ["REPLY", "IGNORE"]}},
+    }
+    assert type(spec.output_schema["required"]) is list  # plain values, not ruamel types
+    assert spec.metadata["mcpServers"] == {
+        "files": {"command": "npx", "args": ["-y", "server-fs"], "env": {"ROOT": "/tmp"}},
+        "web": {"type": "http", "url": "https://example.org/mcp", "headers": {"X-Key": "k"}},
+    }
+    assert spec.metadata["networkDiscovery"] is True
+    assert spec.metadata["codeBacked"] is False
+    assert spec.metadata["model"] == "haiku"
+    assert agent.network_discovery is True and agent.code_backed is False
+    # bypassPermissions + Bash(...) warns
+    assert [(d.field, d.severity) for d in agent.warnings] == [("tools[2]", "warning")]
+
+
+@pytest.mark.parametrize(
+    ("legacy", "tier"), [("opus", "large"), ("sonnet", "medium"), ("haiku", "small")]
+)
+def test_legacy_model_maps_to_tier(tmp_path: Path, legacy: str, tier: str) -> None:
+    agent = load_agent_file(write(tmp_path, replace("tier:", f"model: {legacy}")))
+    assert agent.spec.model.tier == tier
+
+
+def test_every_error_of_a_file_is_reported_at_once(tmp_path: Path) -> None:
+    text = """\
+name: a:b
+description: x
+tier: huge
+permissionMode: yolo
+maxTurns: 0
+tools: [Read, 3]
+unknown: 1
+systemPromptPrefix: hi
+"""
+    errors = errors_of(tmp_path, text)
+    assert [(d.line, d.field) for d in errors] == [
+        (1, "name"),
+        (3, "tier"),
+        (4, "permissionMode"),
+        (5, "maxTurns"),
+        (6, "tools[1]"),
+        (7, "unknown"),
+    ]
+
+
+def test_every_duplicate_key_is_reported(tmp_path: Path) -> None:
+    text = GOOD + "tier: small\noutputSchema:\n  type: object\n  type: string\n"
+    errors = errors_of(tmp_path, text)
+    assert [(d.line, d.column, d.field) for d in errors] == [
+        (8, 1, "tier"),
+        (11, 3, "outputSchema.type"),
+    ]
+    assert "first on line 3" in errors[0].message
+
+
+def test_error_string_is_file_line_col_field_message(tmp_path: Path) -> None:
+    (error,) = errors_of(tmp_path, replace("tier:", "tier: huge"))
+    assert str(error) == (
+        f"{tmp_path / 'agent.yaml'}:3:7: tier: must be one of large, medium or small, not 'huge'"
+    )
+
+
+# ------------------------------------------------------------------------------- warnings
+
+
+def warnings_of(tmp_path: Path, text: str) -> list[tuple[int, int, str]]:
+    agent = load_agent_file(write(tmp_path, text))
+    assert all(d.severity == "warning" for d in agent.warnings)
+    return [(d.line, d.column, d.field) for d in agent.warnings]
+
+
+def test_max_turns_below_30_warns(tmp_path: Path) -> None:
+    assert warnings_of(tmp_path, replace("maxTurns:", "maxTurns: 29")) == [(5, 11, "maxTurns")]
+    assert warnings_of(tmp_path, replace("maxTurns:", "maxTurns: 30")) == []
+    assert warnings_of(tmp_path, replace("maxTurns:", None)) == []
+
+
+@pytest.mark.parametrize("tool", ["WebFetch", "WebSearch", "Bash", "'Bash(curl *)'"])
+def test_bypass_permissions_with_outside_world_tools_warns(tmp_path: Path, tool: str) -> None:
+    text = replace("permissionMode:", "permissionMode: bypassPermissions")
+    text = text.replace("tools: [Read]", f"tools: [Read, {tool}]")
+    assert warnings_of(tmp_path, text) == [(6, 15, "tools[1]")]
+    # the same tools without bypassPermissions are fine
+    assert warnings_of(tmp_path, GOOD.replace("tools: [Read]", f"tools: [Read, {tool}]")) == []
+
+
+def test_bypass_permissions_with_read_only_tools_does_not_warn(tmp_path: Path) -> None:
+    text = replace("permissionMode:", "permissionMode: bypassPermissions")
+    assert warnings_of(tmp_path, text.replace("[Read]", "[Read, Grep, Glob]")) == []
+
+
+def test_star_actions_warns(tmp_path: Path) -> None:
+    assert warnings_of(tmp_path, GOOD + 'actions: ["*"]\n') == [(8, 11, "actions[0]")]
+
+
+def test_warnings_ride_along_with_errors(tmp_path: Path) -> None:
+    path = write(tmp_path, replace("maxTurns:", "maxTurns: 5") + "bogus: 1\n")
+    with pytest.raises(AppLoadError) as info:
+        load_agent_file(path)
+    assert [(d.field, d.severity) for d in info.value.diagnostics] == [
+        ("maxTurns", "warning"),
+        ("bogus", "error"),
+    ]
+    assert "\n" not in str(info.value)  # the message lists errors only
+    assert ": bogus: unknown field" in str(info.value)

@@ -1,0 +1,134 @@
+"""The editor JSON Schemas agree with the loader: what loads validates, what fails mostly fails."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from ruamel.yaml import YAML
+
+from agentkit.apps import json_schema, load_agent_file, schema_path, schema_text
+from agentkit.apps._yaml import to_plain
+from test_apps_app import APP, APP_CASES, EXAMPLE
+from test_apps_loader import CASES, GOOD
+
+# rules only the loader can check: YAML itself, the file system, meta-schema validity
+LOADER_ONLY = {
+    "yaml-syntax",
+    "duplicate-key",
+    "empty-file",
+    "schema-bad-type",
+    "schema-bad-required",
+    "schema-date",
+    "schema-int-key",
+    "non-string-key",
+    "agents-missing-file",
+    "agents-folder",
+    "syntax",
+    "two-documents",
+    "tagged-value",
+    "schema-nan",
+}
+
+FULL = """\
+name: sentinel
+description: Triages messages
+model: haiku
+reasoningEffort: xhigh
+permissionMode: bypassPermissions
+maxTurns: 40
+tools: [Read, Glob, "Bash(git *)"]
+actions: [research-app:notes_create, "*"]
+allowedSubagents: [assistant:explore]
+outputSchema: {type: object}
+mcpServers:
+  files: {command: npx, args: [-y, server-fs], env: {ROOT: /tmp}, cwd: /srv}
+  web: {type: http, url: "https://example.org/mcp", headers: {X-Key: k}}
+  events: {type: sse, url: "https://example.org/sse"}
+  local: {type: stdio, command: ./server}
+networkDiscovery: true
+codeBacked: false
+systemPromptPrefix: You triage.
+"""
+
+
+def parse(text: str) -> Any:
+    return to_plain(YAML(typ="rt").load(text))
+
+
+def errors(kind: str, text: str) -> list[str]:
+    schema = json_schema(kind)  # type: ignore[arg-type]
+    validator = jsonschema.Draft7Validator(schema)
+    return [e.message for e in validator.iter_errors(parse(text))]
+
+
+def test_schemas_are_valid_draft_7() -> None:
+    for kind in ("app", "agent"):
+        jsonschema.Draft7Validator.check_schema(json_schema(kind))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        GOOD,
+        FULL,
+        GOOD.replace("tier: medium", "model: opus"),
+        GOOD + "reasoningEffort: low\n",
+        (EXAMPLE / "agents" / "researcher.yaml").read_text(),
+        (EXAMPLE / "agents" / "sentinel.yaml").read_text(),
+    ],
+    ids=["good", "full", "legacy-model", "effort", "researcher", "sentinel"],
+)
+def test_valid_agent_files_validate(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "agent.yaml"
+    path.write_text(text, encoding="utf-8")
+    load_agent_file(path)  # the loader accepts it ...
+    assert errors("agent", text) == []  # ... and so does the schema
+
+
+@pytest.mark.parametrize(
+    "text",
+    [c[1] for c in CASES if c[0] not in LOADER_ONLY],
+    ids=[c[0] for c in CASES if c[0] not in LOADER_ONLY],
+)
+def test_invalid_agent_files_fail_the_schema(text: str) -> None:
+    assert errors("agent", text) != []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [APP, (EXAMPLE / "app.yaml").read_text(), APP + "name: Demo\ndescription: x\nversion: 1.0.0\n"],
+    ids=["minimal", "example", "full"],
+)
+def test_valid_app_files_validate(text: str) -> None:
+    assert errors("app", text) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [c[1] for c in APP_CASES if c[0] not in LOADER_ONLY],
+    ids=[c[0] for c in APP_CASES if c[0] not in LOADER_ONLY],
+)
+def test_invalid_app_files_fail_the_schema(text: str) -> None:
+    assert errors("app", text) != []
+
+
+def test_model_and_tier_together_fail_the_schema() -> None:
+    assert errors("agent", GOOD + "model: opus\n") != []
+    assert errors("agent", GOOD.replace("tier: medium\n", "")) != []
+
+
+def test_schema_text_all_is_one_object_with_both_schemas() -> None:
+    both = json.loads(schema_text())
+    assert both == {"app": json_schema("app"), "agent": json_schema("agent")}
+
+
+def test_schema_text_single_schema_and_file() -> None:
+    for kind in ("app", "agent"):
+        text = schema_text(kind)  # type: ignore[arg-type]
+        assert json.loads(text) == json.loads(schema_path(kind).read_text())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown schema"):
+        schema_text("other")  # type: ignore[arg-type]
