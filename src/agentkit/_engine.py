@@ -489,8 +489,12 @@ class _Turn:
         try:
             if tool.timeout is None:
                 return await tool.function(arguments, self.tool_context), False
-            with anyio.fail_after(tool.timeout):
+            # anyio.fail_after without its two generator-based context managers: the scope
+            # swallows only its own deadline's cancellation, so falling out of it means the
+            # call timed out.
+            with anyio.CancelScope(deadline=anyio.current_time() + tool.timeout):
                 return await tool.function(arguments, self.tool_context), False
+            raise TimeoutError
         except TimeoutError:
             return f"{tool.name} timed out after {tool.timeout:g} seconds", True
         except ToolError as exc:
