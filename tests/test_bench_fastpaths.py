@@ -20,6 +20,8 @@ from agentkit import events as ev
 from agentkit._engine import _assistant_message, _tool_result_message, _user_message
 from agentkit._schema import _compile, schema_violations
 from agentkit.events import (
+    Accounting,
+    Result,
     SessionInit,
     Text,
     TextDelta,
@@ -189,6 +191,11 @@ THINKING = ThinkingBlock(content="hm", signature="sig")
             ev._session_init("s", None, "/w"),
             SessionInit(session_id="s", system_prompt=None, project_path="/w"),
         ),
+        (
+            ev._result("3", Accounting(model_calls=2)),
+            Result(content="3", accounting=Accounting(model_calls=2)),
+        ),
+        (ev._result("", None), Result(content="", accounting=None)),
         (
             ev._turn_end("t", "interrupted", 12),
             TurnEnd(turn_id="t", status="interrupted", duration_ms=12),

@@ -374,3 +374,13 @@ def _turn_end(turn_id: str, status: TurnStatus, duration_ms: int) -> TurnEnd:
             "duration_ms": duration_ms,
         },
     )
+
+
+def _result(content: str, accounting: Accounting | None) -> Result:
+    if type(content) is not str or (accounting is not None and type(accounting) is not Accounting):
+        return Result(content=content, accounting=accounting)
+    return _trusted(
+        Result,
+        {"content", "accounting"},
+        {"agent": None, "type": "result", "content": content, "accounting": accounting},
+    )

@@ -56,9 +56,9 @@ from agentkit.events import (
     Accounting,
     AgentMessage,
     ErrorEvent,
-    Result,
     TextDelta,
     TurnStatus,
+    _result,
     _session_init,
     _turn_end,
     _turn_start,
@@ -426,7 +426,8 @@ class Runtime:
             depth=_depth,
         )
         self._runs[run.id] = run
-        self._task_group.start_soon(self._execute, run, request)
+        # An explicit name spares anyio working one out from the function on every start.
+        self._task_group.start_soon(self._execute, run, request, name="agentkit run")
         return run
 
     def stream(
@@ -532,7 +533,7 @@ class Runtime:
         else:
             status = "error"
         if status == "completed":
-            run._emit(Result(content=outcome.text, accounting=accounting))
+            run._emit(_result(outcome.text, accounting))
         else:
             run._emit(ErrorEvent(error=outcome.error or "the run failed", accounting=accounting))
         run._emit(_turn_end(run.turn_id, status, int((time.monotonic() - started) * 1000)))
