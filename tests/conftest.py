@@ -25,6 +25,7 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
         for k, v in os.environ.items()
         if k not in ("AGENTKIT_PROVIDER", "ANTHROPIC_API_KEY", "OPENAI_API_KEY")
     }
+    env["AGENTKIT_PROVIDER"] = "none"  # no default provider, not even the local model
     env["AGENTKIT_STORE"] = str(tmp_path / "cli-store.db")
     env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     return env

@@ -6,8 +6,6 @@ import json
 import subprocess
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "research-app"
 
@@ -61,7 +59,6 @@ def test_validate_missing_path_exits_2(
     assert "no such file or folder" in done.stderr
 
 
-@pytest.mark.xfail(reason="the CLI must turn agentkit.apps.ValidateUsageError into exit 2")
 def test_validate_folder_without_app_yaml_exits_2(
     python: str, cli_env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -75,6 +72,9 @@ def test_schema_apps_prints_both_schemas(python: str, cli_env: dict[str, str]) -
     done = agentkit(python, cli_env, "schema", "apps")
     assert done.returncode == 0
     assert set(json.loads(done.stdout)) == {"app", "agent"}
+    agent_only = agentkit(python, cli_env, "schema", "apps", "agent")
+    assert agent_only.returncode == 0
+    assert json.loads(agent_only.stdout) == json.loads(done.stdout)["agent"]
 
 
 def test_run_app_agent_offline(python: str, cli_env: dict[str, str]) -> None:

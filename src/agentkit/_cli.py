@@ -16,6 +16,7 @@ Exit codes: 0 success, 1 the turn did not complete or a file is invalid, 2 usage
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
@@ -72,6 +73,13 @@ def _parser() -> argparse.ArgumentParser:
 
     schema = sub.add_parser("schema", help="print the JSON Schemas for editor support")
     schema.add_argument("kind", choices=("apps",))
+    schema.add_argument(
+        "which",
+        nargs="?",
+        choices=("all", "app", "agent"),
+        default="all",
+        help="both schemas as one object (default), or only app.yaml's or an agent file's",
+    )
 
     fingerprint = sub.add_parser("fingerprint", help="print a definition's fingerprints")
     fingerprint.add_argument("file", metavar="FILE")
@@ -215,7 +223,7 @@ def _run_command(args: argparse.Namespace) -> int:
     out = _Printer(args.format, sys.stdout, sys.stderr)
 
     async def go() -> int:
-        from agentkit.stores import SessionNotFoundError
+        from agentkit.stores import SessionNotFoundError, StoreError
 
         try:
             runtime = _make_runtime(spec, adapter, provider, store, working_dir)
@@ -229,8 +237,12 @@ def _run_command(args: argparse.Namespace) -> int:
                 outcome = await run.wait()
                 out.finish(outcome.session_id)
                 return 0 if outcome.ok else 1
+        except StoreError as exc:
+            raise UsageError(f"the session store failed: {exc}") from None
         finally:
-            await store.aclose()
+            with anyio.CancelScope(shield=True):
+                with contextlib.suppress(StoreError):
+                    await store.aclose()
 
     code: int = anyio.run(go)
     unused = getattr(provider, "unused", None)
@@ -348,9 +360,13 @@ def _validate_command(args: argparse.Namespace) -> int:
         else:
             app_paths.append(path)
     if app_paths:
+        from agentkit.apps import ValidateUsageError
         from agentkit.apps import validate_paths as validate_apps
 
-        diagnostics.extend(validate_apps(app_paths))
+        try:
+            diagnostics.extend(validate_apps(app_paths))
+        except ValidateUsageError as exc:
+            raise UsageError(str(exc)) from None
     if md_paths:
         from agentkit.defs import validate_paths as validate_defs
 
@@ -375,7 +391,7 @@ def _holds_markdown_only(folder: Path) -> bool:
 def _schema_command(args: argparse.Namespace) -> int:
     from agentkit.apps import schema_text
 
-    print(schema_text())
+    print(schema_text(args.which))
     return 0
 
 

@@ -30,6 +30,7 @@ inside it cancels them, and each cancelled run still ends with `turn_end` (`inte
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import time
@@ -100,6 +101,9 @@ Driver = Callable[[TurnRequest], Awaitable[TurnOutcome]]
 CostEstimator = Callable[[str, Any], float | None]
 
 SUMMON_ACTION = "system:summon"
+
+PRICED_PROVIDERS = frozenset({"anthropic", "openai", "local"})
+"""Providers whose runs are priced by default (through genai-prices, the `prices` extra)."""
 
 
 def _new_id() -> str:
@@ -233,7 +237,9 @@ class Runtime:
         retry: Retry policy for retryable provider errors.
         default_max_turns: Turn cap for specs that set none.
         drivers: Extra drivers by `AgentSpec.runtime` name (the engine is built in).
-        cost_estimator: `(model, ModelUsage) -> USD or None`, to fill `cost_usd`.
+        cost_estimator: `(model, ModelUsage) -> USD or None`, to fill `cost_usd`; by default
+            runs on `anthropic`, `openai` and `local` are priced with
+            `agentkit.providers.estimate_cost`.
         max_subagent_depth: How deep summons may nest.
     """
 
@@ -371,8 +377,14 @@ class Runtime:
         if self._task_group is None:
             raise RuntimeError("start runs inside 'async with Runtime(...) as runtime:'")
         spec = self._resolve_agent(agent)
+        definition = spec.metadata.get("definition")
         if session_id is None:
-            session = await self.create_session(spec, metadata=session_metadata)
+            metadata = dict(session_metadata or {})
+            if definition is not None:
+                # Sessions of Markdown definitions remember what they were started with,
+                # so a changed definition is refused on resume (see agentkit.defs).
+                metadata.setdefault("definition", definition)
+            session = await self.create_session(spec, metadata=metadata)
             transcript: list[Message] = []
         else:
             found = await self.store.get_session(session_id)
@@ -383,6 +395,10 @@ class Runtime:
                     f"session {session_id!r} belongs to agent {found.agent_id!r}, not {spec.id!r}"
                 )
             session = found
+            if "definition" in session.metadata:
+                from agentkit.defs import check_resume
+
+                check_resume(session.metadata["definition"], spec)
             if session.id in self._active_sessions:
                 raise SessionBusyError(f"session {session.id!r} already has a run going")
             transcript = await self.store.load_transcript(session.id)
@@ -561,11 +577,19 @@ class Runtime:
             await self.store.append_events(run.id, batch)
 
     def _priced(self, accounting: Accounting) -> Accounting:
-        if self.cost_estimator is None or not accounting.models:
+        if not accounting.models:
             return accounting
+        estimator = self.cost_estimator
+        if estimator is None:
+            provider = self._provider
+            if provider is None or provider.name not in PRICED_PROVIDERS:
+                return accounting
+            from agentkit.providers import estimate_cost
+
+            estimator = functools.partial(estimate_cost, provider=provider.name)
         total = 0.0
         for model, usage in accounting.models.items():
-            cost = self.cost_estimator(model, usage)
+            cost = estimator(model, usage)
             if cost is None:
                 return accounting
             total += cost

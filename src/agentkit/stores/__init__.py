@@ -1,8 +1,13 @@
 """Stores: where sessions, transcripts and run events live.
 
 [`Store`][agentkit.stores.Store] is the one interface. `MemoryStore` keeps everything in
-process; `SQLiteStore` is the embedded default (a file path, or `:memory:`).
+process; `SQLiteStore` is the embedded default (a file path, or `:memory:`);
+`PostgresStore` is the scale-out backend shared by several processes and hosts.
+`open_store` picks one from a path or URL. The SQL backends (and their drivers) load on
+first use, so importing this package stays cheap.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from agentkit.stores._base import (
     EventEntry,
@@ -16,14 +21,43 @@ from agentkit.stores._base import (
 )
 from agentkit.stores._memory import MemoryStore
 
+if TYPE_CHECKING:
+    from agentkit.stores._open import open_store
+    from agentkit.stores._postgres import PostgresStore
+    from agentkit.stores._sqlite import SQLiteStore
+
 __all__ = [
     "EventEntry",
     "MemoryStore",
+    "PostgresStore",
     "RunRecord",
     "RunStatus",
+    "SQLiteStore",
     "SessionExistsError",
     "SessionNotFoundError",
     "SessionRecord",
     "Store",
     "StoreError",
+    "open_store",
 ]
+
+_LAZY = {
+    "SQLiteStore": "agentkit.stores._sqlite",
+    "PostgresStore": "agentkit.stores._postgres",
+    "open_store": "agentkit.stores._open",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentkit.stores' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

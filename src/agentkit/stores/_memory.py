@@ -15,6 +15,7 @@ from agentkit.stores._base import (
     SessionExistsError,
     SessionNotFoundError,
     SessionRecord,
+    StoreError,
 )
 
 __all__ = ["MemoryStore"]
@@ -85,6 +86,8 @@ class MemoryStore:
 
     async def create_run(self, run: RunRecord) -> None:
         self._session(run.session_id)
+        if run.id in self._runs:
+            raise StoreError(f"run {run.id!r} already exists")
         self._runs[run.id] = run
         self._events[run.id] = []
 

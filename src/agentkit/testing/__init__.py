@@ -4,8 +4,25 @@
 - [`FunctionProvider`][agentkit.testing.FunctionProvider]: a function decides each response.
 - [`SchemaTestProvider`][agentkit.testing.SchemaTestProvider] (provider `test`): calls each
   offered tool with schema-generated arguments, then submits schema-valid output.
+- [`StoreConformance`][agentkit.testing.StoreConformance] and
+  [`store_conformance`][agentkit.testing.store_conformance]: the checks every store backend
+  passes.
+- [`run_provider_conformance`][agentkit.testing.run_provider_conformance] with
+  [`ReplayServer`][agentkit.testing.ReplayServer]: the wire-level checks every provider
+  passes.
 """
 
+from agentkit.testing._provider_conformance import (
+    CONFORMANCE_SCENARIOS,
+    RecordedRequest,
+    ReplayServer,
+    Reply,
+    WireScript,
+    check_live_provider,
+    check_stream_contract,
+    run_conformance_scenario,
+    run_provider_conformance,
+)
 from agentkit.testing._providers import (
     FunctionProvider,
     SchemaTestProvider,
@@ -14,12 +31,31 @@ from agentkit.testing._providers import (
     ScriptedToolCall,
     ScriptError,
 )
+from agentkit.testing._store_conformance import (
+    STORE_CHECKS,
+    StoreCheck,
+    StoreConformance,
+    store_conformance,
+)
 
 __all__ = [
+    "CONFORMANCE_SCENARIOS",
+    "STORE_CHECKS",
     "FunctionProvider",
+    "RecordedRequest",
+    "ReplayServer",
+    "Reply",
     "SchemaTestProvider",
     "ScriptError",
     "ScriptedProvider",
     "ScriptedResponse",
     "ScriptedToolCall",
+    "StoreCheck",
+    "StoreConformance",
+    "WireScript",
+    "check_live_provider",
+    "check_stream_contract",
+    "run_conformance_scenario",
+    "run_provider_conformance",
+    "store_conformance",
 ]

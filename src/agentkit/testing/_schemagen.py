@@ -78,7 +78,9 @@ def _resolve(ref: str, root: Any) -> Any:
 def _object(schema: dict[str, Any], rng: random.Random, root: Any, depth: int) -> dict[str, Any]:
     properties: dict[str, Any] = schema.get("properties", {})
     required = list(schema.get("required", []))
-    names = required + [n for n in properties if n not in required and depth < 3]
+    # Only required properties: an optional one (a `sessionId`, say) filled with a made-up
+    # value would usually be wrong, and leaving it out is always valid.
+    names = required
     result = {name: generate(properties.get(name, {}), rng, root, depth + 1) for name in names}
     minimum = schema.get("minProperties", 0)
     extra = schema.get("additionalProperties", True)

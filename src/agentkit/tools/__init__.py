@@ -1,9 +1,17 @@
-"""Tools: what they are, the context they run with, and the registry that names them.
+"""Tools: what they are, the built-in ones, the rules that restrict them, and MCP servers.
 
 A [`Tool`][agentkit.tools.Tool] is an async function with a JSON Schema for its arguments
 and an `effect` that permission modes decide by. The engine offers a spec's allowlisted
 tools to the model, validates every call's arguments, and turns any failure into a tool
 error the model sees.
+
+[`builtin_tools`][agentkit.tools.builtin_tools] gives every built-in tool, each registered
+under its Claude name and its Rho capability name (`Read` / `read_file`, `Bash` / `bash` /
+`shell`, ...). [`entry_allows`][agentkit.tools.entry_allows] decides whether an allowlist
+entry such as `Bash(git *)` allows a call. File tools stay inside the run's working
+directory ([`Sandbox`][agentkit.tools.Sandbox]); `WebFetch` refuses private addresses
+unless a [`FetchPolicy`][agentkit.tools.FetchPolicy] allows them;
+[`mcp_tools`][agentkit.tools.mcp_tools] turns `mcpServers` into tools.
 """
 
 from agentkit.tools._base import (
@@ -15,13 +23,93 @@ from agentkit.tools._base import (
     ToolRegistry,
     parse_tool_entry,
 )
+from agentkit.tools._builtin import (
+    CLAUDE_TOOL_NAMES,
+    EXTENSION_CAPABILITIES,
+    RHO_CAPABILITIES,
+    Vocabulary,
+    builtin_tools,
+)
+from agentkit.tools._fetch import FetchPolicy, FetchResult, address_refusal, fetch_tool, fetch_url
+from agentkit.tools._files import (
+    edit_tool,
+    glob_tool,
+    grep_tool,
+    list_dir_tool,
+    read_tool,
+    write_tool,
+)
+from agentkit.tools._host import QuestionnaireCallback, agent_tool, agents_tool, questionnaire_tool
+from agentkit.tools._mcp import (
+    McpConfigError,
+    McpServerConfig,
+    McpServerError,
+    mcp_tool_name,
+    mcp_tools,
+    parse_mcp_servers,
+)
+from agentkit.tools._rules import (
+    command_matches,
+    entry_allows,
+    entry_tool_names,
+    is_simple_command,
+    path_matches,
+)
+from agentkit.tools._sandbox import Sandbox
+from agentkit.tools._search import (
+    SearchBackend,
+    SearchResult,
+    get_search_content_tool,
+    web_search_tool,
+)
+from agentkit.tools._shell import ProcessTable, bash_tool, powershell_tool, process_tool
 
 __all__ = [
+    "CLAUDE_TOOL_NAMES",
+    "EXTENSION_CAPABILITIES",
+    "RHO_CAPABILITIES",
     "Effect",
+    "FetchPolicy",
+    "FetchResult",
+    "McpConfigError",
+    "McpServerConfig",
+    "McpServerError",
+    "ProcessTable",
+    "QuestionnaireCallback",
+    "Sandbox",
+    "SearchBackend",
+    "SearchResult",
     "Tool",
     "ToolContext",
     "ToolError",
     "ToolFunction",
     "ToolRegistry",
+    "Vocabulary",
+    "address_refusal",
+    "agent_tool",
+    "agents_tool",
+    "bash_tool",
+    "builtin_tools",
+    "command_matches",
+    "edit_tool",
+    "entry_allows",
+    "entry_tool_names",
+    "fetch_tool",
+    "fetch_url",
+    "get_search_content_tool",
+    "glob_tool",
+    "grep_tool",
+    "is_simple_command",
+    "list_dir_tool",
+    "mcp_tool_name",
+    "mcp_tools",
+    "parse_mcp_servers",
     "parse_tool_entry",
+    "path_matches",
+    "powershell_tool",
+    "process_tool",
+    "questionnaire_tool",
+    "read_tool",
+    "web_search_tool",
+    "write_tool",
 ]

@@ -1,0 +1,488 @@
+"""The OpenAI provider: the Responses API or Chat Completions through the official client.
+
+The same class serves OpenAI-compatible servers (vLLM, Ollama, llama.cpp): give it a
+`base_url`, and the key becomes optional. Reasoning effort is sent as
+`reasoning={"effort": ...}` (Responses) or `reasoning_effort` (Chat Completions); `off`
+becomes `none`, and `reasoning_effort` is only sent when the spec sets one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import Any, Literal
+
+from agentkit.providers._args import parse_arguments
+from agentkit.providers._base import (
+    AssistantMessage,
+    Chunk,
+    Message,
+    ModelRequest,
+    ProviderError,
+    Stop,
+    StopReason,
+    TextChunk,
+    ThinkingChunk,
+    ToolCall,
+    ToolCallChunk,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from agentkit.providers._catalog import ModelCatalog, coerce_catalog
+from agentkit.providers._errors import map_error
+from agentkit.providers._registry import ProviderConfigError
+from agentkit.spec import ReasoningEffort
+
+__all__ = ["OpenAIProvider", "openai_compatible"]
+
+Api = Literal["responses", "chat"]
+
+_FINISH_REASONS: Mapping[str, StopReason] = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+}
+
+
+def _effort(effort: ReasoningEffort | None) -> str | None:
+    if effort is None:
+        return None
+    return "none" if effort == "off" else effort
+
+
+class OpenAIProvider:
+    """Streams responses from OpenAI or an OpenAI-compatible server.
+
+    Args:
+        api: `"responses"` (the Responses API, default for OpenAI) or `"chat"` (Chat
+            Completions, default for compatible servers).
+        api_key: The API key; defaults to `OPENAI_API_KEY` (or `AGENTKIT_API_KEY` for a
+            compatible server, where it is optional).
+        base_url: The server; defaults to `OPENAI_BASE_URL` or the public API.
+        catalog: A [`ModelCatalog`][agentkit.providers.ModelCatalog], or tier -> model
+            overrides of `DEFAULT_CATALOGS[name]`.
+        model: One model for every tier (handy for a compatible server that serves one).
+        timeout: Seconds before a request (or a silent stream) times out.
+        name: The provider name reported in errors and usage (`openai` or
+            `openai-compatible`).
+        store: Whether the Responses API keeps responses server-side (default `False`;
+            reasoning is carried across turns as encrypted content instead).
+        client: A ready `openai.AsyncOpenAI` to use instead of building one.
+    """
+
+    def __init__(
+        self,
+        *,
+        api: Api | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        catalog: ModelCatalog | Mapping[str, str] | None = None,
+        model: str | None = None,
+        timeout: float = 600.0,
+        name: str = "openai",
+        store: bool = False,
+        client: Any = None,
+    ) -> None:
+        compatible = name != "openai"
+        api = api or ("chat" if compatible else "responses")
+        if api not in ("responses", "chat"):
+            raise ProviderConfigError(f"{name}: api must be 'responses' or 'chat', not {api!r}")
+        self.name = name
+        self.api: Api = api
+        self.store = store
+        self.catalog = coerce_catalog(name, catalog, model)
+        self._key_env = "AGENTKIT_API_KEY" if compatible else "OPENAI_API_KEY"
+        if client is None:
+            if compatible:
+                key = api_key or os.environ.get("AGENTKIT_API_KEY") or "not-needed"
+                if not base_url:
+                    raise ProviderConfigError(
+                        f"the {name} provider needs a server URL: set AGENTKIT_BASE_URL "
+                        "(for example http://127.0.0.1:8000/v1) or pass base_url=..."
+                    )
+            else:
+                key = api_key or os.environ.get("OPENAI_API_KEY") or ""
+                if not key:
+                    raise ProviderConfigError(
+                        "the openai provider needs an API key: set OPENAI_API_KEY "
+                        "(or pass api_key=...)"
+                    )
+            try:
+                import openai
+            except ImportError:
+                raise ProviderConfigError(
+                    f"the {name} provider needs the 'openai' package: "
+                    "pip install 'agentkit[openai]'"
+                ) from None
+            client = openai.AsyncOpenAI(
+                api_key=key,
+                base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
+                timeout=timeout,
+                max_retries=0,  # the engine retries, honouring Retry-After
+            )
+        self._client = client
+
+    def resolve_model(self, tier: str | None, model: str | None) -> str:
+        """The concrete model for a tier or a pinned name."""
+        return self.catalog.resolve(tier, model)
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections."""
+        await self._client.close()
+
+    def build_params(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments of the create call for `request` (without `stream`)."""
+        if self.api == "chat":
+            return _chat_params(request)
+        return _responses_params(request, store=self.store)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
+        """Stream one response as chunks; failures raise `ProviderError`."""
+        params = self.build_params(request)
+        state: _ChatState | _ResponsesState
+        try:
+            if self.api == "chat":
+                events = await self._client.chat.completions.create(**params, stream=True)
+                state = _ChatState(request.model)
+            else:
+                events = await self._client.responses.create(**params, stream=True)
+                state = _ResponsesState(request.model, self.name)
+        except Exception as exc:
+            raise self._error(exc, request.model) from exc
+        try:
+            async with events:
+                async for event in events:
+                    for chunk in state.feed(event):
+                        yield chunk
+        except ProviderError:
+            raise
+        except Exception as exc:
+            raise self._error(exc, request.model) from exc
+        for chunk in state.finish(self.name):
+            yield chunk
+
+    def _error(self, exc: BaseException, model: str) -> ProviderError:
+        return map_error(exc, provider=self.name, model=model, key_env=self._key_env)
+
+
+def openai_compatible(**options: Any) -> OpenAIProvider:
+    """An [`OpenAIProvider`][agentkit.providers.OpenAIProvider] for an OpenAI-compatible
+    server: `base_url` defaults to `AGENTKIT_BASE_URL`, the key to `AGENTKIT_API_KEY`
+    (optional), the API to Chat Completions, and `model` (every tier) to `AGENTKIT_MODEL`."""
+    options.setdefault("name", "openai-compatible")
+    options.setdefault("base_url", os.environ.get("AGENTKIT_BASE_URL"))
+    options.setdefault("model", os.environ.get("AGENTKIT_MODEL") or None)
+    return OpenAIProvider(**options)
+
+
+def _arguments_json(call: ToolCall) -> str:
+    args = call.arguments
+    return args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+
+
+# --- Chat Completions --------------------------------------------------------------------
+
+
+def _chat_params(request: ModelRequest) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "model": request.model,
+        "messages": to_chat_messages(request.system, request.messages),
+        "stream_options": {"include_usage": True},
+    }
+    if request.tools:
+        params["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.input_schema,
+                },
+            }
+            for t in request.tools
+        ]
+    if (effort := _effort(request.reasoning_effort)) is not None:
+        params["reasoning_effort"] = effort
+    if request.max_output_tokens:
+        params["max_completion_tokens"] = request.max_output_tokens
+    return params
+
+
+def to_chat_messages(system: str, messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """Chat Completions `messages` for a system prompt and a transcript."""
+    out: list[dict[str, Any]] = []
+    if system:
+        out.append({"role": "system", "content": system})
+    for message in messages:
+        if isinstance(message, UserMessage):
+            out.append({"role": "user", "content": message.content})
+        elif isinstance(message, ToolResultMessage):
+            content = f"Error: {message.content}" if message.is_error else message.content
+            out.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": content})
+        elif isinstance(message, AssistantMessage):
+            # An empty string, not null, beside tool calls: llama.cpp's server rejects
+            # null and its chat templates need the key.
+            entry: dict[str, Any] = {"role": "assistant", "content": message.text}
+            if message.tool_calls:
+                entry["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": _arguments_json(call)},
+                    }
+                    for call in message.tool_calls
+                ]
+            out.append(entry)
+    return out
+
+
+class _ChatState:
+    """Folds Chat Completions chunks into our chunks."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.calls: dict[int, dict[str, str]] = {}
+        self.finish_reason: str | None = None
+        self.usage: Usage | None = None
+
+    def feed(self, chunk: Any) -> list[Chunk]:
+        out: list[Chunk] = []
+        self.model = getattr(chunk, "model", None) or self.model
+        if (usage := getattr(chunk, "usage", None)) is not None:
+            prompt = usage.prompt_tokens or 0
+            cached = getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", 0)
+            details = getattr(usage, "completion_tokens_details", None)
+            self.usage = Usage(
+                model=self.model,
+                input_tokens=prompt - (cached or 0),
+                output_tokens=usage.completion_tokens or 0,
+                cache_read_tokens=cached or 0,
+                reasoning_tokens=getattr(details, "reasoning_tokens", 0) or 0,
+            )
+        for choice in chunk.choices or ():
+            delta = choice.delta
+            if delta is not None:
+                reasoning = getattr(delta, "reasoning_content", None) or getattr(
+                    delta, "reasoning", None
+                )
+                if isinstance(reasoning, str) and reasoning:
+                    out.append(ThinkingChunk(reasoning))
+                if delta.content:
+                    out.append(TextChunk(delta.content))
+                for piece in delta.tool_calls or ():
+                    call = self.calls.setdefault(piece.index, {"id": "", "name": "", "args": ""})
+                    if piece.id:
+                        call["id"] = piece.id
+                    if piece.function is not None:
+                        if piece.function.name:
+                            call["name"] += piece.function.name
+                        if piece.function.arguments:
+                            call["args"] += piece.function.arguments
+            if choice.finish_reason:
+                self.finish_reason = choice.finish_reason
+        return out
+
+    def finish(self, provider: str) -> list[Chunk]:
+        if self.finish_reason is None:
+            raise ProviderError(
+                f"{provider}: the response stream ended without a finish reason",
+                retryable=True, kind="incomplete_stream",
+            )
+        out: list[Chunk] = []
+        for index in sorted(self.calls):
+            call = self.calls[index]
+            out.append(
+                ToolCallChunk(
+                    ToolCall(
+                        id=call["id"] or f"call_{index}",
+                        name=call["name"],
+                        arguments=parse_arguments(call["args"]),
+                    )
+                )
+            )
+        if self.usage is not None:
+            out.append(self.usage)
+        reason = _FINISH_REASONS.get(self.finish_reason, "other")
+        if self.calls and reason == "end_turn":
+            reason = "tool_use"  # some servers say "stop" after tool calls
+        out.append(Stop(reason))
+        return out
+
+
+# --- Responses ---------------------------------------------------------------------------
+
+
+def _responses_params(request: ModelRequest, *, store: bool) -> dict[str, Any]:
+    params: dict[str, Any] = {
+        "model": request.model,
+        "input": to_responses_input(request.messages),
+        "store": store,
+    }
+    if request.system:
+        params["instructions"] = request.system
+    if request.tools:
+        params["tools"] = [
+            {
+                "type": "function",
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.input_schema,
+                "strict": False,
+            }
+            for t in request.tools
+        ]
+    if (effort := _effort(request.reasoning_effort)) is not None:
+        params["reasoning"] = (
+            {"effort": effort} if effort == "none" else {"effort": effort, "summary": "auto"}
+        )
+        if not store and effort != "none":
+            params["include"] = ["reasoning.encrypted_content"]
+    if request.max_output_tokens:
+        params["max_output_tokens"] = request.max_output_tokens
+    return params
+
+
+def to_responses_input(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """Responses API `input` items for a transcript.
+
+    Reasoning comes back as `reasoning` items when its signature holds the item id and
+    encrypted content (`"<id>:<encrypted>"`), which is how this provider reports it.
+    """
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, UserMessage):
+            out.append({"role": "user", "content": message.content})
+        elif isinstance(message, ToolResultMessage):
+            content = f"Error: {message.content}" if message.is_error else message.content
+            out.append(
+                {"type": "function_call_output", "call_id": message.tool_call_id, "output": content}
+            )
+        elif isinstance(message, AssistantMessage):
+            for thought in message.thinking:
+                item_id, sep, encrypted = (thought.signature or "").partition(":")
+                if not sep:
+                    continue
+                summary = (
+                    [{"type": "summary_text", "text": thought.content}] if thought.content else []
+                )
+                out.append(
+                    {
+                        "type": "reasoning",
+                        "id": item_id,
+                        "summary": summary,
+                        "encrypted_content": encrypted,
+                    }
+                )
+            if message.text:
+                out.append({"role": "assistant", "content": message.text})
+            for call in message.tool_calls:
+                out.append(
+                    {
+                        "type": "function_call",
+                        "call_id": call.id,
+                        "name": call.name,
+                        "arguments": _arguments_json(call),
+                    }
+                )
+    return out
+
+
+class _ResponsesState:
+    """Folds Responses API stream events into our chunks."""
+
+    def __init__(self, model: str, provider: str) -> None:
+        self.model = model
+        self.provider = provider
+        self.calls: dict[str, dict[str, str]] = {}
+        self.saw_call = False
+        self.done = False
+        self.stop: StopReason = "end_turn"
+        self.usage: Usage | None = None
+
+    def feed(self, event: Any) -> list[Chunk]:
+        kind = event.type
+        if kind == "response.output_text.delta":
+            return [TextChunk(event.delta)] if event.delta else []
+        if kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            return [ThinkingChunk(event.delta)] if event.delta else []
+        if kind == "response.output_item.added" and event.item.type == "function_call":
+            item = event.item
+            self.calls[item.id or item.call_id] = {
+                "call_id": item.call_id, "name": item.name, "args": item.arguments or ""
+            }
+        elif kind == "response.function_call_arguments.delta":
+            self.calls.setdefault(event.item_id, {"call_id": "", "name": "", "args": ""})
+            self.calls[event.item_id]["args"] += event.delta
+        elif kind == "response.output_item.done":
+            return self._item_done(event.item)
+        elif kind in ("response.completed", "response.incomplete"):
+            self._completed(event.response)
+        elif kind == "response.failed":
+            error = event.response.error
+            code = getattr(error, "code", None) or "error"
+            message = getattr(error, "message", None) or "the response failed"
+            raise ProviderError(
+                f"{self.provider}: {message} ({code})",
+                retryable=code in ("server_error", "rate_limit_exceeded"), kind=code,
+            )
+        elif kind == "error":
+            code = getattr(event, "code", None) or "error"
+            raise ProviderError(
+                f"{self.provider}: error during the response stream: {event.message} ({code})",
+                retryable=code in ("server_error", "rate_limit_exceeded", "overloaded"),
+                kind=code,
+            )
+        return []
+
+    def _item_done(self, item: Any) -> list[Chunk]:
+        if item.type == "function_call":
+            partial = self.calls.pop(item.id or item.call_id, None)
+            raw = item.arguments if item.arguments is not None else (partial or {}).get("args", "")
+            self.saw_call = True
+            call = ToolCall(id=item.call_id, name=item.name, arguments=parse_arguments(raw))
+            return [ToolCallChunk(call)]
+        if item.type == "reasoning" and getattr(item, "encrypted_content", None):
+            return [ThinkingChunk("", signature=f"{item.id}:{item.encrypted_content}")]
+        return []
+
+    def _completed(self, response: Any) -> None:
+        self.done = True
+        self.model = getattr(response, "model", None) or self.model
+        details = getattr(response, "incomplete_details", None)
+        reason = getattr(details, "reason", None)
+        if reason == "max_output_tokens":
+            self.stop = "max_tokens"
+        elif reason == "content_filter":
+            self.stop = "refusal"
+        elif reason:
+            self.stop = "other"
+        usage = getattr(response, "usage", None)
+        if usage is not None:
+            cached = getattr(getattr(usage, "input_tokens_details", None), "cached_tokens", 0)
+            reasoning = getattr(
+                getattr(usage, "output_tokens_details", None), "reasoning_tokens", 0
+            )
+            self.usage = Usage(
+                model=self.model,
+                input_tokens=(usage.input_tokens or 0) - (cached or 0),
+                output_tokens=usage.output_tokens or 0,
+                cache_read_tokens=cached or 0,
+                reasoning_tokens=reasoning or 0,
+            )
+
+    def finish(self, provider: str) -> list[Chunk]:
+        if not self.done:
+            raise ProviderError(
+                f"{provider}: the response stream ended before response.completed",
+                retryable=True, kind="incomplete_stream",
+            )
+        out: list[Chunk] = []
+        if self.usage is not None:
+            out.append(self.usage)
+        stop = "tool_use" if self.saw_call and self.stop == "end_turn" else self.stop
+        out.append(Stop(stop))
+        return out

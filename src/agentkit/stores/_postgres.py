@@ -1,0 +1,436 @@
+"""The scale-out store: PostgreSQL, shared by any number of processes and hosts.
+
+psycopg is imported only when a store first connects (extra `agentkit[postgres]`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+
+from agentkit.providers._base import Message
+from agentkit.stores._base import (
+    EventEntry,
+    RunRecord,
+    RunStatus,
+    SessionExistsError,
+    SessionNotFoundError,
+    SessionRecord,
+    StoreError,
+)
+from agentkit.stores._codec import (
+    check_offsets,
+    dump_event,
+    dump_message,
+    dump_metadata,
+    load_event,
+    load_message,
+    load_metadata,
+)
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["SCHEMA_VERSION", "PostgresStore"]
+
+SCHEMA_VERSION = 1
+"""The version of the table layout this code writes (kept in `agentkit_schema_version`)."""
+
+_T = TypeVar("_T")
+
+
+def _quote(identifier: str) -> str:
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+class _SQL:
+    """Every statement, with table names qualified by the store's schema."""
+
+    def __init__(self, schema: str | None) -> None:
+        p = f"{_quote(schema)}." if schema else ""
+        sessions, transcript = f"{p}agentkit_sessions", f"{p}agentkit_transcript"
+        runs, events = f"{p}agentkit_runs", f"{p}agentkit_events"
+        version = f"{p}agentkit_schema_version"
+        session_cols = "id, agent_id, created_at, updated_at, metadata"
+        run_cols = "id, session_id, agent_id, status, created_at, finished_at"
+        self.create = [
+            *([f"CREATE SCHEMA IF NOT EXISTS {_quote(schema)}"] if schema else []),
+            f"CREATE TABLE IF NOT EXISTS {version} (version integer NOT NULL)",
+            f"""CREATE TABLE IF NOT EXISTS {sessions} (
+                seq bigserial PRIMARY KEY,
+                id text NOT NULL UNIQUE,
+                agent_id text NOT NULL,
+                created_at double precision NOT NULL,
+                updated_at double precision NOT NULL,
+                metadata text NOT NULL)""",
+            f"CREATE INDEX IF NOT EXISTS agentkit_sessions_agent ON {sessions} (agent_id, seq)",
+            f"""CREATE TABLE IF NOT EXISTS {transcript} (
+                session_id text NOT NULL REFERENCES {sessions} (id) ON DELETE CASCADE,
+                pos integer NOT NULL,
+                data text NOT NULL,
+                PRIMARY KEY (session_id, pos))""",
+            f"""CREATE TABLE IF NOT EXISTS {runs} (
+                seq bigserial PRIMARY KEY,
+                id text NOT NULL UNIQUE,
+                session_id text NOT NULL REFERENCES {sessions} (id) ON DELETE CASCADE,
+                agent_id text NOT NULL,
+                status text NOT NULL,
+                created_at double precision NOT NULL,
+                finished_at double precision)""",
+            f"CREATE INDEX IF NOT EXISTS agentkit_runs_session ON {runs} (session_id, seq)",
+            f"""CREATE TABLE IF NOT EXISTS {events} (
+                run_id text NOT NULL,
+                pos bigint NOT NULL,
+                data text NOT NULL,
+                PRIMARY KEY (run_id, pos))""",
+        ]
+        self.get_version = f"SELECT max(version) FROM {version}"
+        self.set_version = f"INSERT INTO {version} VALUES (%s)"
+        self.insert_session = (
+            f"INSERT INTO {sessions} ({session_cols}) VALUES (%s, %s, %s, %s, %s)"
+        )
+        self.get_session = f"SELECT {session_cols} FROM {sessions} WHERE id = %s"
+        self.has_session = f"SELECT 1 FROM {sessions} WHERE id = %s"
+        self.lock_session = f"SELECT 1 FROM {sessions} WHERE id = %s FOR UPDATE"
+        self.update_session = (
+            f"UPDATE {sessions} SET metadata = %s, updated_at = %s WHERE id = %s "
+            f"RETURNING {session_cols}"
+        )
+        self.touch_session = f"UPDATE {sessions} SET updated_at = %s WHERE id = %s"
+        self.list_sessions = f"SELECT {session_cols} FROM {sessions} ORDER BY seq"
+        self.list_agent_sessions = (
+            f"SELECT {session_cols} FROM {sessions} WHERE agent_id = %s ORDER BY seq"
+        )
+        self.delete_events_of_session = (
+            f"DELETE FROM {events} WHERE run_id IN (SELECT id FROM {runs} WHERE session_id = %s)"
+        )
+        self.delete_session = f"DELETE FROM {sessions} WHERE id = %s"
+        self.load_transcript = (
+            f"SELECT data FROM {transcript} WHERE session_id = %s ORDER BY pos"
+        )
+        self.transcript_end = (
+            f"SELECT coalesce(max(pos) + 1, 0) FROM {transcript} WHERE session_id = %s"
+        )
+        self.append_transcript = (
+            f"INSERT INTO {transcript} (session_id, pos, data) "
+            "SELECT %s, %s + n - 1, d FROM unnest(%s::text[]) WITH ORDINALITY AS u (d, n)"
+        )
+        self.truncate_transcript = (
+            f"DELETE FROM {transcript} WHERE session_id = %s AND pos >= %s"
+        )
+        self.insert_run = f"INSERT INTO {runs} ({run_cols}) VALUES (%s, %s, %s, %s, %s, %s)"
+        self.finish_run = f"UPDATE {runs} SET status = %s, finished_at = %s WHERE id = %s"
+        self.get_run = f"SELECT {run_cols} FROM {runs} WHERE id = %s"
+        self.list_runs = f"SELECT {run_cols} FROM {runs} WHERE session_id = %s ORDER BY seq"
+        self.events_end = f"SELECT coalesce(max(pos), -1) FROM {events} WHERE run_id = %s"
+        self.append_events = (
+            f"INSERT INTO {events} (run_id, pos, data) "
+            "SELECT %s, p, d FROM unnest(%s::bigint[], %s::text[]) AS u (p, d)"
+        )
+        self.read_events = (
+            f"SELECT pos, data FROM {events} WHERE run_id = %s AND pos > %s ORDER BY pos"
+        )
+
+
+def _session(row: Any) -> SessionRecord:
+    return SessionRecord(row[0], row[1], row[2], row[3], load_metadata(row[4]))
+
+
+def _run(row: Any) -> RunRecord:
+    return RunRecord(row[0], row[1], row[2], row[3], row[4], row[5])
+
+
+class PostgresStore:
+    """Sessions, transcripts, runs and events in PostgreSQL.
+
+    Args:
+        dsn: A libpq connection string or URL, e.g. `postgresql://user@host:5432/db`.
+        schema: The schema holding the tables (created when missing); by default the first
+            schema of the connection's `search_path` (usually `public`). Tables are named
+            `agentkit_sessions`, `agentkit_transcript`, `agentkit_runs`, `agentkit_events`
+            and `agentkit_schema_version`, and are created on first use.
+        max_connections: Size of the store's own small connection pool.
+
+    Each call runs psycopg's synchronous API in a worker thread (anyio), so the store works
+    under asyncio and trio alike; at most `max_connections` calls run at once, each on a
+    connection of its own, reused afterwards. Every append is one transaction; appends to
+    one transcript or one run log are serialised across processes by row and advisory
+    locks, so any number of processes and hosts can share the database.
+    Needs the `postgres` extra (`pip install 'agentkit[postgres]'`).
+    """
+
+    def __init__(self, dsn: str, *, schema: str | None = None, max_connections: int = 4):
+        if max_connections < 1:
+            raise ValueError("max_connections must be at least 1")
+        self.dsn = dsn
+        self.schema = schema
+        self._sql = _SQL(schema)
+        self._limiter = anyio.CapacityLimiter(max_connections)
+        self._idle: list[psycopg.Connection[Any]] = []
+        self._ready = False
+        self._ready_lock = threading.Lock()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        schema = f", schema={self.schema!r}" if self.schema else ""
+        return f"PostgresStore(<dsn>{schema})"
+
+    # --- plumbing ---------------------------------------------------------------------
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        """A new autocommit connection; the first one also creates the tables."""
+        try:
+            import psycopg
+        except ImportError:  # pragma: no cover - depends on the installation
+            raise StoreError(
+                "PostgresStore needs psycopg: pip install 'agentkit[postgres]'"
+            ) from None
+        conn = psycopg.connect(self.dsn, autocommit=True)
+        try:
+            with self._ready_lock:
+                if not self._ready:
+                    self._create_schema(conn)
+                    self._ready = True
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _create_schema(self, conn: psycopg.Connection[Any]) -> None:
+        with conn.transaction():
+            # Concurrent `CREATE TABLE IF NOT EXISTS` can still collide; take turns.
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('agentkit.schema'))")
+            for statement in self._sql.create:
+                conn.execute(statement)
+            row = conn.execute(self._sql.get_version).fetchone()
+            version = None if row is None else row[0]
+            if version is None:
+                conn.execute(self._sql.set_version, (SCHEMA_VERSION,))
+            elif version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"PostgreSQL schema version {version} is newer than this agentkit "
+                    f"supports ({SCHEMA_VERSION}); upgrade agentkit"
+                )
+
+    async def _call(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """Run `fn(connection, sql, *args)` in a worker thread on a pooled connection."""
+        if self._closed:
+            raise StoreError(f"{self!r} is closed")
+        async with self._limiter:
+            slot: list[psycopg.Connection[Any] | None] = [self._idle.pop() if self._idle else None]
+            try:
+                return await anyio.to_thread.run_sync(self._work, slot, fn, args)
+            finally:
+                conn = slot[0]
+                if conn is not None:
+                    if self._closed or conn.closed or conn.broken:
+                        conn.close()
+                    else:
+                        self._idle.append(conn)
+
+    def _work(
+        self, slot: list[psycopg.Connection[Any] | None], fn: Callable[..., _T], args: Any
+    ) -> _T:
+        import psycopg
+
+        try:
+            conn = slot[0]
+            if conn is None or conn.closed or conn.broken:
+                conn = slot[0] = self._connect()
+            return fn(conn, self._sql, *args)
+        except psycopg.Error as exc:
+            raise StoreError(f"PostgreSQL: {exc}") from exc
+
+    # --- sessions ---------------------------------------------------------------------
+
+    async def create_session(
+        self, session_id: str, agent_id: str, metadata: dict[str, Any] | None = None
+    ) -> SessionRecord:
+        """Create a session; `SessionExistsError` when the id is taken."""
+        now = time.time()
+        record = SessionRecord(session_id, agent_id, now, now, dict(metadata or {}))
+        await self._call(_create_session, record, dump_metadata(metadata))
+        return record
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        """The session, or `None`."""
+        row = await self._call(_fetchone, "get_session", (session_id,))
+        return None if row is None else _session(row)
+
+    async def update_session(self, session_id: str, metadata: dict[str, Any]) -> SessionRecord:
+        """Replace a session's metadata; `SessionNotFoundError` when missing."""
+        params = (dump_metadata(metadata), time.time(), session_id)
+        row = await self._call(_fetchone, "update_session", params)
+        if row is None:
+            raise SessionNotFoundError(f"no session {session_id!r}")
+        return _session(row)
+
+    async def list_sessions(self, agent_id: str | None = None) -> list[SessionRecord]:
+        """Sessions, oldest first, optionally of one agent."""
+        if agent_id is None:
+            rows = await self._call(_fetchall, "list_sessions", ())
+        else:
+            rows = await self._call(_fetchall, "list_agent_sessions", (agent_id,))
+        return [_session(row) for row in rows]
+
+    async def delete_session(self, session_id: str) -> None:
+        """Delete a session with its transcript, runs and events (no error when missing)."""
+        await self._call(_delete_session, session_id)
+
+    # --- transcripts ------------------------------------------------------------------
+
+    async def load_transcript(self, session_id: str) -> list[Message]:
+        """The session's transcript in order; `SessionNotFoundError` when missing."""
+        rows = await self._call(_load_transcript, session_id)
+        return [load_message(row[0]) for row in rows]
+
+    async def append_transcript(self, session_id: str, messages: Sequence[Message]) -> None:
+        """Append messages atomically: all of them or none."""
+        data = [dump_message(message) for message in messages]
+        await self._call(_append_transcript, session_id, data, time.time())
+
+    async def truncate_transcript(self, session_id: str, length: int) -> None:
+        """Keep only the first `length` messages."""
+        await self._call(_truncate_transcript, session_id, length)
+
+    # --- runs -------------------------------------------------------------------------
+
+    async def create_run(self, run: RunRecord) -> None:
+        """Record a new run; `SessionNotFoundError` when its session is missing."""
+        await self._call(_create_run, run)
+
+    async def finish_run(self, run_id: str, status: RunStatus, finished_at: float) -> None:
+        """Record how a run ended."""
+        await self._call(_execute, "finish_run", (status, finished_at, run_id))
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The run, or `None`."""
+        row = await self._call(_fetchone, "get_run", (run_id,))
+        return None if row is None else _run(row)
+
+    async def list_runs(self, session_id: str) -> list[RunRecord]:
+        """A session's runs, oldest first."""
+        rows = await self._call(_fetchall, "list_runs", (session_id,))
+        return [_run(row) for row in rows]
+
+    # --- events -----------------------------------------------------------------------
+
+    async def append_events(self, run_id: str, entries: Sequence[EventEntry]) -> None:
+        """Append events in one transaction; offsets must grow past the stored ones."""
+        if not entries:
+            return
+        check_offsets(run_id, entries[0].offset - 1, entries)
+        offsets = [entry.offset for entry in entries]
+        data = [dump_event(entry) for entry in entries]
+        await self._call(_append_events, run_id, offsets, data)
+
+    async def read_events(self, run_id: str, after: int = -1) -> list[EventEntry]:
+        """A run's stored events with offset greater than `after`, in order."""
+        rows = await self._call(_fetchall, "read_events", (run_id, after))
+        return [load_event(offset, data) for offset, data in rows]
+
+    async def aclose(self) -> None:
+        """Close the pooled connections; the store cannot be used afterwards."""
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            await anyio.to_thread.run_sync(conn.close)
+
+
+# --- the synchronous work, run in a worker thread ----------------------------------------
+
+def _fetchone(conn: psycopg.Connection[Any], sql: _SQL, name: str, params: Any) -> Any:
+    return conn.execute(getattr(sql, name), params).fetchone()
+
+
+def _fetchall(conn: psycopg.Connection[Any], sql: _SQL, name: str, params: Any) -> list[Any]:
+    return conn.execute(getattr(sql, name), params).fetchall()
+
+
+def _execute(conn: psycopg.Connection[Any], sql: _SQL, name: str, params: Any) -> None:
+    conn.execute(getattr(sql, name), params)
+
+
+def _create_session(
+    conn: psycopg.Connection[Any], sql: _SQL, record: SessionRecord, metadata: str
+) -> None:
+    from psycopg import errors
+
+    try:
+        conn.execute(
+            sql.insert_session,
+            (record.id, record.agent_id, record.created_at, record.updated_at, metadata),
+        )
+    except errors.UniqueViolation:
+        raise SessionExistsError(f"session {record.id!r} already exists") from None
+
+
+def _delete_session(conn: psycopg.Connection[Any], sql: _SQL, session_id: str) -> None:
+    with conn.transaction():
+        conn.execute(sql.lock_session, (session_id,))
+        conn.execute(sql.delete_events_of_session, (session_id,))
+        # The transcript and the runs go with the session (ON DELETE CASCADE).
+        conn.execute(sql.delete_session, (session_id,))
+
+
+def _load_transcript(conn: psycopg.Connection[Any], sql: _SQL, session_id: str) -> list[Any]:
+    rows = conn.execute(sql.load_transcript, (session_id,)).fetchall()
+    if not rows and conn.execute(sql.has_session, (session_id,)).fetchone() is None:
+        raise SessionNotFoundError(f"no session {session_id!r}")
+    return rows
+
+
+def _append_transcript(
+    conn: psycopg.Connection[Any], sql: _SQL, session_id: str, data: list[str], now: float
+) -> None:
+    with conn.transaction():
+        # The update locks the session row, so concurrent appends take turns.
+        if conn.execute(sql.touch_session, (now, session_id)).rowcount == 0:
+            raise SessionNotFoundError(f"no session {session_id!r}")
+        if data:
+            row = conn.execute(sql.transcript_end, (session_id,)).fetchone()
+            start = 0 if row is None else row[0]
+            conn.execute(sql.append_transcript, (session_id, start, data))
+
+
+def _truncate_transcript(
+    conn: psycopg.Connection[Any], sql: _SQL, session_id: str, length: int
+) -> None:
+    with conn.transaction():
+        if conn.execute(sql.lock_session, (session_id,)).fetchone() is None:
+            raise SessionNotFoundError(f"no session {session_id!r}")
+        if length < 0:  # like `del messages[length:]`: counts from the end
+            row = conn.execute(sql.transcript_end, (session_id,)).fetchone()
+            length = max((0 if row is None else row[0]) + length, 0)
+        conn.execute(sql.truncate_transcript, (session_id, length))
+
+
+def _create_run(conn: psycopg.Connection[Any], sql: _SQL, run: RunRecord) -> None:
+    from psycopg import errors
+
+    try:
+        conn.execute(
+            sql.insert_run,
+            (run.id, run.session_id, run.agent_id, run.status, run.created_at, run.finished_at),
+        )
+    except errors.ForeignKeyViolation:
+        raise SessionNotFoundError(f"no session {run.session_id!r}") from None
+    except errors.UniqueViolation:
+        raise StoreError(f"run {run.id!r} already exists") from None
+
+
+def _append_events(
+    conn: psycopg.Connection[Any], sql: _SQL, run_id: str, offsets: list[int], data: list[str]
+) -> None:
+    with conn.transaction():
+        # One writer per run log at a time, across processes and hosts.
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext('agentkit.events ' || %s))", (run_id,))
+        row = conn.execute(sql.events_end, (run_id,)).fetchone()
+        last = -1 if row is None else row[0]
+        if offsets[0] <= last:
+            raise ValueError(f"offset {offsets[0]} does not follow {last} in run {run_id}")
+        conn.execute(sql.append_events, (run_id, offsets, data))

@@ -1,0 +1,641 @@
+"""The store conformance suite: what every [`Store`][agentkit.stores.Store] backend must do.
+
+Two ways to run it:
+
+- Under pytest, subclass [`StoreConformance`][agentkit.testing.StoreConformance] and give
+  it a `store` fixture. Every check becomes one test, run under asyncio and trio (anyio's
+  pytest plugin):
+
+    ```python
+    import pytest
+
+    from agentkit.stores import MemoryStore
+    from agentkit.testing import StoreConformance
+
+
+    class TestMemoryStore(StoreConformance):
+        @pytest.fixture
+        async def store(self):
+            store = MemoryStore()
+            yield store
+            await store.aclose()
+    ```
+
+- Anywhere else, `await store_conformance(make_store)` runs every check on a fresh store
+  from `make_store()` and raises an `ExceptionGroup` naming each check that failed.
+
+This module does not import pytest, so importing it costs nothing outside tests.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+
+from agentkit.events import (
+    Accounting,
+    AgentMessage,
+    ErrorEvent,
+    ModelUsage,
+    Result,
+    SessionInit,
+    StructuredOutput,
+    Text,
+    Thinking,
+    ToolResult,
+    ToolUse,
+    TurnEnd,
+    TurnStart,
+)
+from agentkit.providers._base import (
+    AssistantMessage,
+    Message,
+    ThinkingBlock,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from agentkit.stores._base import (
+    EventEntry,
+    RunRecord,
+    SessionExistsError,
+    SessionNotFoundError,
+    Store,
+    StoreError,
+)
+
+__all__ = ["STORE_CHECKS", "StoreCheck", "StoreConformance", "store_conformance"]
+
+StoreCheck = Callable[[Store], Awaitable[None]]
+"""One conformance check: an async function given a fresh, empty store."""
+
+_checks: dict[str, StoreCheck] = {}
+
+
+def _check(fn: StoreCheck) -> StoreCheck:
+    _checks[fn.__name__.removeprefix("check_")] = fn
+    return fn
+
+
+# --- sample data -------------------------------------------------------------------------
+
+_SAMPLE_MESSAGES: tuple[Message, ...] = (
+    UserMessage(content="What is 1 + 2?"),
+    AssistantMessage(
+        thinking=(
+            ThinkingBlock(content="The user wants a sum.", signature="sig-Zm9vYmFy=="),
+            ThinkingBlock(content="Unsigned block."),
+        ),
+        text="Let me add.",
+        tool_calls=(
+            ToolCall(id="call_1", name="add", arguments={"a": 1, "b": 2, "nested": {"x": [1]}}),
+            ToolCall(id="call_2", name="add", arguments='{"a": 1, "b": '),
+        ),
+    ),
+    ToolResultMessage(tool_call_id="call_1", name="add", content="3"),
+    ToolResultMessage(
+        tool_call_id="call_2", name="add", content="arguments are not JSON", is_error=True
+    ),
+    AssistantMessage(text="3"),
+)
+
+_ACCOUNTING = Accounting(
+    models={"model-a": ModelUsage(input_tokens=10, output_tokens=5, cache_read_tokens=2)},
+    model_calls=1,
+    tool_calls=1,
+    cost_usd=0.0001,
+)
+
+_SAMPLE_EVENTS: tuple[AgentMessage, ...] = (
+    TurnStart(turn_id="t1", session_id="s1", user_prompt="What is 1 + 2?"),
+    SessionInit(session_id="s1", system_prompt="You add.", project_path="/tmp/p"),
+    Thinking(content="Sum it.", signature="sig=="),
+    Text(content="Let me add.", turn_phase="commentary"),
+    ToolUse(id="call_1", tool="add", input={"a": 1, "b": 2}),
+    ToolResult(tool_use_id="call_1", tool="add", output={"sum": 3, "terms": [1, 2]}),
+    ToolResult(tool_use_id="call_2", tool="add", output="boom", is_error=True),
+    Text(content="from a helper", agent="app:helper"),
+    StructuredOutput(payload={"answer": 3, "ok": True, "none": None}),
+    Text(content="3", turn_phase="final"),
+    Result(content="3", accounting=_ACCOUNTING),
+    ErrorEvent(error="helper failed", accounting=_ACCOUNTING, agent="app:helper"),
+    TurnEnd(turn_id="t1", status="completed", duration_ms=12),
+)
+
+_UNICODE = "héllo wörld ✓ 日本語 עברית 🦀🎉 \u0000 nul \u2028 sep \\ \"quotes\" \ud7ff"
+
+
+def _entries(offsets: list[int], prefix: str = "e") -> list[EventEntry]:
+    return [EventEntry(o, Text(content=f"{prefix}{o}")) for o in offsets]
+
+
+def _offsets(entries: list[EventEntry]) -> list[int]:
+    return [e.offset for e in entries]
+
+
+def _run(run_id: str, session_id: str, created_at: float | None = None) -> RunRecord:
+    return RunRecord(run_id, session_id, "app:agent", "running", created_at or time.time())
+
+
+async def _expect(exc_type: type[BaseException], call: Awaitable[Any], what: str) -> None:
+    try:
+        await call
+    except exc_type:
+        return
+    raise AssertionError(f"{what}: expected {exc_type.__name__}")
+
+
+# --- sessions ----------------------------------------------------------------------------
+
+
+@_check
+async def check_session_create_and_get(store: Store) -> None:
+    """A new session comes back from `get_session` exactly as `create_session` returned it."""
+    before = time.time()
+    metadata: dict[str, Any] = {"fingerprint": "abc", "n": 1}
+    created = await store.create_session("s1", "app:agent", metadata)
+    metadata["fingerprint"] = "changed after create"
+    assert created.id == "s1" and created.agent_id == "app:agent"
+    assert created.metadata == {"fingerprint": "abc", "n": 1}
+    assert before - 1 <= created.created_at <= time.time() + 1
+    assert created.created_at <= created.updated_at
+    assert await store.get_session("s1") == created
+    assert await store.get_session("missing") is None
+    bare = await store.create_session("s2", "app:agent")
+    assert bare.metadata == {}
+    assert await store.get_session("s2") == bare
+
+
+@_check
+async def check_session_duplicate_rejected(store: Store) -> None:
+    """Creating a session whose id is taken raises `SessionExistsError`, changing nothing."""
+    original = await store.create_session("s1", "app:a", {"v": 1})
+    try:
+        await store.create_session("s1", "app:b", {"v": 2})
+    except SessionExistsError as exc:
+        assert isinstance(exc, StoreError)
+    else:
+        raise AssertionError("duplicate session id: expected SessionExistsError")
+    assert await store.get_session("s1") == original
+
+
+@_check
+async def check_session_update(store: Store) -> None:
+    """`update_session` replaces the metadata and moves `updated_at`; missing ids raise."""
+    created = await store.create_session("s1", "app:agent", {"a": 1, "b": 2})
+    updated = await store.update_session("s1", {"c": [1, 2, {"d": None}]})
+    assert updated.metadata == {"c": [1, 2, {"d": None}]}
+    assert updated.id == "s1" and updated.agent_id == "app:agent"
+    assert updated.created_at == created.created_at
+    assert updated.updated_at >= created.updated_at
+    assert await store.get_session("s1") == updated
+    try:
+        await store.update_session("missing", {})
+    except SessionNotFoundError as exc:
+        assert isinstance(exc, StoreError) and isinstance(exc, LookupError)
+    else:
+        raise AssertionError("update of a missing session: expected SessionNotFoundError")
+    assert await store.get_session("missing") is None
+
+
+@_check
+async def check_session_list(store: Store) -> None:
+    """Sessions list oldest first, all of them or those of one agent."""
+    assert await store.list_sessions() == []
+    for i in range(6):
+        await store.create_session(f"s{i}", "app:even" if i % 2 == 0 else "app:odd")
+    everything = await store.list_sessions()
+    assert [s.id for s in everything] == [f"s{i}" for i in range(6)]
+    assert [s.id for s in await store.list_sessions("app:even")] == ["s0", "s2", "s4"]
+    assert [s.id for s in await store.list_sessions(agent_id="app:odd")] == ["s1", "s3", "s5"]
+    assert await store.list_sessions("app:nobody") == []
+    assert everything[0] == await store.get_session("s0")
+
+
+@_check
+async def check_session_metadata_types(store: Store) -> None:
+    """Metadata keeps nested JSON values of every type, unicode included."""
+    metadata: dict[str, Any] = {
+        "str": _UNICODE,
+        "int": 2**53,
+        "neg": -7,
+        "float": 0.1,
+        "bool": True,
+        "none": None,
+        "list": [1, "two", [3.5], {"four": False}],
+        "dict": {"ключ": {"🔑": "värde"}},
+        "": "empty key",
+    }
+    await store.create_session("s1", "app:agent", metadata)
+    record = await store.get_session("s1")
+    assert record is not None and record.metadata == metadata
+    assert (await store.update_session("s1", metadata)).metadata == metadata
+
+
+@_check
+async def check_session_delete_cascades(store: Store) -> None:
+    """Deleting a session removes its transcript, runs and events, and nothing else."""
+    for sid in ("gone", "kept"):
+        await store.create_session(sid, "app:agent", {"sid": sid})
+        await store.append_transcript(sid, [UserMessage(content=f"hi from {sid}")])
+        await store.create_run(_run(f"{sid}-r1", sid))
+        await store.append_events(f"{sid}-r1", _entries([0, 1, 2], sid))
+    await store.delete_session("gone")
+    assert await store.get_session("gone") is None
+    assert await store.get_run("gone-r1") is None
+    assert await store.list_runs("gone") == []
+    assert await store.read_events("gone-r1") == []
+    await _expect(
+        SessionNotFoundError, store.load_transcript("gone"), "transcript of a deleted session"
+    )
+    assert [s.id for s in await store.list_sessions()] == ["kept"]
+    # Deleting again, or an id that never existed, is not an error.
+    await store.delete_session("gone")
+    await store.delete_session("never-existed")
+    # A new session with the same id starts empty.
+    await store.create_session("gone", "app:other")
+    assert await store.load_transcript("gone") == []
+    assert await store.list_runs("gone") == []
+    # The other session is untouched.
+    assert await store.load_transcript("kept") == [UserMessage(content="hi from kept")]
+    assert [r.id for r in await store.list_runs("kept")] == ["kept-r1"]
+    assert _offsets(await store.read_events("kept-r1")) == [0, 1, 2]
+
+
+# --- transcripts -------------------------------------------------------------------------
+
+
+@_check
+async def check_transcript_roundtrip(store: Store) -> None:
+    """All three message types come back equal and in order, across several appends."""
+    created = await store.create_session("s1", "app:agent")
+    assert await store.load_transcript("s1") == []
+    await store.append_transcript("s1", _SAMPLE_MESSAGES[:2])
+    await store.append_transcript("s1", [])
+    await store.append_transcript("s1", _SAMPLE_MESSAGES[2:])
+    loaded = await store.load_transcript("s1")
+    assert loaded == list(_SAMPLE_MESSAGES)
+    assert [type(m) for m in loaded] == [type(m) for m in _SAMPLE_MESSAGES]
+    assistant = loaded[1]
+    assert isinstance(assistant, AssistantMessage)
+    assert assistant.tool_calls[1].arguments == '{"a": 1, "b": '
+    assert assistant.thinking[0].signature == "sig-Zm9vYmFy=="
+    assert assistant.thinking[1].signature is None
+    session = await store.get_session("s1")
+    assert session is not None and session.updated_at >= created.updated_at
+    loaded.clear()  # the caller owns the list it got
+    assert len(await store.load_transcript("s1")) == len(_SAMPLE_MESSAGES)
+
+
+@_check
+async def check_transcript_missing_session(store: Store) -> None:
+    """Transcript calls on a missing session raise `SessionNotFoundError` and store nothing."""
+    await _expect(SessionNotFoundError, store.load_transcript("s1"), "load_transcript")
+    await _expect(
+        SessionNotFoundError,
+        store.append_transcript("s1", [UserMessage(content="lost")]),
+        "append_transcript",
+    )
+    await _expect(SessionNotFoundError, store.truncate_transcript("s1", 0), "truncate")
+    await store.create_session("s1", "app:agent")
+    assert await store.load_transcript("s1") == []
+
+
+@_check
+async def check_transcript_truncate(store: Store) -> None:
+    """Truncating keeps the first messages; later appends continue after them."""
+    await store.create_session("s1", "app:agent")
+    messages = [UserMessage(content=f"m{i}") for i in range(5)]
+    await store.append_transcript("s1", messages)
+    await store.truncate_transcript("s1", 10)
+    assert await store.load_transcript("s1") == messages
+    await store.truncate_transcript("s1", 3)
+    assert await store.load_transcript("s1") == messages[:3]
+    await store.append_transcript("s1", [UserMessage(content="after")])
+    assert await store.load_transcript("s1") == [*messages[:3], UserMessage(content="after")]
+    await store.truncate_transcript("s1", 0)
+    assert await store.load_transcript("s1") == []
+    await store.append_transcript("s1", messages[:1])
+    assert await store.load_transcript("s1") == messages[:1]
+
+
+@_check
+async def check_transcript_concurrent_appends_atomic(store: Store) -> None:
+    """Concurrent appends never interleave: each batch lands whole and contiguous."""
+    await store.create_session("s1", "app:agent")
+    batches, size = 12, 5
+
+    async def append(batch: int) -> None:
+        await store.append_transcript(
+            "s1", [UserMessage(content=f"{batch}:{i}") for i in range(size)]
+        )
+
+    async with anyio.create_task_group() as tg:
+        for batch in range(batches):
+            tg.start_soon(append, batch)
+    loaded = await store.load_transcript("s1")
+    assert len(loaded) == batches * size
+    contents = [m.content for m in loaded if isinstance(m, UserMessage)]
+    for start in range(0, len(contents), size):
+        chunk = contents[start : start + size]
+        label = chunk[0].split(":")[0]
+        assert chunk == [f"{label}:{i}" for i in range(size)], f"batch split: {chunk}"
+    assert sorted({c.split(":")[0] for c in contents}) == sorted(str(b) for b in range(batches))
+
+
+@_check
+async def check_transcript_isolation(store: Store) -> None:
+    """Each session has its own transcript."""
+    await store.create_session("a", "app:agent")
+    await store.create_session("b", "app:agent")
+    await store.append_transcript("a", [UserMessage(content="for a")])
+    await store.append_transcript("b", [UserMessage(content="for b"), UserMessage(content="b2")])
+    await store.truncate_transcript("b", 1)
+    assert await store.load_transcript("a") == [UserMessage(content="for a")]
+    assert await store.load_transcript("b") == [UserMessage(content="for b")]
+
+
+# --- runs --------------------------------------------------------------------------------
+
+
+@_check
+async def check_runs_lifecycle(store: Store) -> None:
+    """Runs are created running, finished with a status and time, and listed oldest first."""
+    await store.create_session("s1", "app:agent")
+    await store.create_session("s2", "app:agent")
+    now = time.time()
+    first = RunRecord("r1", "s1", "app:agent", "running", now)
+    await store.create_run(first)
+    assert await store.get_run("r1") == first
+    await store.create_run(RunRecord("r2", "s1", "app:agent", "running", now + 1))
+    await store.create_run(RunRecord("other", "s2", "app:agent", "running", now))
+    await store.create_run(RunRecord("r3", "s1", "app:sub", "running", now + 2))
+    await store.finish_run("r1", "completed", now + 0.5)
+    await store.finish_run("r2", "interrupted", now + 1.5)
+    await store.finish_run("r3", "error", now + 2.5)
+    assert await store.get_run("r1") == RunRecord(
+        "r1", "s1", "app:agent", "completed", now, now + 0.5
+    )
+    runs = await store.list_runs("s1")
+    assert [(r.id, r.status, r.finished_at) for r in runs] == [
+        ("r1", "completed", now + 0.5),
+        ("r2", "interrupted", now + 1.5),
+        ("r3", "error", now + 2.5),
+    ]
+    assert runs[2].agent_id == "app:sub"
+    assert [r.id for r in await store.list_runs("s2")] == ["other"]
+    assert await store.list_runs("missing") == []
+    assert await store.get_run("missing") is None
+    await store.finish_run("missing", "completed", now)  # not an error
+    assert await store.get_run("missing") is None
+
+
+@_check
+async def check_run_needs_session(store: Store) -> None:
+    """A run of a missing session raises `SessionNotFoundError`."""
+    await _expect(SessionNotFoundError, store.create_run(_run("r1", "nope")), "create_run")
+    assert await store.get_run("r1") is None
+
+
+# --- events ------------------------------------------------------------------------------
+
+
+@_check
+async def check_events_roundtrip(store: Store) -> None:
+    """Every stored event type comes back equal, at its offset, in order."""
+    await store.create_session("s1", "app:agent")
+    await store.create_run(_run("r1", "s1"))
+    entries = [EventEntry(i, event) for i, event in enumerate(_SAMPLE_EVENTS)]
+    await store.append_events("r1", entries[:4])
+    await store.append_events("r1", [])
+    await store.append_events("r1", entries[4:])
+    loaded = await store.read_events("r1")
+    assert loaded == entries
+    assert [type(e.event) for e in loaded] == [type(e.event) for e in entries]
+    loaded.clear()  # the caller owns the list it got
+    assert len(await store.read_events("r1")) == len(entries)
+
+
+@_check
+async def check_events_after(store: Store) -> None:
+    """`read_events(after=n)` returns exactly the events with offsets above `n`."""
+    await store.create_session("s1", "app:agent")
+    await store.create_run(_run("r1", "s1"))
+    assert await store.read_events("r1") == []
+    await store.append_events("r1", _entries(list(range(10))))
+    assert _offsets(await store.read_events("r1")) == list(range(10))
+    assert _offsets(await store.read_events("r1", -1)) == list(range(10))
+    assert _offsets(await store.read_events("r1", after=4)) == [5, 6, 7, 8, 9]
+    assert _offsets(await store.read_events("r1", after=8)) == [9]
+    assert await store.read_events("r1", after=9) == []
+    assert await store.read_events("r1", after=1000) == []
+    assert await store.read_events("no-such-run") == []
+    await store.append_events("r1", _entries([10, 11]))
+    assert await store.read_events("r1", after=9) == _entries([10, 11])
+
+
+@_check
+async def check_events_gaps_preserved(store: Store) -> None:
+    """Offsets keep their gaps (where `text_delta` events were never stored)."""
+    await store.create_session("s1", "app:agent")
+    await store.create_run(_run("r1", "s1"))
+    await store.append_events("r1", _entries([0, 5, 6]))
+    await store.append_events("r1", _entries([40, 1000]))
+    assert _offsets(await store.read_events("r1")) == [0, 5, 6, 40, 1000]
+    assert _offsets(await store.read_events("r1", after=3)) == [5, 6, 40, 1000]
+    assert _offsets(await store.read_events("r1", after=6)) == [40, 1000]
+    assert _offsets(await store.read_events("r1", after=39)) == [40, 1000]
+
+
+@_check
+async def check_events_offsets_must_grow(store: Store) -> None:
+    """A batch whose offsets do not grow past the log is rejected whole with `ValueError`."""
+    await store.create_session("s1", "app:agent")
+    await store.create_run(_run("r1", "s1"))
+    await _expect(ValueError, store.append_events("r1", _entries([-1])), "negative offset")
+    await store.append_events("r1", _entries([0, 1, 2]))
+    bad_batches = {
+        "repeats the last offset": [2],
+        "goes back": [1],
+        "starts well but goes back": [3, 5, 4],
+        "starts well but repeats": [3, 3],
+        "overlaps the log": [2, 3],
+    }
+    for what, offsets in bad_batches.items():
+        await _expect(ValueError, store.append_events("r1", _entries(offsets, "bad")), what)
+        assert _offsets(await store.read_events("r1")) == [0, 1, 2], f"partial write: {what}"
+    await store.append_events("r1", _entries([3, 4]))
+    assert await store.read_events("r1") == _entries([0, 1, 2, 3, 4])
+
+
+@_check
+async def check_events_isolation(store: Store) -> None:
+    """Runs have separate logs: the same offsets in two runs never mix."""
+    await store.create_session("s1", "app:agent")
+    await store.create_session("s2", "app:agent")
+    await store.create_run(_run("r1", "s1"))
+    await store.create_run(_run("r2", "s1"))
+    await store.create_run(_run("r3", "s2"))
+    await store.append_events("r1", _entries([0, 1], "one"))
+    await store.append_events("r2", _entries([0, 1, 2], "two"))
+    await store.append_events("r3", _entries([1], "three"))
+    assert await store.read_events("r1") == _entries([0, 1], "one")
+    assert await store.read_events("r2") == _entries([0, 1, 2], "two")
+    assert await store.read_events("r3") == _entries([1], "three")
+    await store.append_events("r1", _entries([2], "one"))  # r2's offset 2 does not block it
+    assert _offsets(await store.read_events("r1")) == [0, 1, 2]
+
+
+@_check
+async def check_events_concurrent_runs(store: Store) -> None:
+    """Many runs appending at once each get exactly their own events, in order."""
+    await store.create_session("s1", "app:agent")
+    runs, batches = 8, 10
+
+    async def write(run_id: str) -> None:
+        await store.create_run(_run(run_id, "s1"))
+        for b in range(batches):
+            await store.append_events(run_id, _entries([2 * b, 2 * b + 1], run_id))
+
+    async with anyio.create_task_group() as tg:
+        for r in range(runs):
+            tg.start_soon(write, f"r{r}")
+    for r in range(runs):
+        assert await store.read_events(f"r{r}") == _entries(list(range(2 * batches)), f"r{r}")
+    assert len(await store.list_runs("s1")) == runs
+
+
+@_check
+async def check_events_read_while_appending(store: Store) -> None:
+    """A reader polling while a writer appends sees whole batches, in order, never less
+    than before, and finally everything (how a follower tails a run)."""
+    await store.create_session("s1", "app:agent")
+    await store.create_run(_run("r1", "s1"))
+    batches, size = 30, 3
+    total = batches * size
+
+    async def write() -> None:
+        for b in range(batches):
+            await store.append_events("r1", _entries([size * b + k for k in range(size)]))
+            await anyio.lowlevel.checkpoint()
+
+    async def read() -> None:
+        seen = 0
+        while seen < total:
+            offsets = _offsets(await store.read_events("r1", after=seen - 1))
+            assert offsets == list(range(seen, seen + len(offsets))), "a gap or disorder"
+            assert len(offsets) % size == 0, "half a batch was visible"
+            seen += len(offsets)
+            await anyio.lowlevel.checkpoint()
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read)
+            tg.start_soon(write)
+    assert _offsets(await store.read_events("r1")) == list(range(total))
+
+
+@_check
+async def check_unicode(store: Store) -> None:
+    """Unicode ids, metadata, messages and events (emoji, RTL, NUL, separators) survive."""
+    sid, rid = "séssion-日本-🦀", "rün-עברית-🎉"
+    await store.create_session(sid, "app:ağent", {"note": _UNICODE})
+    await store.create_run(RunRecord(rid, sid, "app:ağent", "running", time.time()))
+    messages: list[Message] = [
+        UserMessage(content=_UNICODE),
+        AssistantMessage(
+            thinking=(ThinkingBlock(content=_UNICODE, signature=_UNICODE),),
+            text=_UNICODE,
+            tool_calls=(ToolCall(id="c", name="t", arguments=_UNICODE),),
+        ),
+        ToolResultMessage(tool_call_id="c", name="t", content=_UNICODE),
+    ]
+    await store.append_transcript(sid, messages)
+    entries = [
+        EventEntry(0, Text(content=_UNICODE)),
+        EventEntry(1, ToolUse(id="c", tool="t", input={_UNICODE: _UNICODE})),
+    ]
+    await store.append_events(rid, entries)
+    record = await store.get_session(sid)
+    assert record is not None and record.metadata == {"note": _UNICODE}
+    assert record.agent_id == "app:ağent"
+    assert await store.load_transcript(sid) == messages
+    assert await store.read_events(rid) == entries
+    assert [r.id for r in await store.list_runs(sid)] == [rid]
+    assert [s.id for s in await store.list_sessions("app:ağent")] == [sid]
+
+
+@_check
+async def check_large_payloads(store: Store) -> None:
+    """Megabyte messages and events, and a batch of thousands, round-trip intact."""
+    big = "x" * 1_000_000 + _UNICODE + "y" * 1_000_000
+    await store.create_session("s1", "app:agent", {"big": big})
+    await store.create_run(_run("r1", "s1"))
+    message = ToolResultMessage(tool_call_id="c", name="read", content=big)
+    await store.append_transcript("s1", [message])
+    output = {"rows": [{"i": i, "text": "row " * 20} for i in range(5000)], "blob": big}
+    entries = [
+        EventEntry(0, ToolResult(tool_use_id="c", tool="read", output=output)),
+        *_entries(list(range(1, 3001))),
+    ]
+    await store.append_events("r1", entries)
+    assert await store.load_transcript("s1") == [message]
+    assert await store.read_events("r1") == entries
+    record = await store.get_session("s1")
+    assert record is not None and record.metadata["big"] == big
+
+
+STORE_CHECKS: Mapping[str, StoreCheck] = dict(_checks)
+"""Every conformance check by name, in order."""
+
+
+async def store_conformance(make_store: Callable[[], Store | Awaitable[Store]]) -> None:
+    """Run every check, each on a fresh store from `make_store()` (closed afterwards).
+
+    Raises:
+        ExceptionGroup: One exception per failed check, each with a note naming it.
+    """
+    failures: list[Exception] = []
+    for name, check in STORE_CHECKS.items():
+        made = make_store()
+        store = await made if inspect.isawaitable(made) else made
+        try:
+            await check(store)
+        except Exception as exc:
+            exc.add_note(f"store conformance check {name!r} failed on {store!r}")
+            failures.append(exc)
+        finally:
+            await store.aclose()
+    if failures:
+        raise ExceptionGroup(
+            f"{len(failures)} of {len(STORE_CHECKS)} store conformance checks failed", failures
+        )
+
+
+class StoreConformance:
+    """Mix-in for pytest: the conformance suite as one test per check.
+
+    Subclass it in a test module (name the subclass `Test...`) and define a `store`
+    fixture giving a fresh, empty store (an async generator fixture can close it). Each
+    test takes anyio's `anyio_backend` fixture, so it runs under asyncio and trio; define
+    your own `anyio_backend` fixture to choose backends.
+    """
+
+
+def _as_test(name: str, check: StoreCheck) -> Callable[..., Awaitable[None]]:
+    async def test(self: StoreConformance, anyio_backend: Any, store: Store) -> None:
+        await check(store)
+
+    test.__name__ = f"test_{name}"
+    test.__qualname__ = f"StoreConformance.test_{name}"
+    test.__doc__ = check.__doc__
+    return test
+
+
+for _name, _fn in STORE_CHECKS.items():
+    setattr(StoreConformance, f"test_{_name}", _as_test(_name, _fn))

@@ -1,0 +1,522 @@
+"""File tools: read, write, edit, glob, grep and list_dir, all inside the sandbox."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import anyio.to_thread
+
+from agentkit.tools._base import Tool, ToolContext, ToolError
+from agentkit.tools._rules import path_matcher, path_matches
+from agentkit.tools._sandbox import Sandbox
+
+__all__ = [
+    "edit_tool",
+    "glob_tool",
+    "grep_tool",
+    "list_dir_tool",
+    "read_tool",
+    "write_tool",
+]
+
+READ_MAX_BYTES = 10 * 1024 * 1024
+"""Files larger than this are read only up to here."""
+READ_DEFAULT_LINES = 2000
+LINE_MAX_CHARS = 2000
+OUTPUT_MAX_CHARS = 200_000
+GLOB_MAX_RESULTS = 1000
+GREP_MAX_FILE_BYTES = 5 * 1024 * 1024
+SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
+
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+def _sandbox(ctx: ToolContext) -> Sandbox:
+    return Sandbox(ctx.working_dir)
+
+
+def _is_binary(head: bytes) -> bool:
+    return b"\x00" in head[:8192]
+
+
+async def _in_thread(fn: Callable[[], str]) -> str:
+    """Run blocking file work in a worker thread; OS errors become tool errors."""
+    try:
+        return await anyio.to_thread.run_sync(fn)
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        raise ToolError(f"{where}{exc.strerror or exc}") from None
+
+
+# -- read ---------------------------------------------------------------------------
+
+
+def _read(args: dict[str, Any], ctx: ToolContext) -> str:
+    sandbox = _sandbox(ctx)
+    path = args["file_path"]
+    offset = int(args.get("offset") or 1)
+    limit = int(args.get("limit") or READ_DEFAULT_LINES)
+    data = sandbox.read_bytes(path, READ_MAX_BYTES)
+    shown = sandbox.relative(path)
+    if _is_binary(data):
+        raise ToolError(f"{shown} is a binary file; Read shows text files only")
+    truncated_file = len(data) > READ_MAX_BYTES
+    lines = data[:READ_MAX_BYTES].decode("utf-8", errors="replace").splitlines()
+    if not lines:
+        return f"({shown} is empty)"
+    if offset > len(lines):
+        raise ToolError(f"{shown} has {len(lines)} lines; offset {offset} is past the end")
+    out: list[str] = []
+    size = 0
+    end = min(len(lines), offset - 1 + limit)
+    for number in range(offset, end + 1):
+        text = lines[number - 1]
+        if len(text) > LINE_MAX_CHARS:
+            text = text[:LINE_MAX_CHARS] + " [line truncated]"
+        row = f"{number:>6}\t{text}"
+        size += len(row) + 1
+        if size > OUTPUT_MAX_CHARS:
+            out.append(f"[output truncated at line {number - 1}; read on with offset={number}]")
+            break
+        out.append(row)
+    else:
+        if end < len(lines):
+            out.append(f"[{len(lines) - end} more lines; read on with offset={end + 1}]")
+    if truncated_file:
+        out.append(f"[file larger than {READ_MAX_BYTES} bytes; only the start was read]")
+    return "\n".join(out)
+
+
+async def _read_async(args: dict[str, Any], ctx: ToolContext) -> str:
+    return await _in_thread(lambda: _read(args, ctx))
+
+
+def read_tool() -> Tool:
+    """The `Read` / `read_file` tool: a text file's lines, numbered, with an optional range."""
+    return Tool(
+        name="Read",
+        aliases=("read_file",),
+        description=(
+            "Read a text file in the working directory. Lines are numbered from 1 "
+            f"(`cat -n` style). At most {READ_DEFAULT_LINES} lines are returned per call; use "
+            "`offset` (first line, 1-based) and `limit` (number of lines) to read a range. "
+            "Binary files are refused."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "file_path": {
+                    "type": "string",
+                    "description": "Path of the file, relative to the working directory.",
+                },
+                "offset": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "First line to return (1-based). Default 1.",
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": f"How many lines to return. Default {READ_DEFAULT_LINES}.",
+                },
+            },
+            "required": ["file_path"],
+            "additionalProperties": False,
+        },
+        function=_read_async,
+        effect="read",
+        matches=path_matcher("file_path"),
+    )
+
+
+# -- write --------------------------------------------------------------------------
+
+
+def _write(args: dict[str, Any], ctx: ToolContext) -> str:
+    sandbox = _sandbox(ctx)
+    data = str(args["content"]).encode("utf-8")
+    sandbox.write_bytes(args["file_path"], data)
+    return f"Wrote {len(data)} bytes to {sandbox.relative(args['file_path'])}"
+
+
+async def _write_async(args: dict[str, Any], ctx: ToolContext) -> str:
+    return await _in_thread(lambda: _write(args, ctx))
+
+
+def write_tool() -> Tool:
+    """The `Write` / `write` tool: create or replace a file (missing folders are created)."""
+    return Tool(
+        name="Write",
+        aliases=("write",),
+        description=(
+            "Create a file or replace its whole content. Missing parent folders are created. "
+            "To change part of an existing file, prefer Edit."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "file_path": {
+                    "type": "string",
+                    "description": "Path of the file, relative to the working directory.",
+                },
+                "content": {"type": "string", "description": "The complete new content."},
+            },
+            "required": ["file_path", "content"],
+            "additionalProperties": False,
+        },
+        function=_write_async,
+        effect="edit",
+        matches=path_matcher("file_path"),
+    )
+
+
+# -- edit ---------------------------------------------------------------------------
+
+
+def _edit(args: dict[str, Any], ctx: ToolContext) -> str:
+    sandbox = _sandbox(ctx)
+    path = args["file_path"]
+    old, new = args["old_string"], args["new_string"]
+    replace_all = bool(args.get("replace_all", False))
+    shown = sandbox.relative(path)
+    if old == "":
+        raise ToolError("old_string must not be empty; use Write to create a file")
+    if old == new:
+        raise ToolError("old_string and new_string are the same; nothing to change")
+    data = sandbox.read_bytes(path, READ_MAX_BYTES)
+    if len(data) > READ_MAX_BYTES:
+        raise ToolError(f"{shown} is larger than {READ_MAX_BYTES} bytes; Edit refuses it")
+    if _is_binary(data):
+        raise ToolError(f"{shown} is a binary file; Edit changes text files only")
+    text = data.decode("utf-8", errors="surrogateescape")
+    count = text.count(old)
+    if count == 0:
+        raise ToolError(f"old_string was not found in {shown}; copy it exactly from Read")
+    if count > 1 and not replace_all:
+        raise ToolError(
+            f"old_string occurs {count} times in {shown}; include more surrounding text to "
+            "make it unique, or set replace_all to true"
+        )
+    text = text.replace(old, new) if replace_all else text.replace(old, new, 1)
+    sandbox.write_bytes(path, text.encode("utf-8", errors="surrogateescape"))
+    return f"Replaced {count if replace_all else 1} occurrence(s) in {shown}"
+
+
+async def _edit_async(args: dict[str, Any], ctx: ToolContext) -> str:
+    return await _in_thread(lambda: _edit(args, ctx))
+
+
+def edit_tool() -> Tool:
+    """The `Edit` / `edit` tool: exact string replacement that must match exactly once."""
+    return Tool(
+        name="Edit",
+        aliases=("edit",),
+        description=(
+            "Replace an exact string in a file. `old_string` must appear exactly once "
+            "(include enough surrounding lines to make it unique) unless `replace_all` is "
+            "true. Whitespace and indentation must match the file exactly."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "file_path": {
+                    "type": "string",
+                    "description": "Path of the file, relative to the working directory.",
+                },
+                "old_string": {"type": "string", "description": "The exact text to replace."},
+                "new_string": {"type": "string", "description": "The replacement text."},
+                "replace_all": {
+                    "type": "boolean",
+                    "description": "Replace every occurrence instead of exactly one.",
+                },
+            },
+            "required": ["file_path", "old_string", "new_string"],
+            "additionalProperties": False,
+        },
+        function=_edit_async,
+        effect="edit",
+        matches=path_matcher("file_path"),
+    )
+
+
+# -- walking ------------------------------------------------------------------------
+
+
+def _walk_files(sandbox: Sandbox, top: str) -> Iterator[tuple[str, int, os.stat_result]]:
+    """Yield (path relative to the root, parent dir fd, lstat) for every file under `top`.
+
+    Uses `os.fwalk` on a descriptor opened by the sandbox, which never follows links to
+    folders; linked files are yielded with their link's lstat (callers skip or refuse them).
+    """
+    base = sandbox.relative(top)
+    prefix = "" if base == "." else base + "/"
+    with sandbox.open_dir(top) as top_fd:
+        for dirpath, dirnames, filenames, dir_fd in os.fwalk(".", dir_fd=top_fd):
+            dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
+            rel_dir = dirpath[2:] if dirpath.startswith("./") else ""
+            for name in sorted(filenames):
+                try:
+                    info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                except OSError:
+                    continue
+                rel = f"{rel_dir}/{name}" if rel_dir else name
+                yield prefix + rel, dir_fd, info
+
+
+def _check_pattern(pattern: str) -> str:
+    if "\x00" in pattern or pattern.startswith(("/", "~")) or ".." in pattern.split("/"):
+        raise ToolError("the glob pattern must be relative and stay inside the folder searched")
+    return pattern.removeprefix("./")
+
+
+def _glob(args: dict[str, Any], ctx: ToolContext) -> str:
+    sandbox = _sandbox(ctx)
+    pattern = _check_pattern(str(args["pattern"]))
+    top = args.get("path") or "."
+    base = sandbox.relative(top)
+    skip = 0 if base == "." else len(base) + 1
+    found: list[tuple[float, str]] = []
+    for rel, _, info in _walk_files(sandbox, top):
+        if path_matches(pattern, rel[skip:]):
+            found.append((info.st_mtime, rel))
+    found.sort(key=lambda item: (-item[0], item[1]))
+    if not found:
+        return f"No files match {pattern!r} under {base}"
+    lines = [rel for _, rel in found[:GLOB_MAX_RESULTS]]
+    if len(found) > GLOB_MAX_RESULTS:
+        lines.append(f"[{len(found) - GLOB_MAX_RESULTS} more; narrow the pattern]")
+    return "\n".join(lines)
+
+
+async def _glob_async(args: dict[str, Any], ctx: ToolContext) -> str:
+    return await _in_thread(lambda: _glob(args, ctx))
+
+
+def glob_tool() -> Tool:
+    """The `Glob` / `glob` tool: file paths matching a glob pattern, newest first."""
+    return Tool(
+        name="Glob",
+        aliases=("glob",),
+        description=(
+            "Find files by name pattern, e.g. `**/*.py` or `src/*.ts`. `*` matches within a "
+            "path segment, `**` any number of folders. Paths are returned relative to the "
+            f"working directory, most recently modified first (at most {GLOB_MAX_RESULTS})."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Glob pattern, e.g. `**/*.py`."},
+                "path": {
+                    "type": "string",
+                    "description": "Folder to search in (default: the working directory).",
+                },
+            },
+            "required": ["pattern"],
+            "additionalProperties": False,
+        },
+        function=_glob_async,
+        effect="read",
+        matches=path_matcher("path"),
+    )
+
+
+# -- grep ---------------------------------------------------------------------------
+
+
+def _file_filter(glob: str | None) -> Callable[[str], bool]:
+    if not glob:
+        return lambda rel: True
+    pattern = _check_pattern(glob)
+    if "/" in pattern:
+        return lambda rel: path_matches(pattern, rel)
+    return lambda rel: path_matches(pattern, rel.rsplit("/", 1)[-1])
+
+
+def _grep(args: dict[str, Any], ctx: ToolContext) -> str:
+    sandbox = _sandbox(ctx)
+    flags = re.IGNORECASE if args.get("case_insensitive") else 0
+    try:
+        regex = re.compile(str(args["pattern"]), flags)
+    except re.error as exc:
+        raise ToolError(f"invalid regular expression: {exc}") from None
+    mode = args.get("output_mode") or "files_with_matches"
+    cap = int(args.get("max_results") or 200)
+    top = args.get("path") or "."
+    wanted = _file_filter(args.get("glob"))
+
+    targets: list[tuple[str, bytes]] = []
+    rel_top = sandbox.relative(top)
+    if rel_top != "." and _is_file(sandbox, top):
+        targets.append((rel_top, sandbox.read_bytes(top, GREP_MAX_FILE_BYTES)))
+        files: Iterator[tuple[str, bytes]] = iter(targets)
+    else:
+        files = _candidate_files(sandbox, top, wanted)
+
+    results: list[str] = []
+    total = 0
+    for rel, data in files:
+        if len(data) > GREP_MAX_FILE_BYTES or _is_binary(data):
+            continue
+        text = data.decode("utf-8", errors="replace")
+        hits = [
+            (n, line) for n, line in enumerate(text.splitlines(), 1) if regex.search(line)
+        ]
+        if not hits:
+            continue
+        if mode == "files_with_matches":
+            total += 1
+            results.append(rel)
+        elif mode == "count":
+            total += 1
+            results.append(f"{rel}:{len(hits)}")
+        else:
+            for n, line in hits:
+                total += 1
+                if len(results) < cap:
+                    shown = line if len(line) <= 500 else line[:500] + " [truncated]"
+                    results.append(f"{rel}:{n}:{shown}")
+        if len(results) >= cap and mode != "content":
+            break
+    if not results:
+        return f"No matches for {args['pattern']!r}"
+    more = total - len(results)
+    if len(results) >= cap:
+        results = results[:cap]
+        results.append(f"[results capped at {cap}{f'; {more} more' if more > 0 else ''}]")
+    return "\n".join(results)
+
+
+def _is_file(sandbox: Sandbox, path: str) -> bool:
+    try:
+        os.close(sandbox.open_file(path))
+    except ToolError as exc:
+        if "is a folder" in str(exc):
+            return False
+        raise
+    return True
+
+
+def _candidate_files(
+    sandbox: Sandbox, top: str, wanted: Callable[[str], bool]
+) -> Iterator[tuple[str, bytes]]:
+    for rel, dir_fd, info in _walk_files(sandbox, top):
+        if not stat.S_ISREG(info.st_mode) or not wanted(rel):
+            continue  # links are skipped: they are never followed while walking
+        if info.st_size > GREP_MAX_FILE_BYTES:
+            continue
+        name = rel.rsplit("/", 1)[-1]
+        try:
+            fd = os.open(name, os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK, dir_fd=dir_fd)
+        except OSError:
+            continue
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            continue
+        with os.fdopen(fd, "rb") as handle:
+            yield rel, handle.read(GREP_MAX_FILE_BYTES + 1)
+
+
+async def _grep_async(args: dict[str, Any], ctx: ToolContext) -> str:
+    return await _in_thread(lambda: _grep(args, ctx))
+
+
+def grep_tool() -> Tool:
+    """The `Grep` / `grep` tool: search file contents with a regular expression."""
+    return Tool(
+        name="Grep",
+        aliases=("grep",),
+        description=(
+            "Search file contents with a regular expression (Python `re` syntax). "
+            "`output_mode`: `files_with_matches` (default; paths only), `content` "
+            "(`path:line:text`), or `count` (matches per file). Filter files with `glob`, "
+            "e.g. `*.py`. Binary files and `.git` are skipped."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Regular expression to search."},
+                "path": {
+                    "type": "string",
+                    "description": "File or folder to search (default: the working directory).",
+                },
+                "glob": {
+                    "type": "string",
+                    "description": "Only files matching this glob, e.g. `*.py` or `src/**/*.ts`.",
+                },
+                "output_mode": {
+                    "type": "string",
+                    "enum": ["files_with_matches", "content", "count"],
+                },
+                "case_insensitive": {"type": "boolean"},
+                "max_results": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 5000,
+                    "description": "Cap on result lines (default 200).",
+                },
+            },
+            "required": ["pattern"],
+            "additionalProperties": False,
+        },
+        function=_grep_async,
+        effect="read",
+        matches=path_matcher("path"),
+    )
+
+
+# -- list_dir -----------------------------------------------------------------------
+
+
+def _list_dir(args: dict[str, Any], ctx: ToolContext) -> str:
+    sandbox = _sandbox(ctx)
+    path = args.get("path") or "."
+    shown = sandbox.relative(path)
+    entries: list[str] = []
+    with sandbox.open_dir(path) as fd:
+        for entry in sorted(os.scandir(fd), key=lambda e: e.name):
+            if entry.is_symlink():
+                entries.append(f"{entry.name}@")
+            elif entry.is_dir(follow_symlinks=False):
+                entries.append(f"{entry.name}/")
+            else:
+                entries.append(entry.name)
+    if not entries:
+        return f"{shown} is empty"
+    if len(entries) > GLOB_MAX_RESULTS:
+        rest = len(entries) - GLOB_MAX_RESULTS
+        entries = [*entries[:GLOB_MAX_RESULTS], f"[{rest} more entries]"]
+    return "\n".join(entries)
+
+
+async def _list_dir_async(args: dict[str, Any], ctx: ToolContext) -> str:
+    return await _in_thread(lambda: _list_dir(args, ctx))
+
+
+def list_dir_tool() -> Tool:
+    """The `LS` / `list_dir` tool: a folder's entries (folders end in `/`, links in `@`)."""
+    return Tool(
+        name="LS",
+        aliases=("list_dir",),
+        description=(
+            "List the entries of a folder in the working directory. Folders end in `/`, "
+            "symbolic links in `@`."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "Folder to list (default: the working directory).",
+                },
+            },
+            "additionalProperties": False,
+        },
+        function=_list_dir_async,
+        effect="read",
+        matches=path_matcher("path"),
+    )

@@ -1,0 +1,484 @@
+"""Wire-format tests: each provider, through its official client, against a loopback
+server replaying byte-exact SSE streams of its API (tests/data/providers/<api>/)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentkit.providers import (
+    AnthropicProvider,
+    AssistantMessage,
+    ModelRequest,
+    OpenAIProvider,
+    Provider,
+    ProviderError,
+    Stop,
+    TextChunk,
+    ThinkingBlock,
+    ThinkingChunk,
+    ToolCall,
+    ToolCallChunk,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from agentkit.testing._provider_conformance import (
+    CONFORMANCE_SCENARIOS,
+    ReplayServer,
+    Reply,
+    WireScript,
+    collect,
+    run_conformance_scenario,
+    split_inside_utf8,
+)
+
+pytest.importorskip("anthropic", reason="the 'anthropic' extra is not installed")
+pytest.importorskip("openai", reason="the 'openai' extra is not installed")
+
+DATA = Path(__file__).parent / "data" / "providers"
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def _events(data: bytes) -> list[bytes]:
+    """One piece per SSE event, the blank line kept with its event."""
+    return [part + b"\n\n" for part in data.split(b"\n\n") if part]
+
+
+def _halves(data: bytes) -> list[bytes]:
+    """Every event cut in the middle too, so lines arrive in pieces."""
+    pieces: list[bytes] = []
+    for event in _events(data):
+        mid = len(event) // 2
+        pieces.extend([event[:mid], event[mid:]])
+    return pieces
+
+
+def _stream(api: str, name: str, split: Callable[[bytes], list[bytes]] = _events) -> Reply:
+    return Reply(200, split((DATA / api / f"{name}.sse").read_bytes()))
+
+
+def anthropic_script() -> WireScript:
+    api = "anthropic"
+    return WireScript(
+        text=[_stream(api, "text")],
+        text_usage=Usage("claude-conformance-1", 20, 9, cache_read_tokens=5, cache_write_tokens=3),
+        tool_call=[_stream(api, "tool_call", _halves)],
+        utf8=[_stream(api, "utf8", split_inside_utf8)],
+        malformed_tool_arguments=[_stream(api, "malformed_tool_arguments")],
+        error_mid_stream=[_stream(api, "error_mid_stream")],
+        overloaded=[
+            Reply.json(
+                529,
+                {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"},
+                 "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy"},
+                {"retry-after": "2", "request-id": "req_011CSHoEeqs5C35K2UUqR7Fy"},
+            )
+        ],
+        rate_limited=[
+            Reply.json(
+                429,
+                {"type": "error", "error": {"type": "rate_limit_error", "message":
+                 "This request would exceed the rate limit for your organization of 50 "
+                 "input tokens per minute."}},
+                {"retry-after": "7", "anthropic-ratelimit-requests-remaining": "0"},
+            )
+        ],
+        model_not_found=[
+            Reply.json(
+                404,
+                {"type": "error", "error": {"type": "not_found_error",
+                                            "message": "model: conformance-model"}},
+            )
+        ],
+    )
+
+
+def _openai_errors() -> dict[str, Any]:
+    return {
+        "overloaded": [
+            Reply.json(
+                503,
+                {"error": {"message": "The engine is currently overloaded, please try again "
+                           "later.", "type": "server_error", "param": None, "code": None}},
+                {"retry-after": "2"},
+            )
+        ],
+        "rate_limited": [
+            Reply.json(
+                429,
+                {"error": {"message": "Rate limit reached for gpt-conformance-1 on requests "
+                           "per min (RPM): Limit 3, Used 3, Requested 1.",
+                           "type": "requests", "param": None, "code": "rate_limit_exceeded"}},
+                {"retry-after": "7", "x-ratelimit-remaining-requests": "0"},
+            )
+        ],
+        "model_not_found": [
+            Reply.json(
+                404,
+                {"error": {"message": "The model `conformance-model` does not exist or you do "
+                           "not have access to it.", "type": "invalid_request_error",
+                           "param": None, "code": "model_not_found"}},
+            )
+        ],
+    }
+
+
+def openai_script(api: str) -> WireScript:
+    return WireScript(
+        text=[_stream(api, "text")],
+        text_usage=Usage("gpt-conformance-1", 20, 9, cache_read_tokens=5, reasoning_tokens=2),
+        tool_call=[_stream(api, "tool_call", _halves)],
+        utf8=[_stream(api, "utf8", split_inside_utf8)],
+        malformed_tool_arguments=[_stream(api, "malformed_tool_arguments")],
+        error_mid_stream=[_stream(api, "error_mid_stream")],
+        **_openai_errors(),
+    )
+
+
+FACTORIES: dict[str, tuple[Callable[[str], Provider], Callable[[], WireScript]]] = {
+    "anthropic": (
+        lambda url: AnthropicProvider(api_key="sk-ant-test", base_url=url),
+        anthropic_script,
+    ),
+    "openai-responses": (
+        lambda url: OpenAIProvider(api_key="sk-test", base_url=url + "/v1", api="responses"),
+        lambda: openai_script("openai_responses"),
+    ),
+    "openai-chat": (
+        lambda url: OpenAIProvider(api_key="sk-test", base_url=url + "/v1", api="chat"),
+        lambda: openai_script("openai_chat"),
+    ),
+    "openai-compatible": (
+        lambda url: OpenAIProvider(name="openai-compatible", base_url=url + "/v1"),
+        lambda: openai_script("openai_chat"),
+    ),
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("scenario", list(CONFORMANCE_SCENARIOS))
+@pytest.mark.parametrize("flavour", list(FACTORIES))
+async def test_conformance(flavour: str, scenario: str) -> None:
+    factory, script = FACTORIES[flavour]
+    await run_conformance_scenario(scenario, factory, script())
+
+
+# --- API-specific behaviour beyond the shared scenarios -----------------------------------
+
+
+def _request(messages: list[Any] | None = None, **kw: Any) -> ModelRequest:
+    return ModelRequest(
+        model="conformance-model",
+        system="Be brief.",
+        messages=tuple(messages or [UserMessage(content="Weather in Zürich?")]),
+        max_output_tokens=512,
+        **kw,
+    )
+
+
+TOOL_TURN = [
+    UserMessage(content="Weather in Zürich and Paris?"),
+    AssistantMessage(
+        thinking=(ThinkingBlock(content="Two cities.", signature="sig-abc"),),
+        text="Checking both.",
+        tool_calls=(
+            ToolCall(id="toolu_1", name="get_weather", arguments={"city": "Zürich"}),
+            ToolCall(id="toolu_2", name="get_weather", arguments='{"city": "Par'),
+        ),
+    ),
+    ToolResultMessage(tool_call_id="toolu_1", name="get_weather", content="21 °C"),
+    ToolResultMessage(
+        tool_call_id="toolu_2", name="get_weather", content="bad arguments", is_error=True
+    ),
+    UserMessage(content="Reminder: answer in one line."),
+]
+
+
+@pytest.mark.anyio
+async def test_anthropic_thinking_signature_kept_and_sent_back() -> None:
+    with ReplayServer() as server:
+        provider = AnthropicProvider(api_key="sk-ant-test", base_url=server.base_url)
+        server.queue(_stream("anthropic", "tool_call", _halves))
+        chunks = await collect(provider.stream(_request()))
+        thinking = [c for c in chunks if isinstance(c, ThinkingChunk)]
+        assert "".join(c.text for c in thinking) == "The user wants the weather in Zürich."
+        assert thinking[-1].signature == (
+            "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds+LqA2WkJ9Y/BSo8Yy2wzN0GCPd6Fg=="
+        )
+        # Order within the response: thinking, then the text, then the tool call.
+        kinds = [type(c).__name__ for c in chunks]
+        assert kinds.index("ThinkingChunk") < kinds.index("TextChunk") < kinds.index(
+            "ToolCallChunk"
+        )
+
+        server.queue(_stream("anthropic", "text"))
+        await collect(provider.stream(_request(TOOL_TURN)))
+        body = server.requests[-1].body
+        assert server.requests[-1].headers["authorization"] == "Bearer sk-ant-test"
+        assert body["system"] == "Be brief."
+        assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
+        assert body["messages"][1]["content"] == [
+            {"type": "thinking", "thinking": "Two cities.", "signature": "sig-abc"},
+            {"type": "text", "text": "Checking both."},
+            {"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+             "input": {"city": "Zürich"}},
+            {"type": "tool_use", "id": "toolu_2", "name": "get_weather",
+             "input": {"_raw": '{"city": "Par'}},
+        ]
+        # Both results and the reminder merge into one user message.
+        assert body["messages"][2]["content"] == [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "21 °C"},
+            {"type": "tool_result", "tool_use_id": "toolu_2", "content": "bad arguments",
+             "is_error": True},
+            {"type": "text", "text": "Reminder: answer in one line."},
+        ]
+        await provider.aclose()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("mode", "effort", "thinking", "extra", "max_tokens"),
+    [
+        ("adaptive", None, None, None, 512),
+        ("adaptive", "off", {"type": "disabled"}, None, 512),
+        ("adaptive", "minimal", {"type": "adaptive"}, {"effort": "low"}, 512),
+        ("adaptive", "high", {"type": "adaptive"}, {"effort": "high"}, 512),
+        ("adaptive", "max", {"type": "adaptive"}, {"effort": "max"}, 512),
+        ("budget", "medium", {"type": "enabled", "budget_tokens": 8192}, None, 512 + 8192),
+        ("budget", "xhigh", {"type": "enabled", "budget_tokens": 32768}, None, 512 + 32768),
+    ],
+)
+async def test_anthropic_reasoning_effort_on_the_wire(
+    mode: str, effort: Any, thinking: Any, extra: Any, max_tokens: int
+) -> None:
+    with ReplayServer([_stream("anthropic", "text")]) as server:
+        provider = AnthropicProvider(api_key="k", base_url=server.base_url, thinking=mode)
+        await collect(provider.stream(_request(reasoning_effort=effort)))
+        body = server.requests[-1].body
+        assert body.get("thinking") == thinking
+        assert body.get("output_config") == extra
+        assert body["max_tokens"] == max_tokens
+        await provider.aclose()
+
+
+@pytest.mark.anyio
+async def test_anthropic_bad_key_is_a_clear_non_retryable_error() -> None:
+    reply = Reply.json(401, {"type": "error", "error": {
+        "type": "authentication_error", "message": "invalid x-api-key"}})
+    with ReplayServer([reply]) as server:
+        provider = AnthropicProvider(api_key="wrong", base_url=server.base_url)
+        with pytest.raises(ProviderError) as info:
+            await collect(provider.stream(_request()))
+        assert not info.value.retryable
+        assert info.value.status == 401
+        assert "invalid x-api-key" in info.value.message
+        assert "ANTHROPIC_API_KEY" in info.value.message
+        await provider.aclose()
+
+
+@pytest.mark.anyio
+async def test_retry_after_as_http_date_and_milliseconds() -> None:
+    body = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+    replies = [
+        Reply.json(529, body, {"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}),
+        Reply.json(429, body, {"retry-after-ms": "1500", "retry-after": "2"}),
+    ]
+    with ReplayServer(replies) as server:
+        provider = AnthropicProvider(api_key="k", base_url=server.base_url)
+        with pytest.raises(ProviderError) as info:
+            await collect(provider.stream(_request()))
+        assert info.value.retryable and info.value.retry_after == 0.0  # a date in the past
+        with pytest.raises(ProviderError) as info:
+            await collect(provider.stream(_request()))
+        assert info.value.retryable and info.value.retry_after == 1.5
+        await provider.aclose()
+
+
+@pytest.mark.anyio
+async def test_truncated_stream_is_a_retryable_error() -> None:
+    data = (DATA / "anthropic" / "text.sse").read_bytes()
+    cut = data[: data.index(b"event: message_delta")]
+    with ReplayServer([Reply(200, _events(cut))]) as server:
+        provider = AnthropicProvider(api_key="k", base_url=server.base_url)
+        with pytest.raises(ProviderError) as info:
+            await collect(provider.stream(_request()))
+        assert info.value.retryable and info.value.kind == "incomplete_stream"
+        await provider.aclose()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("flavour", ["anthropic", "openai-chat", "openai-responses"])
+async def test_timeout_is_a_retryable_error(flavour: str) -> None:
+    with ReplayServer([Reply(200, (), delay=3.0)]) as server:
+        if flavour == "anthropic":
+            provider: Any = AnthropicProvider(api_key="k", base_url=server.base_url, timeout=0.3)
+        else:
+            provider = OpenAIProvider(
+                api_key="k", base_url=server.base_url, timeout=0.3, api=flavour[7:]  # type: ignore[arg-type]
+            )
+        with pytest.raises(ProviderError) as info:
+            await collect(provider.stream(_request()))
+        assert info.value.retryable and info.value.kind == "timeout", info.value
+        await provider.aclose()
+
+
+@pytest.mark.anyio
+async def test_openai_responses_reasoning_round_trip() -> None:
+    with ReplayServer([_stream("openai_responses", "tool_call", _halves)]) as server:
+        provider = OpenAIProvider(api_key="sk-test", base_url=server.base_url)
+        chunks = await collect(provider.stream(_request(reasoning_effort="high")))
+        body = server.requests[-1].body
+        assert server.requests[-1].path == "/responses"
+        assert server.requests[-1].headers["authorization"] == "Bearer sk-test"
+        assert body["reasoning"] == {"effort": "high", "summary": "auto"}
+        assert body["include"] == ["reasoning.encrypted_content"]
+        assert body["instructions"] == "Be brief." and body["store"] is False
+        assert body["max_output_tokens"] == 512
+        thinking = [c for c in chunks if isinstance(c, ThinkingChunk)]
+        assert "".join(c.text for c in thinking) == "The user wants the weather in Zürich."
+        signature = thinking[-1].signature
+        assert signature is not None and signature.startswith("rs_")
+        calls = [c.call for c in chunks if isinstance(c, ToolCallChunk)]
+
+        transcript = [
+            UserMessage(content="Weather in Zürich?"),
+            AssistantMessage(
+                thinking=(ThinkingBlock(content="The user wants the weather in Zürich.",
+                                        signature=signature),),
+                tool_calls=tuple(calls),
+            ),
+            ToolResultMessage(tool_call_id=calls[0].id, name="get_weather", content="21 °C",
+                              is_error=False),
+        ]
+        server.queue(_stream("openai_responses", "text"))
+        await collect(provider.stream(_request(transcript, reasoning_effort="off")))
+        body = server.requests[-1].body
+        assert body["reasoning"] == {"effort": "none"} and "include" not in body
+        item_id, _, encrypted = signature.partition(":")
+        assert body["input"] == [
+            {"role": "user", "content": "Weather in Zürich?"},
+            {"type": "reasoning", "id": item_id, "encrypted_content": encrypted,
+             "summary": [{"type": "summary_text",
+                          "text": "The user wants the weather in Zürich."}]},
+            {"type": "function_call", "call_id": "call_weather_1", "name": "get_weather",
+             "arguments": json.dumps(calls[0].arguments, ensure_ascii=False)},
+            {"type": "function_call_output", "call_id": "call_weather_1", "output": "21 °C"},
+        ]
+        await provider.aclose()
+
+
+@pytest.mark.anyio
+async def test_openai_chat_request_shape() -> None:
+    with ReplayServer([_stream("openai_chat", "text")]) as server:
+        provider = OpenAIProvider(api_key="sk-test", base_url=server.base_url, api="chat")
+        await collect(provider.stream(_request(TOOL_TURN, reasoning_effort="low")))
+        request = server.requests[-1]
+        assert request.path == "/chat/completions"
+        body = request.body
+        assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+        assert body["reasoning_effort"] == "low" and body["max_completion_tokens"] == 512
+        assert body["messages"][0] == {"role": "system", "content": "Be brief."}
+        assert body["messages"][2]["tool_calls"][1] == {
+            "id": "toolu_2", "type": "function",
+            "function": {"name": "get_weather", "arguments": '{"city": "Par'},
+        }
+        assert body["messages"][3:5] == [
+            {"role": "tool", "tool_call_id": "toolu_1", "content": "21 °C"},
+            {"role": "tool", "tool_call_id": "toolu_2", "content": "Error: bad arguments"},
+        ]
+        await provider.aclose()
+
+
+def test_retryable_statuses_without_a_server() -> None:
+    from agentkit.providers._errors import map_error
+
+    class Fake(Exception):
+        def __init__(self, status: int, body: Any) -> None:
+            self.status_code = status
+            self.body = body
+            self.response = None
+
+    err = map_error(Fake(500, {"error": {"message": "boom"}}), provider="p", model="m",
+                    key_env=None)
+    assert err.retryable and err.status == 500
+    err = map_error(Fake(400, {"error": {"type": "invalid_request_error",
+                                         "message": "max_tokens too large"}}),
+                    provider="p", model="m", key_env=None)
+    assert not err.retryable and "max_tokens too large" in err.message
+
+
+def _sse(*events: tuple[str, dict[str, Any]]) -> Reply:
+    return Reply(200, [f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+                       for name, data in events])
+
+
+def _anthropic_message(stop_reason: str) -> Reply:
+    return _sse(
+        ("message_start", {"type": "message_start", "message": {
+            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x",
+            "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": {"input_tokens": 3, "output_tokens": 1}}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": {"type": "text", "text": "Hi"}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {
+            "stop_reason": stop_reason, "stop_sequence": None}, "usage": {"output_tokens": 4}}),
+        ("message_stop", {"type": "message_stop"}),
+    )
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("wire", "ours"),
+    [("end_turn", "end_turn"), ("stop_sequence", "end_turn"), ("max_tokens", "max_tokens"),
+     ("refusal", "refusal"), ("pause_turn", "other")],
+)
+async def test_anthropic_stop_reasons(wire: str, ours: str) -> None:
+    with ReplayServer([_anthropic_message(wire)]) as server:
+        provider = AnthropicProvider(api_key="k", base_url=server.base_url)
+        chunks = await collect(provider.stream(_request()))
+        await provider.aclose()
+    assert chunks[0] == TextChunk("Hi")  # text given in content_block_start
+    assert chunks[-1] == Stop(ours)  # type: ignore[arg-type]
+    assert chunks[-2] == Usage("claude-x", input_tokens=3, output_tokens=4)
+
+
+def _response(status: str, **extra: Any) -> dict[str, Any]:
+    return {"id": "resp_1", "object": "response", "created_at": 1, "status": status,
+            "model": "gpt-x", "output": [], "error": None, "incomplete_details": None,
+            "usage": None, **extra}
+
+
+@pytest.mark.anyio
+async def test_openai_responses_incomplete_and_failed() -> None:
+    incomplete = _sse(
+        ("response.output_text.delta", {"type": "response.output_text.delta", "item_id": "m",
+                                        "output_index": 0, "content_index": 0,
+                                        "delta": "Partial", "sequence_number": 1}),
+        ("response.incomplete", {"type": "response.incomplete", "sequence_number": 2,
+                                 "response": _response(
+                                     "incomplete",
+                                     incomplete_details={"reason": "max_output_tokens"})}),
+    )
+    failed = _sse(
+        ("response.failed", {"type": "response.failed", "sequence_number": 1,
+                             "response": _response("failed", error={
+                                 "code": "server_error", "message": "The model failed."})}),
+    )
+    with ReplayServer([incomplete, failed]) as server:
+        provider = OpenAIProvider(api_key="k", base_url=server.base_url)
+        chunks = await collect(provider.stream(_request()))
+        assert chunks == [TextChunk("Partial"), Stop("max_tokens")]
+        with pytest.raises(ProviderError) as info:
+            await collect(provider.stream(_request()))
+        assert info.value.retryable and "The model failed." in info.value.message
+        await provider.aclose()

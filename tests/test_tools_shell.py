@@ -1,0 +1,222 @@
+"""Bash and process tools on real subprocesses."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from agentkit.tools import (
+    ProcessTable,
+    Tool,
+    ToolContext,
+    ToolError,
+    builtin_tools,
+    process_tool,
+)
+from agentkit.tools._shell import PROCESS_OUTPUT_CAP, SHELL_OUTPUT_CAP
+from tools_support import REGISTRY, call, call_error, make_ctx
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead for our purposes.
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+async def wait_dead(pid: int, seconds: float = 5.0) -> bool:
+    for _ in range(int(seconds / 0.05)):
+        if not alive(pid):
+            return True
+        await anyio.sleep(0.05)
+    return not alive(pid)
+
+
+async def poll_until(tool: Tool, ctx: ToolContext, needle: str, seconds: float = 10.0) -> str:
+    """Poll background process p1 until its output contains `needle`."""
+    out = ""
+    for _ in range(int(seconds / 0.05)):
+        out = await tool.function({"action": "poll", "id": "p1"}, ctx)
+        if needle in out:
+            return str(out)
+        await anyio.sleep(0.05)
+    raise AssertionError(f"{needle!r} never appeared; last poll: {out!r}")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("name", ["Bash", "bash", "shell"])
+async def test_runs_in_the_working_directory(tmp_path: Path, name: str) -> None:
+    (tmp_path / "hello.txt").write_text("hi there\n")
+    out = await call(REGISTRY, name, make_ctx(tmp_path), command="pwd; cat hello.txt")
+    assert out == f"{tmp_path}\nhi there\n"
+
+
+@pytest.mark.anyio
+async def test_exit_code_and_stderr_are_reported(tmp_path: Path) -> None:
+    out = await call(REGISTRY, "Bash", make_ctx(tmp_path), command="echo oops >&2; exit 7")
+    assert out == "oops\n[exit code 7]"
+    assert await call(REGISTRY, "Bash", make_ctx(tmp_path), command="true") == "[no output]"
+
+
+@pytest.mark.anyio
+async def test_output_is_capped(tmp_path: Path) -> None:
+    out = await call(
+        REGISTRY, "Bash", make_ctx(tmp_path), command="head -c 100000 /dev/zero | tr '\\0' a"
+    )
+    assert out.startswith("a" * 1000)
+    assert f"[output truncated: {100000 - SHELL_OUTPUT_CAP} more bytes dropped]" in out
+
+
+@pytest.mark.anyio
+async def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    bash = REGISTRY.get("Bash")
+    assert bash is not None
+    started = time.monotonic()
+    message = await call_error(
+        bash,
+        make_ctx(tmp_path),
+        command="sleep 60 & echo $! > child.pid; echo started; sleep 60",
+        timeout=1,
+    )
+    assert time.monotonic() - started < 10
+    assert "timed out after 1 s" in message and "started" in message
+    child = int((tmp_path / "child.pid").read_text())
+    assert await wait_dead(child)
+
+
+@pytest.mark.anyio
+async def test_background_children_do_not_outlive_the_call(tmp_path: Path) -> None:
+    out = await call(
+        REGISTRY, "Bash", make_ctx(tmp_path), command="sleep 60 & echo $! > child.pid; echo done"
+    )
+    assert out == "done\n"
+    assert await wait_dead(int((tmp_path / "child.pid").read_text()))
+
+
+@pytest.mark.anyio
+async def test_cancellation_kills_the_whole_process_group(tmp_path: Path) -> None:
+    bash = REGISTRY.get("Bash")
+    assert bash is not None
+    ctx = make_ctx(tmp_path)
+    with anyio.move_on_after(1.5):
+        await bash.function(
+            {"command": "sleep 60 & echo $! > child.pid; echo $$ > shell.pid; wait"}, ctx
+        )
+    for name in ("child.pid", "shell.pid"):
+        assert await wait_dead(int((tmp_path / name).read_text()))
+
+
+@pytest.mark.anyio
+async def test_process_start_poll_stop(tmp_path: Path) -> None:
+    ctx = make_ctx(tmp_path)
+    registry = builtin_tools("rho")
+    started = await call(
+        registry,
+        "process",
+        ctx,
+        action="start",
+        command="echo ready; while true; do sleep 0.05; done",
+    )
+    assert started.startswith("started p1 (pid ")
+    pid = int(started.split("pid ")[1].split(")")[0])
+    process = registry.get("process")
+    assert process is not None
+    polled = await poll_until(process, ctx, "\nready")
+    assert polled.startswith("p1: running")
+    again = await call(registry, "process", ctx, action="poll", id="p1")
+    assert "\nready" not in again  # only new output
+    listed = await call(registry, "process", ctx, action="list")
+    assert listed.startswith("p1: running")
+    stopped = await call(registry, "process", ctx, action="stop", id="p1")
+    assert "exited with code" in stopped
+    assert await wait_dead(pid)
+
+
+@pytest.mark.anyio
+async def test_process_output_is_bounded_and_runs_are_isolated(tmp_path: Path) -> None:
+    table = ProcessTable()
+    tool = process_tool(table)
+    ctx = make_ctx(tmp_path)
+    await tool.function(
+        {"action": "start", "command": "head -c 300000 /dev/zero | tr '\\0' b; echo; echo END"},
+        ctx,
+    )
+    out = await poll_until(tool, ctx, "exited")
+    assert "bytes of output were dropped" in out
+    assert out.rstrip().endswith("END")
+    assert len(out) < PROCESS_OUTPUT_CAP + 500
+    other = ToolContext(working_dir=tmp_path, run_id="run-2", session_id="s", agent_id="x")
+    with pytest.raises(ToolError, match="no background process"):
+        await tool.function({"action": "poll", "id": "p1"}, other)
+    await table.stop_all()
+    assert table.list("run-1") == []
+
+
+@pytest.mark.anyio
+async def test_stop_all_kills_every_process(tmp_path: Path) -> None:
+    table = ProcessTable()
+    tool = process_tool(table)
+    ctx = make_ctx(tmp_path)
+    out = await tool.function({"action": "start", "command": "trap '' TERM; sleep 60"}, ctx)
+    pid = int(out.split("pid ")[1].split(")")[0])
+    await anyio.sleep(0.2)
+    await table.stop_all()
+    assert await wait_dead(pid)
+
+
+@pytest.mark.anyio
+async def test_process_errors_are_tool_errors(tmp_path: Path) -> None:
+    tool = REGISTRY.get("process")
+    assert tool is not None
+    ctx = make_ctx(tmp_path)
+    assert "needs a non-empty" in await call_error(tool, ctx, action="start")
+    assert "needs the process" in await call_error(tool, ctx, action="poll")
+    assert "no background process" in await call_error(tool, ctx, action="stop", id="p99")
+
+
+
+
+def test_background_processes_die_with_the_interpreter(tmp_path: Path) -> None:
+    """A host that never calls stop_all still leaves nothing running after it exits."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "host.py"
+    script.write_text(
+        "import anyio\n"
+        "from pathlib import Path\n"
+        "from agentkit.tools import ToolContext, builtin_tools\n"
+        "async def main():\n"
+        "    tools = builtin_tools()\n"
+        "    ctx = ToolContext(working_dir=Path('.'), run_id='r', session_id='s', agent_id='a')\n"
+        "    out = await tools.get('process').function(\n"
+        "        {'action': 'start', 'command': 'sleep 120'}, ctx)\n"
+        "    print(out.split('pid ')[1].split(')')[0], flush=True)\n"
+        "anyio.run(main)\n"
+    )
+    src = Path(__file__).resolve().parent.parent / "src"
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(src)},
+    )
+    assert done.returncode == 0, done.stderr
+    pid = int(done.stdout.strip())
+    for _ in range(100):
+        if not alive(pid):
+            break
+        time.sleep(0.05)
+    assert not alive(pid)
