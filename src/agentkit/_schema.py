@@ -55,7 +55,8 @@ class _Compiled:
     def __init__(self, schema: dict[str, Any]) -> None:
         self.schema = schema  # kept alive, so its id() stays unique while cached
         self.key = _key(schema)
-        self.check = _compile(schema) if "$schema" not in schema else None
+        plain = isinstance(schema, dict) and "$schema" not in schema
+        self.check = _compile(schema) if plain else None
 
 
 _BY_ID: dict[int, _Compiled] = {}
