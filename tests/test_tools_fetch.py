@@ -9,7 +9,10 @@ from typing import Any
 
 import pytest
 
+from agentkit.providers import ModelRequest, ProviderError
+from agentkit.runtime import Runtime
 from agentkit.spec import AgentSpec
+from agentkit.testing import FunctionProvider
 from agentkit.tools import (
     FetchPolicy,
     SearchResult,
@@ -227,73 +230,47 @@ async def test_questionnaire_asks_the_host(tmp_path: Path, name: str) -> None:
 # -- sub-agents ---------------------------------------------------------------------
 
 
-@dataclass
-class FakeOutcome:
-    status: str
-    text: str
-    payload: Any = None
+def decide(request: ModelRequest) -> Any:
+    """Sub-agents answer from their system prompt: the broken one fails."""
+    if "broken" in request.system:
+        raise ProviderError("model unavailable")
+    prompt = request.messages[-1].content  # type: ignore[union-attr]
+    return {"text": f"{request.system} did: {prompt}"}
 
 
-@dataclass
-class FakeRun:
-    outcome: FakeOutcome
-
-    async def wait(self) -> FakeOutcome:
-        return self.outcome
-
-
-@dataclass
-class FakeRuntime:
-    """Stands in for agentkit.runtime.Runtime (start + wait + agents) until it lands."""
-
-    agents: dict[str, AgentSpec]
-    started: list[tuple[str, str]] = field(default_factory=list)
-
-    async def start(self, agent_id: str, prompt: str, *, working_dir: Path) -> FakeRun:
-        self.started.append((agent_id, prompt))
-        if agent_id == "app:broken":
-            return FakeRun(FakeOutcome("error", "model unavailable"))
-        return FakeRun(FakeOutcome("completed", f"{agent_id} did: {prompt}"))
-
-
-def runtime_ctx(tmp_path: Path, caller: AgentSpec) -> tuple[ToolContext, FakeRuntime]:
-    runtime = FakeRuntime(
-        agents={
-            spec.id: spec
-            for spec in (
-                caller,
-                AgentSpec(id="app:explore", description="Explores code"),
-                AgentSpec(id="app:broken", description="Always fails"),
-                AgentSpec(id="app:secret", description="Not for everyone"),
-            )
-        }
-    )
-    ctx = ToolContext(
-        working_dir=tmp_path,
-        run_id="r",
-        session_id="s",
-        agent_id=caller.id,
-        spec=caller,
-        runtime=runtime,
-    )
-    return ctx, runtime
+def agent_specs(caller: AgentSpec) -> list[AgentSpec]:
+    return [
+        caller,
+        AgentSpec(id="app:explore", description="Explores code", system_prompt="explore"),
+        AgentSpec(id="app:broken", description="Always fails", system_prompt="broken"),
+        AgentSpec(id="app:secret", description="Not for everyone", system_prompt="secret"),
+    ]
 
 
 @pytest.mark.anyio
 async def test_agents_lists_and_agent_runs_sub_agents(tmp_path: Path) -> None:
     caller = AgentSpec(id="app:main", allowed_subagents=("app:explore", "app:broken"))
-    ctx, runtime = runtime_ctx(tmp_path, caller)
-    listed = await call(REGISTRY, "agents", ctx)
-    assert listed == "- app:broken: Always fails\n- app:explore: Explores code"
-    answer = await call(REGISTRY, "agent", ctx, agent="app:explore", prompt="find main")
-    assert answer == "app:explore did: find main"
-    assert runtime.started == [("app:explore", "find main")]
-    agent = REGISTRY.get("agent")
-    assert agent is not None
-    assert "status error" in await call_error(agent, ctx, agent="app:broken", prompt="x")
-    refused = await call_error(agent, ctx, agent="app:secret", prompt="x")
-    assert "no sub-agent 'app:secret'" in refused
-    assert ("app:secret", "x") not in runtime.started
+    provider = FunctionProvider(decide)
+    async with Runtime(provider=provider, agents=agent_specs(caller)) as runtime:
+        ctx = ToolContext(
+            working_dir=tmp_path,
+            run_id="r",
+            session_id="s",
+            agent_id=caller.id,
+            spec=caller,
+            runtime=runtime,
+        )
+        listed = await call(REGISTRY, "agents", ctx)
+        assert listed == "- app:broken: Always fails\n- app:explore: Explores code"
+        answer = await call(REGISTRY, "agent", ctx, agent="app:explore", prompt="find main")
+        assert answer == "explore did: find main"
+        agent = REGISTRY.get("agent")
+        assert agent is not None
+        failed = await call_error(agent, ctx, agent="app:broken", prompt="x")
+        assert "model unavailable" in failed
+        refused = await call_error(agent, ctx, agent="app:secret", prompt="x")
+        assert "no sub-agent 'app:secret'" in refused
+    assert [r.system for r in provider.requests] == ["explore", "broken"]
 
 
 @pytest.mark.anyio

@@ -263,16 +263,7 @@ def _make_runtime(
     if make is not None:
         runtime: Runtime = make(provider=provider, store=store, working_dir=working_dir)
         return runtime
-    tools = None
-    try:
-        from agentkit.tools import builtin_tools  # type: ignore[attr-defined]
-
-        tools = builtin_tools()
-    except ImportError:
-        pass
-    return Runtime(
-        provider=provider, store=store, tools=tools, agents=[spec], working_dir=working_dir
-    )
+    return Runtime(provider=provider, store=store, agents=[spec], working_dir=working_dir)
 
 
 class _Printer:

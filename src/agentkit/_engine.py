@@ -54,6 +54,7 @@ from agentkit.providers._base import (
 )
 from agentkit.spec import AgentSpec
 from agentkit.tools._base import Effect, Tool, ToolContext, ToolError, parse_tool_entry
+from agentkit.tools._rules import entry_allows, entry_tool_names
 
 if TYPE_CHECKING:
     from agentkit.runtime import Runtime
@@ -148,7 +149,7 @@ class _Offered:
     kind: Literal["tool", "action", "summon", "submit"]
     tool: Tool | None = None
     action: Action | None = None
-    specifiers: tuple[str, ...] = ()  # empty: unrestricted
+    entries: tuple[str, ...] = ()  # restricting allowlist entries; empty: unrestricted
 
 
 def _submit_schema(output_schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
@@ -168,23 +169,22 @@ def offered_tools(spec: AgentSpec, runtime: Runtime) -> dict[str, _Offered]:
     """Everything the model may call in a turn of `spec`, by model-facing name."""
     offered: dict[str, _Offered] = {}
     for entry in spec.tools:
-        name, specifier = parse_tool_entry(entry)
-        tool = runtime.tools.get(name)
-        if tool is None:
-            continue
-        previous = offered.get(name)
-        if previous is not None:
-            if not previous.specifiers or specifier is None:
-                previous.specifiers = ()
+        restricted = parse_tool_entry(entry)[1] is not None
+        for name in entry_tool_names(entry, runtime.tools):
+            tool = runtime.tools.get(name)
+            if tool is None:
                 continue
-            previous.specifiers = (*previous.specifiers, specifier)
-            continue
-        offered[name] = _Offered(
-            ToolDefinition(name, tool.description, tool.input_schema),
-            "tool",
-            tool=tool,
-            specifiers=() if specifier is None else (specifier,),
-        )
+            previous = offered.get(name)
+            if previous is None:
+                offered[name] = _Offered(
+                    ToolDefinition(name, tool.description, tool.input_schema),
+                    "tool",
+                    tool=tool,
+                    entries=(entry,) if restricted else (),
+                )
+            elif previous.entries:
+                # A bare entry lifts every restriction; otherwise any entry may allow.
+                previous.entries = (*previous.entries, entry) if restricted else ()
     if spec.actions:
         for action in runtime.actions:
             if spec.allows_action(action.id):
@@ -305,6 +305,7 @@ class _Turn:
             spec=req.spec,
             services=req.runtime.services,
             runtime=req.runtime,
+            depth=req.depth,
         )
 
     # --- model calls ------------------------------------------------------------------
@@ -420,8 +421,11 @@ class _Turn:
         if offered.kind == "tool":
             assert offered.tool is not None
             effect = offered.tool.effect
-            if offered.specifiers and not self._specifier_allows(offered, arguments):
-                rules = ", ".join(f"{call.name}({s})" for s in offered.specifiers)
+            if offered.entries and not any(
+                entry_allows(entry, offered.tool, arguments, self.tool_context)
+                for entry in offered.entries
+            ):
+                rules = ", ".join(offered.entries)
                 return f"this call is not permitted by the allowlist rules {rules}", True
         elif offered.kind == "action":
             assert offered.action is not None
@@ -453,18 +457,6 @@ class _Turn:
             payload = result.model_dump(exclude_none=True)
             return payload, result.status == "error"
         return await self.summon(arguments)
-
-    def _specifier_allows(self, offered: _Offered, arguments: dict[str, Any]) -> bool:
-        tool = offered.tool
-        if tool is None or tool.matches is None:
-            return False
-        for specifier in offered.specifiers:
-            try:
-                if tool.matches(specifier, arguments, self.tool_context):
-                    return True
-            except Exception:
-                continue
-        return False
 
     async def _ask_permission(
         self, name: str, arguments: dict[str, Any], effect: Effect

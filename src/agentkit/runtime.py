@@ -30,6 +30,7 @@ inside it cancels them, and each cancelled run still ends with `turn_end` (`inte
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import os
@@ -38,7 +39,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 from anyio.abc import TaskGroup
@@ -228,7 +229,15 @@ class Runtime:
         provider: A provider, a registered provider name, or `None` to choose from the
             environment (`AGENTKIT_PROVIDER`, API keys). See `agentkit.providers`.
         store: Where sessions and events are kept; an in-memory store by default.
-        tools: The tools agents may be allowed (by allowlist entry name).
+        tools: The tools agents may be allowed (by allowlist entry name); by default every
+            built-in tool (`agentkit.tools.builtin_tools`), whose background processes
+            are stopped when the runtime closes.
+        tool_vocabulary: With the default tools, register them only under the Claude
+            names (`"claude"`: `Read`, `Bash`, ...) or the Rho names (`"rho"`:
+            `read_file`, `bash`, ...); `None` registers both.
+        mcp_servers: An `mcpServers` mapping; the servers start when the runtime is
+            entered and stop when it closes, and their tools join `tools` as
+            `mcp__<server>__<tool>`.
         actions: The actions agents may be allowed (by canonical id).
         agents: Agents that can be started by id and summoned.
         permission_handler: Decides calls that need consent (see `agentkit.permissions`).
@@ -249,6 +258,8 @@ class Runtime:
         provider: Provider | str | None = None,
         store: Store | None = None,
         tools: ToolRegistry | None = None,
+        tool_vocabulary: Literal["claude", "rho"] | None = None,
+        mcp_servers: Mapping[str, Any] | None = None,
         actions: ActionRegistry | None = None,
         agents: Iterable[AgentSpec] = (),
         permission_handler: PermissionHandler | None = None,
@@ -264,7 +275,11 @@ class Runtime:
         self._provider: Provider | None = provider if not isinstance(provider, str) else None
         self._owns_store = store is None
         self.store: Store = store if store is not None else MemoryStore()
-        self.tools = tools if tools is not None else ToolRegistry()
+        self._tools = tools
+        self._tool_vocabulary = tool_vocabulary
+        self._processes: Any = None
+        self._mcp_servers = dict(mcp_servers or {})
+        self._exit_stack: contextlib.AsyncExitStack | None = None
         self.actions = actions if actions is not None else ActionRegistry()
         self._agents: dict[str, AgentSpec] = {}
         for spec in agents:
@@ -283,9 +298,33 @@ class Runtime:
 
     # --- lifecycle --------------------------------------------------------------------
 
+    @property
+    def tools(self) -> ToolRegistry:
+        """The tools agents may be allowed, by name."""
+        if self._tools is None:
+            from agentkit.tools import ProcessTable, builtin_tools
+
+            self._processes = ProcessTable()
+            self._tools = builtin_tools(self._tool_vocabulary, processes=self._processes)
+        return self._tools
+
     async def __aenter__(self) -> Runtime:
         if self._task_group is not None:
             raise RuntimeError("this Runtime is already running")
+        if self._mcp_servers:
+            from agentkit.tools import mcp_tools
+
+            stack = contextlib.AsyncExitStack()
+            try:
+                started = await stack.enter_async_context(mcp_tools(self._mcp_servers))
+            except BaseException:
+                await stack.aclose()
+                raise
+            self._exit_stack = stack
+            registry = self.tools.copy()
+            for tool in started:
+                registry.add(tool)
+            self._tools = registry
         self._task_group = anyio.create_task_group()
         await self._task_group.__aenter__()
         return self
@@ -307,6 +346,14 @@ class Runtime:
             return await self._task_group.__aexit__(None, None, None)
         finally:
             self._task_group = None
+            if self._processes is not None:
+                with anyio.CancelScope(shield=True):
+                    await self._processes.stop_all()
+            if self._exit_stack is not None:
+                # Not under a shield: the MCP clients' own cancel scopes must unwind in
+                # the order they were entered.
+                stack, self._exit_stack = self._exit_stack, None
+                await stack.aclose()
             if self._owns_store:
                 with anyio.CancelScope(shield=True):
                     await self.store.aclose()

@@ -15,7 +15,7 @@ from agentkit.spec import AgentSpec, Tier
 
 if TYPE_CHECKING:
     from agentkit.runtime import Runtime
-    from agentkit.tools import Effect, ToolRegistry
+    from agentkit.tools import Effect
 
 __all__ = [
     "APP_ID_PATTERN",
@@ -116,13 +116,18 @@ class App:
 
         `runtime_options` go to `Runtime` (`provider`, `store`, `permission_handler`, ...).
         Without `tools`, the built-in tools are offered under their Claude names (`Read`,
-        `WebFetch`, ...), the vocabulary of agent YAML, when `agentkit.tools` provides them.
+        `WebFetch`, ...), the vocabulary of agent YAML. The agents' `mcpServers` start and
+        stop with the runtime.
         """
         from agentkit.runtime import Runtime
 
         options = dict(runtime_options)
-        if options.get("tools") is None:
-            options["tools"] = builtin_tools()
+        options.setdefault("tool_vocabulary", "claude")
+        servers: dict[str, Any] = {}
+        for agent in self.agents.values():
+            servers.update(agent.mcp_servers or {})
+        if servers and "mcp_servers" not in options:
+            options["mcp_servers"] = servers
         return Runtime(agents=self.specs, actions=self.actions, **options)
 
     def agent(self, name: str) -> AppAgent:
@@ -161,14 +166,3 @@ class App:
         return self.actions.action(
             f"{self.id}:{local}", input_schema, description=description, effect=effect
         )
-
-
-def builtin_tools() -> ToolRegistry | None:
-    """agentkit's built-in tools under their Claude names, when `agentkit.tools` has them."""
-    import agentkit.tools
-
-    make = getattr(agentkit.tools, "builtin_tools", None)
-    if make is None:
-        return None
-    tools: ToolRegistry = make("claude")
-    return tools

@@ -24,9 +24,7 @@ def _host_tools() -> ToolRegistry:
     """The built-in tools when the tools package provides them, else none."""
     import agentkit.tools as tools
 
-    make = getattr(tools, "builtin_tools", None)
-    registry = make() if make is not None else None
-    return registry if isinstance(registry, ToolRegistry) else ToolRegistry()
+    return tools.builtin_tools()
 
 
 @dataclass(frozen=True)
@@ -49,12 +47,10 @@ class DefinitionRunner:
         """A runtime that runs `spec` with the host's tools."""
         from agentkit.runtime import Runtime
 
+        # The default tools are the same built-ins `tools` lists, and the runtime stops
+        # their background processes when it closes.
         return Runtime(
-            provider=provider,
-            store=store,
-            tools=self.tools,
-            agents=[self.spec],
-            working_dir=working_dir,
+            provider=provider, store=store, agents=[self.spec], working_dir=working_dir
         )
 
 

@@ -11,6 +11,8 @@ when it wants one; a 135M model rarely does, but such a call is parsed when it c
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import importlib.util
 import json
 import os
@@ -74,6 +76,16 @@ def find_smollm2_gguf() -> Path:
     )
 
 
+def _close_models() -> None:
+    # Free the models while the interpreter is intact: llama-cpp-python's own finaliser
+    # fails noisily when it runs during interpreter shutdown.
+    with _MODELS_LOCK:
+        for llm, _ in _MODELS.values():
+            with contextlib.suppress(Exception):
+                llm.close()
+        _MODELS.clear()
+
+
 def _load(path: str, n_ctx: int, n_threads: int | None) -> tuple[Any, threading.Lock]:
     with _MODELS_LOCK:
         if (path, n_ctx) not in _MODELS:
@@ -84,6 +96,8 @@ def _load(path: str, n_ctx: int, n_threads: int | None) -> tuple[Any, threading.
                     "the local provider needs llama-cpp-python: pip install 'agentkit[local]'"
                 ) from None
             llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, verbose=False, seed=0)
+            if not _MODELS:
+                atexit.register(_close_models)
             _MODELS[(path, n_ctx)] = (llm, threading.Lock())
         return _MODELS[(path, n_ctx)]
 

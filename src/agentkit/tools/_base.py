@@ -41,6 +41,7 @@ class ToolContext:
         services: Host-supplied services by name (for example a `questionnaire` callback or
             a `web_search` backend), so tools need no globals.
         runtime: The runtime running the call (for sub-agents); `None` outside one.
+        depth: How deeply the calling agent is nested in sub-agent calls (0 at the top).
     """
 
     working_dir: Path
@@ -50,6 +51,7 @@ class ToolContext:
     spec: AgentSpec | None = None
     services: Mapping[str, Any] = field(default_factory=dict)
     runtime: Any = None
+    depth: int = 0
 
 
 ToolFunction = Callable[[dict[str, Any], ToolContext], Awaitable[Any]]

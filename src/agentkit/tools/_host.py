@@ -121,18 +121,15 @@ def agent_tool() -> Tool:
         if agent_id not in agents:
             names = ", ".join(sorted(agents)) or "none"
             raise ToolError(f"no sub-agent {agent_id!r} is available (available: {names})")
-        run_handle = await _runtime(ctx).start(
-            agent_id, str(args["prompt"]), working_dir=ctx.working_dir
+        # Through the runtime's sub-agent path, so nesting is bounded like `summon`.
+        result = await _runtime(ctx).run_subagent(
+            agent_id, str(args["prompt"]), depth=ctx.depth + 1, working_dir=ctx.working_dir
         )
-        outcome = await run_handle.wait()
-        status = str(getattr(outcome, "status", "ok"))
-        if status in ("error", "failed", "interrupted", "cancelled"):
-            raise ToolError(
-                f"sub-agent {agent_id} ended with status {status}: "
-                f"{getattr(outcome, 'text', '') or ''}".rstrip(": ")
-            )
-        payload = getattr(outcome, "payload", None)
-        return payload if payload is not None else (getattr(outcome, "text", "") or "")
+        if result.status != "ok":
+            raise ToolError(f"sub-agent {agent_id} failed: {result.error}")
+        data = result.data or {}
+        payload = data.get("payload")
+        return payload if payload is not None else data.get("content", "")
 
     return Tool(
         name="agent",
