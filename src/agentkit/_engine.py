@@ -16,6 +16,7 @@ import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import AsyncGeneratorType
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -27,11 +28,12 @@ from agentkit.events import (
     AgentMessage,
     ModelUsage,
     StructuredOutput,
-    Text,
-    TextDelta,
     Thinking,
-    ToolResult,
-    ToolUse,
+    _text,
+    _text_delta,
+    _tool_result,
+    _tool_use,
+    _trusted,
 )
 from agentkit.permissions import Allow, Deny, PermissionHandler, PermissionRequest, needs_permission
 from agentkit.providers._base import (
@@ -231,6 +233,52 @@ def structured_output_contract(spec: AgentSpec) -> str:
     return STRUCTURED_OUTPUT_CONTRACT.format(schema=json.dumps(schema, indent=2))
 
 
+# Transcript messages the engine builds from values it has checked, built without running
+# validation (see `agentkit.events._trusted`); anything unexpected takes the validating path.
+
+
+def _user_message(content: str) -> UserMessage:
+    if type(content) is not str:
+        return UserMessage(content=content)
+    return _trusted(UserMessage, {"content"}, {"role": "user", "content": content})
+
+
+def _assistant_message(
+    thinking: tuple[ThinkingBlock, ...], text: str, tool_calls: tuple[ToolCall, ...]
+) -> AssistantMessage:
+    if (
+        type(text) is not str
+        or not all(type(c) is ToolCall for c in tool_calls)
+        or not all(type(t) is ThinkingBlock for t in thinking)
+    ):
+        return AssistantMessage(thinking=thinking, text=text, tool_calls=tool_calls)
+    return _trusted(
+        AssistantMessage,
+        {"thinking", "text", "tool_calls"},
+        {"role": "assistant", "thinking": thinking, "text": text, "tool_calls": tool_calls},
+    )
+
+
+def _tool_result_message(
+    tool_call_id: str, name: str, content: str, is_error: bool
+) -> ToolResultMessage:
+    if type(tool_call_id) is not str or type(name) is not str or type(content) is not str:
+        return ToolResultMessage(
+            tool_call_id=tool_call_id, name=name, content=content, is_error=is_error
+        )
+    return _trusted(
+        ToolResultMessage,
+        {"tool_call_id", "name", "content", "is_error"},
+        {
+            "role": "tool",
+            "tool_call_id": tool_call_id,
+            "name": name,
+            "content": content,
+            "is_error": is_error,
+        },
+    )
+
+
 def _as_text(output: Any) -> str:
     if isinstance(output, str):
         return output
@@ -300,15 +348,18 @@ class _Turn:
                 thinking_parts.clear()
                 emit(Thinking(content=block.content, signature=signature))
 
+        # Bound locally: the text branch runs once per streamed delta.
+        text_chunk, add_text, text_delta = TextChunk, text_parts.append, _text_delta
         stream = self.provider.stream(request)
+        finished = False
         try:
             async for chunk in stream:
-                if type(chunk) is TextChunk:
+                if type(chunk) is text_chunk:
                     if thinking_parts:
                         close_thinking()
                     produced[0] = True
-                    text_parts.append(chunk.text)
-                    emit(TextDelta(content=chunk.text))
+                    add_text(chunk.text)
+                    emit(text_delta(chunk.text))
                 elif type(chunk) is ThinkingChunk:
                     produced[0] = True
                     thinking_parts.append(chunk.text)
@@ -328,15 +379,19 @@ class _Turn:
                         cache_write_tokens=chunk.cache_write_tokens,
                         reasoning_tokens=chunk.reasoning_tokens,
                     )
+            finished = True
         finally:
-            aclose = getattr(stream, "aclose", None)
+            # An async generator that ran to its end is closed already: skip the shielded
+            # aclose (a cancel scope per model call) on that, the common, path.
+            aclose = (
+                None if finished and type(stream) is AsyncGeneratorType
+                else getattr(stream, "aclose", None)
+            )
             if aclose is not None:
                 with anyio.CancelScope(shield=True):
                     await aclose()
         close_thinking()
-        return AssistantMessage(
-            thinking=tuple(thinking), text="".join(text_parts), tool_calls=tuple(calls)
-        )
+        return _assistant_message(tuple(thinking), "".join(text_parts), tuple(calls))
 
     # --- tool calls -------------------------------------------------------------------
 
@@ -424,8 +479,14 @@ class _Turn:
 
     async def _run_tool(self, tool: Tool, arguments: dict[str, Any]) -> tuple[Any, bool]:
         try:
-            with anyio.fail_after(tool.timeout):
+            if tool.timeout is None:
                 return await tool.function(arguments, self.tool_context), False
+            # anyio.fail_after without its two generator-based context managers: the scope
+            # swallows only its own deadline's cancellation, so falling out of it means the
+            # call timed out.
+            with anyio.CancelScope(deadline=anyio.current_time() + tool.timeout):
+                return await tool.function(arguments, self.tool_context), False
+            raise TimeoutError
         except TimeoutError:
             return f"{tool.name} timed out after {tool.timeout:g} seconds", True
         except ToolError as exc:
@@ -469,7 +530,7 @@ async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> T
     spec = req.spec
     max_turns = spec.max_turns or req.runtime.default_max_turns
     messages: list[Message] = list(req.transcript)
-    pending: list[Message] = [UserMessage(content=req.prompt)]
+    pending: list[Message] = [_user_message(req.prompt)]
     messages.extend(pending)
     calls_made = 0
     tool_calls = 0
@@ -491,27 +552,16 @@ async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> T
                 phase: Literal["commentary", "final"] = (
                     "commentary" if reply.tool_calls else "final"
                 )
-                req.emit(Text(content=reply.text, turn_phase=phase))
+                req.emit(_text(reply.text, phase))
             for call in reply.tool_calls:
                 tool_calls += 1
                 shown_input = call.arguments if isinstance(call.arguments, dict) else {
                     "_raw": call.arguments
                 }
-                req.emit(ToolUse(id=call.id, tool=call.name, input=shown_input))
+                req.emit(_tool_use(call.id, call.name, shown_input))
                 output, is_error = await turn.call_tool(call)
-                req.emit(
-                    ToolResult(
-                        tool_use_id=call.id, tool=call.name, output=output, is_error=is_error
-                    )
-                )
-                step.append(
-                    ToolResultMessage(
-                        tool_call_id=call.id,
-                        name=call.name,
-                        content=_as_text(output),
-                        is_error=is_error,
-                    )
-                )
+                req.emit(_tool_result(call.id, call.name, output, is_error))
+                step.append(_tool_result_message(call.id, call.name, _as_text(output), is_error))
             messages.extend(step)
             pending.extend(step)
             await req.save_messages(pending)
@@ -535,13 +585,18 @@ async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> T
         )
         return outcome
     finally:
-        outcome.accounting = outcome.accounting.model_copy(
-            update={
-                "models": dict(req.usage),
-                "model_calls": calls_made,
-                "tool_calls": tool_calls,
-                "permission_denials": turn.denials,
-            }
+        # `model_copy(update=...)` without its generic machinery (no validation either way)
+        counts = {
+            "models": dict(req.usage),
+            "model_calls": calls_made,
+            "tool_calls": tool_calls,
+            "permission_denials": turn.denials,
+        }
+        accounting = outcome.accounting
+        outcome.accounting = _trusted(
+            Accounting,
+            accounting.model_fields_set | counts.keys(),
+            {**accounting.__dict__, **counts},
         )
 
 

@@ -21,7 +21,7 @@ Groups: lifecycle (`turn_start`, `turn_end`, `session_init`), content (`thinking
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.alias_generators import to_camel
@@ -237,3 +237,150 @@ def from_wire(data: dict[str, Any] | str | bytes) -> AgentMessage:
 def is_final(event: AgentMessage) -> bool:
     """Whether the event is a final block (`result` or `error`)."""
     return event.type in ("result", "error")
+
+
+# --- trusted construction ------------------------------------------------------------------
+# The engine and the runtime build several events per tool call and one per streamed delta
+# from values they have already checked. These helpers build exactly the object validation
+# would build (same `__dict__`, same fields set) without running the validator; every
+# user-facing constructor still validates.
+
+_E = TypeVar("_E", bound=BaseModel)
+_new = object.__new__
+# The slot setters of BaseModel's instance layout, called directly (cheaper than
+# object.__setattr__, which frozen models need anyway).
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+
+
+def _trusted(cls: type[_E], fields_set: set[str], values: dict[str, Any]) -> _E:
+    """`cls` with `values` (every field, in declaration order) and `fields_set` (the names
+    the caller gave explicitly), exactly as validating those values would build it."""
+    model = _new(cls)
+    _set_dict(model, values)
+    _set_fields_set(model, fields_set)
+    _set_extra(model, None)
+    _set_private(model, None)
+    return model
+
+
+def _text_delta(content: str) -> TextDelta:
+    if type(content) is not str:
+        return TextDelta(content=content)
+    # _trusted, inlined: this runs once per streamed delta
+    delta = _new(TextDelta)
+    _set_dict(delta, {"agent": None, "type": "text_delta", "content": content})
+    _set_fields_set(delta, {"content"})
+    _set_extra(delta, None)
+    _set_private(delta, None)
+    return delta
+
+
+def _text(content: str, turn_phase: Literal["commentary", "final"]) -> Text:
+    if type(content) is not str:
+        return Text(content=content, turn_phase=turn_phase)
+    return _trusted(
+        Text,
+        {"content", "turn_phase"},
+        {"agent": None, "type": "text", "content": content, "turn_phase": turn_phase},
+    )
+
+
+def _tool_use(id: str, tool: str, input: dict[str, Any]) -> ToolUse:
+    if type(id) is not str or type(tool) is not str or type(input) is not dict:
+        return ToolUse(id=id, tool=tool, input=input)
+    return _trusted(
+        ToolUse,
+        {"id", "tool", "input"},
+        # validation copies the dict (shallowly): so does this
+        {"agent": None, "type": "tool_use", "id": id, "tool": tool, "input": dict(input)},
+    )
+
+
+def _tool_result(tool_use_id: str, tool: str, output: Any, is_error: bool) -> ToolResult:
+    if type(tool_use_id) is not str or type(tool) is not str or type(is_error) is not bool:
+        return ToolResult(tool_use_id=tool_use_id, tool=tool, output=output, is_error=is_error)
+    return _trusted(
+        ToolResult,
+        {"tool_use_id", "tool", "output", "is_error"},
+        {
+            "agent": None,
+            "type": "tool_result",
+            "tool_use_id": tool_use_id,
+            "tool": tool,
+            "output": output,
+            "is_error": is_error,
+        },
+    )
+
+
+def _turn_start(turn_id: str, session_id: str, user_prompt: str) -> TurnStart:
+    if type(turn_id) is not str or type(session_id) is not str or type(user_prompt) is not str:
+        return TurnStart(turn_id=turn_id, session_id=session_id, user_prompt=user_prompt)
+    return _trusted(
+        TurnStart,
+        {"turn_id", "session_id", "user_prompt"},
+        {
+            "agent": None,
+            "type": "turn_start",
+            "turn_id": turn_id,
+            "session_id": session_id,
+            "user_prompt": user_prompt,
+        },
+    )
+
+
+def _session_init(
+    session_id: str, system_prompt: str | None, project_path: str | None
+) -> SessionInit:
+    if (
+        type(session_id) is not str
+        or (system_prompt is not None and type(system_prompt) is not str)
+        or (project_path is not None and type(project_path) is not str)
+    ):
+        return SessionInit(
+            session_id=session_id, system_prompt=system_prompt, project_path=project_path
+        )
+    return _trusted(
+        SessionInit,
+        {"session_id", "system_prompt", "project_path"},
+        {
+            "agent": None,
+            "type": "session_init",
+            "session_id": session_id,
+            "system_prompt": system_prompt,
+            "project_path": project_path,
+        },
+    )
+
+
+def _turn_end(turn_id: str, status: TurnStatus, duration_ms: int) -> TurnEnd:
+    if (
+        type(turn_id) is not str
+        or status not in ("completed", "interrupted", "error")
+        or type(duration_ms) is not int
+    ):
+        return TurnEnd(turn_id=turn_id, status=status, duration_ms=duration_ms)
+    return _trusted(
+        TurnEnd,
+        {"turn_id", "status", "duration_ms"},
+        {
+            "agent": None,
+            "type": "turn_end",
+            "turn_id": turn_id,
+            "status": status,
+            "duration_ms": duration_ms,
+        },
+    )
+
+
+def _result(content: str, accounting: Accounting | None) -> Result:
+    if type(content) is not str or (accounting is not None and type(accounting) is not Accounting):
+        return Result(content=content, accounting=accounting)
+    return _trusted(
+        Result,
+        {"content", "accounting"},
+        {"agent": None, "type": "result", "content": content, "accounting": accounting},
+    )

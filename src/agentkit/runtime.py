@@ -33,8 +33,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import os
 import time
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,12 +58,12 @@ from agentkit.events import (
     Accounting,
     AgentMessage,
     ErrorEvent,
-    Result,
-    SessionInit,
     TextDelta,
-    TurnEnd,
-    TurnStart,
     TurnStatus,
+    _result,
+    _session_init,
+    _turn_end,
+    _turn_start,
 )
 from agentkit.permissions import PermissionHandler
 from agentkit.providers._base import Message, Provider
@@ -105,6 +105,17 @@ SUMMON_ACTION = "system:summon"
 
 PRICED_PROVIDERS = frozenset({"anthropic", "openai", "local"})
 """Providers whose runs are priced by default (through genai-prices, the `prices` extra)."""
+
+
+def _new_id() -> str:
+    """A random 128-bit id as 32 hex digits (like `uuid4().hex`, at a fraction of the cost)."""
+    return os.urandom(16).hex()
+
+
+def _new_uuid() -> str:
+    """A random version-4 UUID in its canonical text form, without the `uuid` machinery."""
+    h = os.urandom(16).hex()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
 
 class AgentNotFoundError(LookupError):
@@ -388,7 +399,7 @@ class Runtime:
     ) -> SessionRecord:
         """Create an empty session for an agent (an id is generated when none is given)."""
         spec = self._resolve_agent(agent)
-        return await self.store.create_session(session_id or str(uuid.uuid4()), spec.id, metadata)
+        return await self.store.create_session(session_id or _new_uuid(), spec.id, metadata)
 
     async def start(
         self,
@@ -442,8 +453,8 @@ class Runtime:
             raise SessionBusyError(f"session {session.id!r} already has a run going")
         self._active_sessions.add(session.id)
         run = Run(
-            run_id=uuid.uuid4().hex,
-            turn_id=uuid.uuid4().hex,
+            run_id=_new_id(),
+            turn_id=_new_id(),
             session_id=session.id,
             spec=spec,
             prompt=prompt,
@@ -478,7 +489,8 @@ class Runtime:
             depth=_depth,
         )
         self._runs[run.id] = run
-        self._task_group.start_soon(self._execute, run, request)
+        # An explicit name spares anyio working one out from the function on every start.
+        self._task_group.start_soon(self._execute, run, request, name="agentkit run")
         return run
 
     def stream(
@@ -542,13 +554,9 @@ class Runtime:
 
     async def _execute(self, run: Run, request: TurnRequest) -> None:
         started = time.monotonic()
-        run._emit(TurnStart(turn_id=run.turn_id, session_id=run.session_id, user_prompt=run.prompt))
+        run._emit(_turn_start(run.turn_id, run.session_id, run.prompt))
         run._emit(
-            SessionInit(
-                session_id=run.session_id,
-                system_prompt=request.system_prompt or None,
-                project_path=str(run.working_dir),
-            )
+            _session_init(run.session_id, request.system_prompt or None, str(run.working_dir))
         )
         outcome: TurnOutcome | None = None
         interrupted = False
@@ -588,16 +596,10 @@ class Runtime:
         else:
             status = "error"
         if status == "completed":
-            run._emit(Result(content=outcome.text, accounting=accounting))
+            run._emit(_result(outcome.text, accounting))
         else:
             run._emit(ErrorEvent(error=outcome.error or "the run failed", accounting=accounting))
-        run._emit(
-            TurnEnd(
-                turn_id=run.turn_id,
-                status=status,
-                duration_ms=int((time.monotonic() - started) * 1000),
-            )
-        )
+        run._emit(_turn_end(run.turn_id, status, int((time.monotonic() - started) * 1000)))
         run._outcome = RunOutcome(
             run_id=run.id,
             session_id=run.session_id,

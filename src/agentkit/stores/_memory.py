@@ -74,7 +74,11 @@ class MemoryStore:
     async def append_transcript(self, session_id: str, messages: Sequence[Message]) -> None:
         self._session(session_id)
         self._transcripts[session_id].extend(messages)
-        self._sessions[session_id] = replace(self._sessions[session_id], updated_at=time.time())
+        old = self._sessions[session_id]
+        # A direct constructor call: `dataclasses.replace` costs several times more.
+        self._sessions[session_id] = SessionRecord(
+            old.id, old.agent_id, old.created_at, time.time(), old.metadata
+        )
 
     async def truncate_transcript(self, session_id: str, length: int) -> None:
         self._session(session_id)
@@ -90,7 +94,9 @@ class MemoryStore:
     async def finish_run(self, run_id: str, status: RunStatus, finished_at: float) -> None:
         run = self._runs.get(run_id)
         if run is not None:
-            self._runs[run_id] = replace(run, status=status, finished_at=finished_at)
+            self._runs[run_id] = RunRecord(
+                run.id, run.session_id, run.agent_id, status, run.created_at, finished_at
+            )
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         return self._runs.get(run_id)
