@@ -77,3 +77,20 @@ async def test_a_changed_definition_is_refused_on_resume(tmp_path: Path) -> None
             await runtime.start(changed, "again", session_id=run.session_id)
         again = await runtime.start(reformatted, "again", session_id=run.session_id)
         assert (await again.wait()).ok
+
+
+async def test_a_store_location_opens_sqlite_and_sessions_survive(tmp_path: Path) -> None:
+    location = str(tmp_path / "sessions.db")
+    spec = AgentSpec(id="demo:memory")
+    async with Runtime(provider=ScriptedProvider(["first"]), store=location) as runtime:
+        first = await runtime.start(spec, "remember")
+        await first.wait()
+    provider = ScriptedProvider(["second"])
+    async with Runtime(provider=provider, store=location) as runtime:
+        again = await runtime.start(spec, "recall", session_id=first.session_id)
+        assert (await again.wait()).ok
+    assert [type(m).__name__ for m in provider.requests[0].messages] == [
+        "UserMessage",
+        "AssistantMessage",
+        "UserMessage",
+    ]

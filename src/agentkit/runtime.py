@@ -228,7 +228,10 @@ class Runtime:
     Args:
         provider: A provider, a registered provider name, or `None` to choose from the
             environment (`AGENTKIT_PROVIDER`, API keys). See `agentkit.providers`.
-        store: Where sessions and events are kept; an in-memory store by default.
+        store: Where sessions and events are kept: a `Store`, or a location for
+            [`open_store`][agentkit.stores.open_store] (a SQLite file path,
+            `postgresql://...`), which the runtime then also closes. Without one, an
+            in-memory store: nothing survives the process.
         tools: The tools agents may be allowed (by allowlist entry name); by default every
             built-in tool (`agentkit.tools.builtin_tools`), whose background processes
             are stopped when the runtime closes.
@@ -256,7 +259,7 @@ class Runtime:
         self,
         *,
         provider: Provider | str | None = None,
-        store: Store | None = None,
+        store: Store | str | None = None,
         tools: ToolRegistry | None = None,
         tool_vocabulary: Literal["claude", "rho"] | None = None,
         mcp_servers: Mapping[str, Any] | None = None,
@@ -273,7 +276,11 @@ class Runtime:
     ) -> None:
         self._provider_arg = provider
         self._provider: Provider | None = provider if not isinstance(provider, str) else None
-        self._owns_store = store is None
+        self._owns_store = store is None or isinstance(store, str)
+        if isinstance(store, str):
+            from agentkit.stores import open_store
+
+            store = open_store(store)
         self.store: Store = store if store is not None else MemoryStore()
         self._tools = tools
         self._tool_vocabulary = tool_vocabulary
