@@ -1,1 +1,5 @@
-"""rooms (filled in by its own issue)."""
+"""Rooms: not built yet.
+
+This package is reserved for the rooms model of the specification; it exports nothing
+so far.
+"""
