@@ -28,9 +28,6 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "defs"
 SID = "5b2f6c1e-8d3a-4f61-9a0e-2c7d1b9e4f10"
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 FAKE = """#!{python}

@@ -22,9 +22,6 @@ pytest.importorskip("openai", reason="the 'openai' extra is not installed")
 DATA = Path(__file__).parent / "data" / "providers"
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 def _reply(api: str, name: str) -> Reply:

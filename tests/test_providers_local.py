@@ -56,9 +56,6 @@ needs_server = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 # --- prompt format and tool-call parsing (no model needed) --------------------------------
