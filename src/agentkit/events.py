@@ -278,109 +278,71 @@ def _text_delta(content: str) -> TextDelta:
     return delta
 
 
+def _event(cls: type[_E], checked: bool, **values: Any) -> _E:
+    """`cls(**values)`: built without validation when the caller's type checks passed
+    (`checked`), through the validating constructor otherwise. `values` come in the
+    fields' declaration order."""
+    if not checked:
+        return cls(**values)
+    return _trusted(cls, set(values), {"agent": None, "type": _TYPE_OF[cls], **values})
+
+
 def _text(content: str, turn_phase: Literal["commentary", "final"]) -> Text:
-    if type(content) is not str:
-        return Text(content=content, turn_phase=turn_phase)
-    return _trusted(
-        Text,
-        {"content", "turn_phase"},
-        {"agent": None, "type": "text", "content": content, "turn_phase": turn_phase},
-    )
+    return _event(Text, type(content) is str, content=content, turn_phase=turn_phase)
 
 
 def _tool_use(id: str, tool: str, input: dict[str, Any]) -> ToolUse:
-    if type(id) is not str or type(tool) is not str or type(input) is not dict:
-        return ToolUse(id=id, tool=tool, input=input)
-    return _trusted(
-        ToolUse,
-        {"id", "tool", "input"},
-        # validation copies the dict (shallowly): so does this
-        {"agent": None, "type": "tool_use", "id": id, "tool": tool, "input": dict(input)},
-    )
+    checked = type(id) is str and type(tool) is str and type(input) is dict
+    # validation copies the dict (shallowly): so does this
+    return _event(ToolUse, checked, id=id, tool=tool, input=dict(input) if checked else input)
 
 
 def _tool_result(tool_use_id: str, tool: str, output: Any, is_error: bool) -> ToolResult:
-    if type(tool_use_id) is not str or type(tool) is not str or type(is_error) is not bool:
-        return ToolResult(tool_use_id=tool_use_id, tool=tool, output=output, is_error=is_error)
-    return _trusted(
-        ToolResult,
-        {"tool_use_id", "tool", "output", "is_error"},
-        {
-            "agent": None,
-            "type": "tool_result",
-            "tool_use_id": tool_use_id,
-            "tool": tool,
-            "output": output,
-            "is_error": is_error,
-        },
+    checked = type(tool_use_id) is str and type(tool) is str and type(is_error) is bool
+    return _event(
+        ToolResult, checked, tool_use_id=tool_use_id, tool=tool, output=output, is_error=is_error
     )
 
 
 def _turn_start(turn_id: str, session_id: str, user_prompt: str) -> TurnStart:
-    if type(turn_id) is not str or type(session_id) is not str or type(user_prompt) is not str:
-        return TurnStart(turn_id=turn_id, session_id=session_id, user_prompt=user_prompt)
-    return _trusted(
-        TurnStart,
-        {"turn_id", "session_id", "user_prompt"},
-        {
-            "agent": None,
-            "type": "turn_start",
-            "turn_id": turn_id,
-            "session_id": session_id,
-            "user_prompt": user_prompt,
-        },
+    checked = type(turn_id) is str and type(session_id) is str and type(user_prompt) is str
+    return _event(
+        TurnStart, checked, turn_id=turn_id, session_id=session_id, user_prompt=user_prompt
     )
 
 
 def _session_init(
     session_id: str, system_prompt: str | None, project_path: str | None
 ) -> SessionInit:
-    if (
-        type(session_id) is not str
-        or (system_prompt is not None and type(system_prompt) is not str)
-        or (project_path is not None and type(project_path) is not str)
-    ):
-        return SessionInit(
-            session_id=session_id, system_prompt=system_prompt, project_path=project_path
-        )
-    return _trusted(
+    checked = (
+        type(session_id) is str
+        and (system_prompt is None or type(system_prompt) is str)
+        and (project_path is None or type(project_path) is str)
+    )
+    return _event(
         SessionInit,
-        {"session_id", "system_prompt", "project_path"},
-        {
-            "agent": None,
-            "type": "session_init",
-            "session_id": session_id,
-            "system_prompt": system_prompt,
-            "project_path": project_path,
-        },
+        checked,
+        session_id=session_id,
+        system_prompt=system_prompt,
+        project_path=project_path,
     )
 
 
 def _turn_end(turn_id: str, status: TurnStatus, duration_ms: int) -> TurnEnd:
-    if (
-        type(turn_id) is not str
-        or status not in ("completed", "interrupted", "error")
-        or type(duration_ms) is not int
-    ):
-        return TurnEnd(turn_id=turn_id, status=status, duration_ms=duration_ms)
-    return _trusted(
-        TurnEnd,
-        {"turn_id", "status", "duration_ms"},
-        {
-            "agent": None,
-            "type": "turn_end",
-            "turn_id": turn_id,
-            "status": status,
-            "duration_ms": duration_ms,
-        },
+    checked = (
+        type(turn_id) is str
+        and status in ("completed", "interrupted", "error")
+        and type(duration_ms) is int
     )
+    return _event(TurnEnd, checked, turn_id=turn_id, status=status, duration_ms=duration_ms)
 
 
 def _result(content: str, accounting: Accounting | None) -> Result:
-    if type(content) is not str or (accounting is not None and type(accounting) is not Accounting):
-        return Result(content=content, accounting=accounting)
-    return _trusted(
-        Result,
-        {"content", "accounting"},
-        {"agent": None, "type": "result", "content": content, "accounting": accounting},
-    )
+    checked = type(content) is str and (accounting is None or type(accounting) is Accounting)
+    return _event(Result, checked, content=content, accounting=accounting)
+
+
+_TYPE_OF: dict[type[BaseModel], str] = {
+    cls: cls.model_fields["type"].default
+    for cls in (Text, ToolUse, ToolResult, TurnStart, SessionInit, TurnEnd, Result)
+}
