@@ -600,3 +600,19 @@ async def test_provider_error_type_is_reported() -> None:
         run = await runtime.start(SPEC, "go")
         outcome = await run.wait()
     assert outcome.status == "error" and "quota exceeded" in (outcome.error or "")
+
+
+async def test_a_tool_schema_that_cannot_be_applied_is_a_tool_error() -> None:
+    broken = Tool(
+        "broken",
+        "A host tool with a bad pattern in its schema.",
+        {"type": "object", "properties": {"x": {"type": "string", "pattern": "["}}},
+        _add,
+    )
+    spec = AgentSpec(id="demo:b", tools=("broken",), permission_mode="bypassPermissions")
+    events, outcome, _ = await run_all(
+        spec, [call("broken", x="y"), "recovered"], tools=ToolRegistry([broken])
+    )
+    result = results(events)[0]
+    assert result.is_error and "could not be applied" in result.output
+    assert outcome.ok

@@ -142,3 +142,24 @@ def test_final_blocks_and_accounting_totals() -> None:
         models={"a": ModelUsage(input_tokens=1, output_tokens=2), "b": ModelUsage(input_tokens=3)}
     )
     assert accounting.total.input_tokens == 4 and accounting.total.output_tokens == 2
+
+
+@pytest.mark.parametrize(
+    ("schema", "message"),
+    [
+        ({"type": "object", "properties": {"x": {"type": "string", "pattern": "["}}}, "regex"),
+        ({"properties": {"x": {"$ref": "#/$defs/missing"}}}, "does not resolve"),
+        ({"properties": {"x": {"$ref": "https://example.com/s.json"}}}, "does not resolve"),
+    ],
+)
+def test_output_schemas_that_cannot_be_applied_are_rejected(
+    schema: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(SpecError, match=message) as info:
+        AgentSpec(id="a:b", output_schema=schema)
+    assert info.value.field == "output_schema"
+
+
+def test_local_refs_are_fine() -> None:
+    schema = {"$defs": {"a": {"type": "string"}}, "properties": {"x": {"$ref": "#/$defs/a"}}}
+    assert AgentSpec(id="a:b", output_schema=schema).output_schema == schema

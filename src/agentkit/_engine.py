@@ -279,6 +279,15 @@ def _tool_result_message(
     )
 
 
+def _checked(instance: Any, schema: dict[str, Any]) -> list[str]:
+    """`schema_violations`, where a schema that cannot be applied (a bad regex, a `$ref`
+    to nowhere in a host-supplied tool schema) is itself reported, not raised."""
+    try:
+        return schema_violations(instance, schema)
+    except Exception as exc:
+        return [f"the schema could not be applied: {type(exc).__name__}: {exc}"]
+
+
 def _as_text(output: Any) -> str:
     if isinstance(output, str):
         return output
@@ -411,7 +420,7 @@ class _Turn:
                 return "the arguments must be a JSON object", True
         else:
             arguments = call.arguments
-        violations = schema_violations(arguments, offered.definition.input_schema)
+        violations = _checked(arguments, offered.definition.input_schema)
         if violations:
             return "invalid arguments: " + "; ".join(violations), True
 
@@ -499,7 +508,7 @@ class _Turn:
         assert spec.output_schema is not None
         _, wrapped = _submit_schema(spec.output_schema)
         payload = arguments["output"] if wrapped else arguments
-        violations = schema_violations(payload, spec.output_schema)
+        violations = _checked(payload, spec.output_schema)
         if violations:
             return "the output does not match the schema: " + "; ".join(violations), True
         self.outcome.payload = payload

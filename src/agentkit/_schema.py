@@ -40,11 +40,47 @@ def check_schema(schema: dict[str, Any]) -> None:
     if not isinstance(schema, dict):
         raise ValueError("a JSON Schema must be an object")
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    errors = sorted(cls(cls.META_SCHEMA).iter_errors(schema), key=lambda e: list(e.path))
-    if errors:
-        raise ValueError(
-            "not a valid JSON Schema: " + "; ".join(_describe(e) for e in errors[:5])
-        )
+    # The format checker makes the meta-schema check `pattern` values as regexes.
+    meta = cls(cls.META_SCHEMA, format_checker=cls.FORMAT_CHECKER)
+    problems = [_describe(e) for e in sorted(meta.iter_errors(schema), key=lambda e: list(e.path))]
+    problems.extend(
+        f"{'/'.join(str(p) for p in path)}: {message}" for path, message in ref_problems(schema)
+    )
+    if problems:
+        raise ValueError("not a valid JSON Schema: " + "; ".join(problems[:5]))
+
+
+def ref_problems(schema: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
+    """Every `$ref` that does not point into the schema itself (agentkit never fetches
+    remote schemas): the path of the `$ref` and why."""
+    problems: list[tuple[tuple[str | int, ...], str]] = []
+
+    def resolves(pointer: str) -> bool:
+        node: Any = schema
+        for raw in pointer.removeprefix("#").split("/")[1:]:
+            part = raw.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and part in node:
+                node = node[part]
+            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+                node = node[int(part)]
+            else:
+                return False
+        return True
+
+    def walk(node: Any, path: tuple[str | int, ...]) -> None:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and not (ref.startswith("#") and resolves(ref)):
+                problems.append(((*path, "$ref"), f"{ref!r} does not resolve in this schema"))
+            for key, value in node.items():
+                if key not in ("const", "enum", "default", "examples"):
+                    walk(value, (*path, key))
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                walk(value, (*path, index))
+
+    walk(schema, ())
+    return problems
 
 
 class _Compiled:

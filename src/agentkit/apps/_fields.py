@@ -143,7 +143,7 @@ def string_list_field(
 
 def schema_problems(schema: Any) -> list[tuple[Path_, str]]:
     """Where and why `schema` fails its meta-schema (empty when valid)."""
-    from agentkit._schema import check_schema
+    from agentkit._schema import check_schema, ref_problems
 
     try:
         check_schema(schema)
@@ -155,8 +155,10 @@ def schema_problems(schema: Any) -> list[tuple[Path_, str]]:
 
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     problems: list[tuple[Path_, str]] = []
-    for error in leaf_errors(cls(cls.META_SCHEMA).iter_errors(schema)):
+    meta = cls(cls.META_SCHEMA, format_checker=cls.FORMAT_CHECKER)  # checks `pattern` regexes
+    for error in leaf_errors(meta.iter_errors(schema)):
         problems.append((tuple(error.absolute_path), error.message))
+    problems.extend(ref_problems(schema))
     problems.sort(key=lambda p: [str(x) for x in p[0]])
     unique: list[tuple[Path_, str]] = []
     for problem in problems:
