@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from cli_support import agentkit
+from cli_support import ROOT, agentkit
 
 
 def test_version(python: str, cli_env: dict[str, str]) -> None:
@@ -141,4 +142,56 @@ def test_usage_errors_are_clear_and_exit_2(
     done = agentkit(python, cli_env, *args)
     assert done.returncode == 2
     assert message in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_module_that_fails_to_import_is_a_usage_error(
+    python: str, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "broken_agent.py").write_text("raise RuntimeError('boom at import')\n")
+    done = agentkit(
+        python, cli_env, "run", "broken_agent:spec", "hi", "--provider", "test", cwd=tmp_path
+    )
+    assert done.returncode == 2
+    assert "RuntimeError: boom at import" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_store_path_that_cannot_exist_is_a_usage_error(
+    python: str, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    done = agentkit(
+        python,
+        cli_env,
+        "run",
+        "examples.hello:agent",
+        "hi",
+        "--provider",
+        "test",
+        "--store",
+        str(blocker / "sessions.db"),
+    )
+    assert done.returncode == 2
+    assert "cannot open the store" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_reader_closing_the_pipe_is_quiet(
+    python: str, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    script = tmp_path / "long.json"
+    script.write_text(json.dumps([{"text": "x" * 20000, "deltas": 2000}]))
+    command = (
+        f"{python} -m agentkit run examples.hello:agent hi --provider scripted "
+        f"--script {script} --format jsonl | head -n 1"
+    )
+    done = subprocess.run(
+        ["bash", "-c", command],
+        capture_output=True,
+        text=True,
+        env=cli_env,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert done.stdout.startswith('{"type": "turn_start"')
     assert "Traceback" not in done.stderr

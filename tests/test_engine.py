@@ -616,3 +616,87 @@ async def test_a_tool_schema_that_cannot_be_applied_is_a_tool_error() -> None:
     result = results(events)[0]
     assert result.is_error and "could not be applied" in result.output
     assert outcome.ok
+
+
+async def test_an_accepted_submission_ends_the_turn() -> None:
+    spec = AgentSpec(
+        id="demo:s", output_schema=SCHEMA, tools=("Write",), permission_mode="bypassPermissions"
+    )
+    written.clear()
+    events, outcome, _ = await run_all(
+        spec,
+        [
+            {
+                "tool_calls": [
+                    {"name": "submit_output", "input": {"decision": "REPLY", "reason": "a"}},
+                    {"name": "Write", "input": {"path": "after.txt"}},
+                    {"name": "submit_output", "input": {"decision": "IGNORE", "reason": "b"}},
+                ]
+            }
+        ],
+    )
+    assert written == []
+    assert [e.payload for e in events if e.type == "structured_output"] == [
+        {"decision": "REPLY", "reason": "a"}
+    ]
+    later = results(events)[1:]
+    assert all(r.is_error and "already submitted" in r.output for r in later)
+    assert outcome.payload == {"decision": "REPLY", "reason": "a"}
+
+
+async def test_non_object_output_schema_with_defs() -> None:
+    schema = {
+        "$defs": {"item": {"type": "string"}},
+        "type": "array",
+        "items": {"$ref": "#/$defs/item"},
+    }
+    spec = AgentSpec(id="demo:s", output_schema=schema)
+    _, outcome, _ = await run_all(spec, [call("submit_output", output=["a", "b"])])
+    assert outcome.ok and outcome.payload == ["a", "b"]
+
+
+async def test_changed_input_from_the_handler_is_checked_again() -> None:
+    async def handler(request: PermissionRequest) -> Allow | Deny:
+        return Allow(updated_input={"command": "echo not git"})
+
+    spec = AgentSpec(id="demo:p", tools=("Bash(git *)",), permission_mode="default")
+    events, _, _ = await run_all(
+        spec, [call("Bash", command="git status"), "done"], permission_handler=handler
+    )
+    result = results(events)[0]
+    assert result.is_error and "changed input" in result.output and "Bash(git *)" in result.output
+
+
+async def test_output_json_cannot_encode_is_stored_as_text() -> None:
+    async def odd(args: dict[str, Any], ctx: ToolContext) -> Any:
+        return {"when": object()}
+
+    store = MemoryStore()
+    spec = AgentSpec(id="demo:o", tools=("odd",), permission_mode="bypassPermissions")
+    registry = ToolRegistry([Tool("odd", "Odd output.", {"type": "object"}, odd)])
+    events, outcome, _ = await run_all(spec, [call("odd"), "ok"], tools=registry, store=store)
+    result = results(events)[0]
+    assert outcome.ok and not result.is_error
+    assert isinstance(result.output["when"], str)
+    assert to_wire(result)["output"]["when"].startswith("<object object")
+
+
+async def test_summons_from_inside_actions_count_towards_the_depth_limit() -> None:
+    started: list[int] = []
+    registry = ActionRegistry()
+
+    @registry.action("loop:again", {"type": "object"})
+    async def again(args: dict[str, Any], ctx: Any) -> ActionResult:
+        started.append(ctx.depth)
+        return await ctx.run_action("system:summon", {"agentName": "loop:a", "prompt": "again"})
+
+    spec = AgentSpec(id="loop:a", actions=("loop:again",), permission_mode="bypassPermissions")
+    provider = FunctionProvider(
+        lambda request: (
+            call("loop__again") if isinstance(request.messages[-1], UserMessage) else "stop"
+        )
+    )
+    async with Runtime(provider=provider, actions=registry, agents=[spec]) as runtime:
+        outcome = await (await runtime.start(spec, "go")).wait()
+    assert outcome.ok
+    assert started == [0, 1, 2, 3, 4]

@@ -197,3 +197,35 @@ async def test_stream_helper_yields_the_events() -> None:
     async with Runtime(provider=ScriptedProvider(["hey"])) as runtime:
         kinds = [e.type async for e in runtime.stream(SPEC, "hi")]
     assert kinds[0] == "turn_start" and kinds[-1] == "turn_end" and "result" in kinds
+
+
+async def test_a_failing_store_does_not_take_the_runtime_down() -> None:
+    class Failing(MemoryStore):
+        async def finish_run(self, run_id: str, status: Any, finished_at: float) -> None:
+            raise OSError("disk full")
+
+    async with Runtime(provider=ScriptedProvider(["one", "two"]), store=Failing()) as runtime:
+        first = await runtime.start(SPEC, "hi")
+        second = await runtime.start(SPEC, "hi")
+        assert (await first.wait()).ok and (await second.wait()).ok
+        # the session is free again
+        third = await runtime.start(SPEC, "again", session_id=first.session_id)
+        await third.wait()
+
+
+async def test_offsets_below_minus_one_replay_once() -> None:
+    async with Runtime(provider=ScriptedProvider(["hey"])) as runtime:
+        run = await runtime.start(SPEC, "hi")
+        await run.wait()
+        offsets = [e.offset async for e in run.entries(after=-5)]
+    assert offsets == list(range(len(run)))
+
+
+async def test_context_values_json_cannot_encode_are_shown_as_text() -> None:
+    import datetime
+
+    provider = ScriptedProvider(["ok"])
+    async with Runtime(provider=provider) as runtime:
+        run = await runtime.start(SPEC, "hi", shared_context={"day": datetime.date(2026, 1, 2)})
+        assert (await run.wait()).ok
+    assert "2026-01-02" in provider.requests[0].messages[-1].content  # type: ignore[union-attr]

@@ -106,6 +106,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader of our output went away (`agentkit run ... | head`): stop quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
 
 
 # --- run ------------------------------------------------------------------------------
@@ -129,6 +134,10 @@ def _load_spec(target: str, app_dir: str | None) -> tuple[AgentSpec, Any]:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:
         raise UsageError(f"cannot import module {module_name!r}: {exc}") from None
+    except Exception as exc:  # the user's module failed while importing
+        raise UsageError(
+            f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}"
+        ) from None
     for part in attribute.split("."):
         try:
             obj = getattr(obj, part)
@@ -202,9 +211,9 @@ def _make_store(location: str | None) -> Store:
     opener = getattr(stores, "open_store", None)
     if opener is None:
         return stores.MemoryStore()
-    if location not in (":memory:",) and "://" not in location:
-        Path(location).parent.mkdir(parents=True, exist_ok=True)
     try:
+        if location not in (":memory:",) and "://" not in location:
+            Path(location).expanduser().parent.mkdir(parents=True, exist_ok=True)
         store: Store = opener(location)
     except (ValueError, OSError) as exc:
         raise UsageError(f"cannot open the store {location!r}: {exc}") from None
@@ -213,6 +222,11 @@ def _make_store(location: str | None) -> Store:
 
 def _run_command(args: argparse.Namespace) -> int:
     import anyio
+
+    try:
+        args.prompt.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError("PROMPT is not valid UTF-8 text") from None
 
     spec, adapter = _load_spec(args.target, args.app)
     provider = _make_provider(args)

@@ -20,6 +20,7 @@ from types import AsyncGeneratorType
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
+from pydantic_core import to_jsonable_python
 
 from agentkit._schema import schema_violations
 from agentkit.actions import Action, ActionContext, action_tool_name
@@ -157,12 +158,19 @@ def _submit_schema(output_schema: dict[str, Any]) -> tuple[dict[str, Any], bool]
     (model APIs take object schemas only)."""
     if output_schema.get("type") == "object":
         return output_schema, False
-    return {
-        "type": "object",
-        "properties": {"output": output_schema},
-        "required": ["output"],
-        "additionalProperties": False,
-    }, True
+    inner = dict(output_schema)
+    wrapper: dict[str, Any] = {}
+    # Root-relative `$ref`s (`#/$defs/item`) must still resolve from the wrapper's root.
+    for key in ("$defs", "definitions", "$schema"):
+        if key in inner:
+            wrapper[key] = inner.pop(key)
+    wrapper.update(
+        type="object",
+        properties={"output": inner},
+        required=["output"],
+        additionalProperties=False,
+    )
+    return wrapper, True
 
 
 def offered_tools(spec: AgentSpec, runtime: Runtime) -> dict[str, _Offered]:
@@ -286,6 +294,14 @@ def _checked(instance: Any, schema: dict[str, Any]) -> list[str]:
         return schema_violations(instance, schema)
     except Exception as exc:
         return [f"the schema could not be applied: {type(exc).__name__}: {exc}"]
+
+
+def _json_safe(output: Any) -> Any:
+    """A tool's output as JSON can hold it (what it cannot encode becomes its `str`), so
+    every store keeps the same event the live readers saw."""
+    if type(output) is str:
+        return output
+    return to_jsonable_python(output, fallback=str)
 
 
 def _as_text(output: Any) -> str:
@@ -420,9 +436,9 @@ class _Turn:
                 return "the arguments must be a JSON object", True
         else:
             arguments = call.arguments
-        violations = _checked(arguments, offered.definition.input_schema)
-        if violations:
-            return "invalid arguments: " + "; ".join(violations), True
+        refusal = self._refusal(offered, arguments)
+        if refusal is not None:
+            return refusal, True
 
         if offered.kind == "submit":
             return self.submit(arguments)
@@ -430,12 +446,6 @@ class _Turn:
         if offered.kind == "tool":
             assert offered.tool is not None
             effect = offered.tool.effect
-            if offered.entries and not any(
-                entry_allows(entry, offered.tool, arguments, self.tool_context)
-                for entry in offered.entries
-            ):
-                rules = ", ".join(offered.entries)
-                return f"this call is not permitted by the allowlist rules {rules}", True
         elif offered.kind == "action":
             assert offered.action is not None
             effect = offered.action.effect
@@ -446,6 +456,10 @@ class _Turn:
                 self.denials += 1
                 return f"permission denied: {decision.message}", True
             if decision.updated_input is not None:
+                # A handler's changed input passes the same checks as the model's.
+                refusal = self._refusal(offered, decision.updated_input)
+                if refusal is not None:
+                    return f"the permission handler's changed input: {refusal}", True
                 arguments = decision.updated_input
 
         if offered.kind == "tool":
@@ -461,6 +475,7 @@ class _Turn:
                     session_id=self.req.session_id,
                     runtime=self.runtime,
                     services=dict(self.runtime.services),
+                    depth=self.req.depth,
                 ),
             )
             payload = result.model_dump(exclude_none=True)
@@ -486,15 +501,33 @@ class _Turn:
             return Deny("the permission handler returned neither Allow nor Deny")
         return decision
 
+    def _refusal(self, offered: _Offered, arguments: dict[str, Any]) -> str | None:
+        """Why these arguments may not be used for this call (schema, allowlist rules),
+        or `None` when they may."""
+        violations = _checked(arguments, offered.definition.input_schema)
+        if violations:
+            return "invalid arguments: " + "; ".join(violations)
+        tool = offered.tool
+        if (
+            tool is not None
+            and offered.entries
+            and not any(
+                entry_allows(entry, tool, arguments, self.tool_context)
+                for entry in offered.entries
+            )
+        ):
+            return f"this call is not permitted by the allowlist rules {', '.join(offered.entries)}"
+        return None
+
     async def _run_tool(self, tool: Tool, arguments: dict[str, Any]) -> tuple[Any, bool]:
         try:
             if tool.timeout is None:
-                return await tool.function(arguments, self.tool_context), False
+                return _json_safe(await tool.function(arguments, self.tool_context)), False
             # anyio.fail_after without its two generator-based context managers: the scope
             # swallows only its own deadline's cancellation, so falling out of it means the
             # call timed out.
             with anyio.CancelScope(deadline=anyio.current_time() + tool.timeout):
-                return await tool.function(arguments, self.tool_context), False
+                return _json_safe(await tool.function(arguments, self.tool_context)), False
             raise TimeoutError
         except TimeoutError:
             return f"{tool.name} timed out after {tool.timeout:g} seconds", True
@@ -568,7 +601,12 @@ async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> T
                     "_raw": call.arguments
                 }
                 req.emit(_tool_use(call.id, call.name, shown_input))
-                output, is_error = await turn.call_tool(call)
+                if outcome.has_payload:
+                    # An accepted submit_output ends the turn: nothing after it runs, but
+                    # every call still gets its result (model APIs require one).
+                    output, is_error = "not run: the output was already submitted", True
+                else:
+                    output, is_error = await turn.call_tool(call)
                 req.emit(_tool_result(call.id, call.name, output, is_error))
                 step.append(_tool_result_message(call.id, call.name, _as_text(output), is_error))
             messages.extend(step)
@@ -625,7 +663,11 @@ def resolve_context(
     parts = []
     for tag, value in (("shared_context", shared_context), ("thread_context", thread_context)):
         if value:
-            body = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            body = (
+                value
+                if isinstance(value, str)
+                else json.dumps(value, ensure_ascii=False, default=str)
+            )
             parts.append(f"<{tag}>\n{body}\n</{tag}>")
     user = "\n\n".join([*parts, prompt]) if parts else prompt
     return system, user

@@ -64,7 +64,7 @@ class RunLog:
 
     async def events(self, after: int = -1) -> AsyncIterator[AgentMessage]:
         """Events with offset greater than `after`: the past first, then live ones."""
-        index = after + 1
+        index = max(after, -1) + 1
         events = self._events
         while True:
             while index < len(events):
@@ -76,7 +76,7 @@ class RunLog:
 
     async def entries(self, after: int = -1) -> AsyncIterator[EventEntry]:
         """Like `events`, with each event's offset."""
-        offset = after
-        async for event in self.events(after):
+        offset = max(after, -1)
+        async for event in self.events(offset):
             offset += 1
             yield EventEntry(offset, event)

@@ -75,6 +75,8 @@ class ActionContext:
         session_id: The caller's session, when an agent called it.
         runtime: The runtime (for `run_action` and `system:summon`).
         services: Host-supplied services by name.
+        depth: How deeply the calling agent is nested in sub-agent calls; summons made
+            through `run_action` count from here, so nesting stays bounded.
     """
 
     app_id: str
@@ -82,12 +84,15 @@ class ActionContext:
     session_id: str | None = None
     runtime: Any = None
     services: dict[str, Any] = field(default_factory=dict)
+    depth: int = 0
 
     async def run_action(self, action_id: str, args: dict[str, Any]) -> ActionResult:
         """Run another action through the runtime (for example `system:summon`)."""
         if self.runtime is None:
             return ActionResult.fail("no runtime: this context cannot run actions")
-        result: ActionResult = await self.runtime.run_action(action_id, args, caller=self.caller)
+        result: ActionResult = await self.runtime.run_action(
+            action_id, args, caller=self.caller, depth=self.depth
+        )
         return result
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import logging
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
@@ -100,6 +101,8 @@ Driver = Callable[[TurnRequest], Awaitable[TurnOutcome]]
 """Runs the middle of a turn for one `AgentSpec.runtime` (content events and an outcome)."""
 
 CostEstimator = Callable[[str, Any], float | None]
+
+_logger = logging.getLogger("agentkit.runtime")
 
 SUMMON_ACTION = "system:summon"
 
@@ -431,6 +434,14 @@ class Runtime:
         if self._task_group is None:
             raise RuntimeError("start runs inside 'async with Runtime(...) as runtime:'")
         spec = self._resolve_agent(agent)
+        # Everything that can fail on the caller's input fails before any state changes.
+        system, user = resolve_context(
+            spec,
+            prompt,
+            context_suffix=context_suffix,
+            shared_context=shared_context,
+            thread_context=thread_context,
+        )
         definition = spec.metadata.get("definition")
         if session_id is None:
             metadata = dict(session_metadata or {})
@@ -474,13 +485,6 @@ class Runtime:
         except BaseException:
             self._active_sessions.discard(session.id)
             raise
-        system, user = resolve_context(
-            spec,
-            prompt,
-            context_suffix=context_suffix,
-            shared_context=shared_context,
-            thread_context=thread_context,
-        )
         request = TurnRequest(
             spec=spec,
             prompt=user,
@@ -619,6 +623,10 @@ class Runtime:
         try:
             await self._flush(run)
             await self.store.finish_run(run.id, status, time.time())
+        except Exception:
+            # The run has ended for its readers either way; a failing store must not take
+            # the runtime (and every other run) down with it.
+            _logger.exception("could not save the end of run %s", run.id)
         finally:
             self._active_sessions.discard(run.session_id)
             self._runs.pop(run.id, None)
@@ -628,7 +636,11 @@ class Runtime:
     async def _flush(self, run: Run) -> None:
         if run._unsaved:
             batch, run._unsaved = run._unsaved, []
-            await self.store.append_events(run.id, batch)
+            try:
+                await self.store.append_events(run.id, batch)
+            except BaseException:
+                run._unsaved[:0] = batch  # kept for the next attempt, in order
+                raise
 
     def _priced(self, accounting: Accounting) -> Accounting:
         if not accounting.models:
@@ -652,9 +664,18 @@ class Runtime:
     # --- actions and sub-agents -------------------------------------------------------
 
     async def run_action(
-        self, action_id: str, args: dict[str, Any], *, caller: str | None = None
+        self,
+        action_id: str,
+        args: dict[str, Any],
+        *,
+        caller: str | None = None,
+        depth: int = 0,
     ) -> ActionResult:
-        """Run an action by canonical id; `system:summon` runs any registered agent."""
+        """Run an action by canonical id; `system:summon` runs any registered agent.
+
+        `depth` is the calling agent's nesting depth (0 for code outside any run), so a
+        summon made from inside a run's action still counts towards the depth limit.
+        """
         if action_id == SUMMON_ACTION:
             agent = args.get("agentName")
             prompt = args.get("prompt")
@@ -665,14 +686,20 @@ class Runtime:
                 )
             if session_id is not None and not isinstance(session_id, str):
                 return ActionResult.fail("system:summon: 'sessionId' must be a string")
-            return await self.run_subagent(agent, prompt, session_id=session_id)
+            return await self.run_subagent(
+                agent, prompt, session_id=session_id, depth=depth + 1
+            )
         action = self.actions.get(action_id)
         if action is None:
             return ActionResult.fail(f"no action {action_id!r} is registered")
         return await action.run(
             args,
             ActionContext(
-                app_id=action.app_id, caller=caller, runtime=self, services=dict(self.services)
+                app_id=action.app_id,
+                caller=caller,
+                runtime=self,
+                services=dict(self.services),
+                depth=depth,
             ),
         )
 
