@@ -156,3 +156,41 @@ def test_schema_provider_subset_and_text() -> None:
     assert [c.name for c in response.tool_calls] == ["b"]
     plain = ModelRequest(model="m", system="", messages=(UserMessage(content="go"),))
     assert SchemaTestProvider(text="hello").respond(plain).text == "hello"
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "integer", "maximum": -10},
+        {"type": "integer", "exclusiveMinimum": 5, "exclusiveMaximum": 7},
+        {"type": "number", "exclusiveMaximum": 1},
+        {"type": "number", "minimum": 0.5, "multipleOf": 0.25, "maximum": 2},
+        {"type": "integer", "multipleOf": 5, "minimum": 3},
+        {"type": "array", "maxItems": 0},
+        {
+            "type": "object",
+            "minProperties": 1,
+            "additionalProperties": False,
+            "properties": {"a": {"type": "string"}},
+        },
+        {
+            "$defs": {
+                "node": {
+                    "type": "object",
+                    "required": ["children"],
+                    "properties": {
+                        "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}
+                    },
+                }
+            },
+            "$ref": "#/$defs/node",
+        },
+    ],
+)
+def test_generated_values_satisfy_their_schema(schema: dict[str, Any]) -> None:
+    import random
+
+    from agentkit.testing._schemagen import generate
+
+    for seed in range(30):
+        jsonschema.validate(generate(schema, random.Random(seed)), schema)

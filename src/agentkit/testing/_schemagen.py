@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
@@ -50,19 +51,36 @@ def generate(schema: Any, rng: random.Random, root: Any = None, depth: int = 0) 
         return _array(schema, rng, root, depth)
     if kind == "string":
         return _string(schema, rng)
-    if kind == "integer":
-        low = int(schema.get("minimum", int(schema.get("exclusiveMinimum", -1)) + 1))
-        high = int(schema.get("maximum", int(schema.get("exclusiveMaximum", low + 101)) - 1))
-        value = rng.randint(low, max(low, high))
-        step = schema.get("multipleOf")
-        return value - value % step if isinstance(step, int) and step > 0 else value
-    if kind == "number":
-        start = float(schema.get("minimum", 0))
-        stop = float(schema.get("maximum", start + 100))
-        return round(rng.uniform(start, stop), 3)
+    if kind in ("integer", "number"):
+        return _number(schema, rng, integer=kind == "integer")
     if kind == "boolean":
         return rng.random() < 0.5
     return None
+
+
+def _number(schema: dict[str, Any], rng: random.Random, *, integer: bool) -> int | float:
+    """A number inside the bounds (inclusive or exclusive, either side optional) and on
+    the `multipleOf` grid when one is given."""
+    low: float | None = schema.get("minimum")
+    high: float | None = schema.get("maximum")
+    exclusive_low, exclusive_high = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
+    gap = 1 if integer else 1e-3
+    if isinstance(exclusive_low, int | float) and not isinstance(exclusive_low, bool):
+        low = exclusive_low + gap if low is None else max(low, exclusive_low + gap)
+    if isinstance(exclusive_high, int | float) and not isinstance(exclusive_high, bool):
+        high = exclusive_high - gap if high is None else min(high, exclusive_high - gap)
+    if low is None:
+        low = min(0, high - 100) if high is not None else 0
+    if high is None:
+        high = low + 100
+    step = schema.get("multipleOf")
+    if isinstance(step, int | float) and not isinstance(step, bool) and step > 0:
+        first, last = math.ceil(low / step), math.floor(high / step)
+        value = step * rng.randint(first, max(first, last))
+        return int(value) if integer else value
+    if integer:
+        return rng.randint(math.ceil(low), max(math.ceil(low), math.floor(high)))
+    return round(rng.uniform(low, high), 3)
 
 
 def _resolve(ref: str, root: Any) -> Any:
@@ -83,6 +101,10 @@ def _object(schema: dict[str, Any], rng: random.Random, root: Any, depth: int) -
     names = required
     result = {name: generate(properties.get(name, {}), rng, root, depth + 1) for name in names}
     minimum = schema.get("minProperties", 0)
+    for name in properties:  # declared optional properties first, to reach minProperties
+        if len(result) >= minimum:
+            break
+        result.setdefault(name, generate(properties[name], rng, root, depth + 1))
     extra = schema.get("additionalProperties", True)
     index = 0
     while len(result) < minimum and extra is not False:
@@ -92,8 +114,11 @@ def _object(schema: dict[str, Any], rng: random.Random, root: Any, depth: int) -
 
 
 def _array(schema: dict[str, Any], rng: random.Random, root: Any, depth: int) -> list[Any]:
-    low = schema.get("minItems", 1)
-    high = schema.get("maxItems", max(low, 3))
+    deep = depth > 6  # a recursive schema: as few items as allowed, so it ends
+    high = schema.get("maxItems", 3)
+    low = min(schema.get("minItems", 0 if deep else 1), high)
+    if deep:
+        high = low
     count = rng.randint(low, max(low, min(high, low + 2)))
     items = schema.get("items", {})
     values: list[Any] = []
