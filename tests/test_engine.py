@@ -700,3 +700,18 @@ async def test_summons_from_inside_actions_count_towards_the_depth_limit() -> No
         outcome = await (await runtime.start(spec, "go")).wait()
     assert outcome.ok
     assert started == [0, 1, 2, 3, 4]
+
+
+async def test_an_interrupted_run_still_reports_its_calls() -> None:
+    spec = AgentSpec(id="demo:h", tools=("add", "hang"), permission_mode="bypassPermissions")
+    slow = Tool("hang", "Never returns.", {"type": "object"}, _hang, timeout=None)
+    registry = ToolRegistry([Tool("add", "Add.", ADD_SCHEMA, _add), slow])
+    provider = ScriptedProvider([call("add", a=1, b=1), call("hang")])
+    async with Runtime(provider=provider, tools=registry) as runtime:
+        run = await runtime.start(spec, "go")
+        async for event in run.events():
+            if event.type == "tool_use" and event.tool == "hang":
+                run.cancel()
+        outcome = await run.wait()
+    assert outcome.status == "interrupted"
+    assert outcome.accounting.model_calls == 2 and outcome.accounting.tool_calls == 2

@@ -163,3 +163,10 @@ def test_output_schemas_that_cannot_be_applied_are_rejected(
 def test_local_refs_are_fine() -> None:
     schema = {"$defs": {"a": {"type": "string"}}, "properties": {"x": {"$ref": "#/$defs/a"}}}
     assert AgentSpec(id="a:b", output_schema=schema).output_schema == schema
+
+
+@pytest.mark.parametrize("entry", ["", "  ", "Bash(", "(git *)"])
+def test_malformed_tool_entries_are_rejected(entry: str) -> None:
+    with pytest.raises(SpecError) as info:
+        AgentSpec(id="a:b", tools=(entry,))
+    assert info.value.field.startswith("tools")

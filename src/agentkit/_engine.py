@@ -140,6 +140,8 @@ class TurnRequest:
     flush: Callable[[], Awaitable[None]]
     usage: dict[str, ModelUsage] = field(default_factory=dict)
     depth: int = 0
+    progress: TurnOutcome | None = None
+    """The outcome being built, so a run that is interrupted still reports what it used."""
 
 
 @dataclass
@@ -568,7 +570,7 @@ class _Turn:
 async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> TurnOutcome:
     """Run one user turn of `req.spec` on `provider` with `model`."""
     turn = _Turn(req, provider, model)
-    outcome = turn.outcome
+    outcome = req.progress = turn.outcome
     spec = req.spec
     max_turns = spec.max_turns or req.runtime.default_max_turns
     messages: list[Message] = list(req.transcript)

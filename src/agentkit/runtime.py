@@ -593,10 +593,15 @@ class Runtime:
         started: float,
     ) -> None:
         if interrupted or outcome is None:
+            progress = request.progress
             outcome = TurnOutcome(
                 status="error",
                 error="the run was interrupted",
-                accounting=Accounting(models=dict(request.usage)),
+                accounting=(
+                    progress.accounting
+                    if progress is not None
+                    else Accounting(models=dict(request.usage))
+                ),
             )
         accounting = self._priced(outcome.accounting)
         status: TurnStatus

@@ -155,6 +155,15 @@ class AgentSpec(BaseModel):
             )
         return value
 
+    @field_validator("tools")
+    @classmethod
+    def _check_tools(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            name, has_specifier, rest = entry.partition("(")
+            if not name.strip() or (has_specifier and not rest.endswith(")")):
+                raise ValueError(f"tool entry {entry!r} is not 'Name' or 'Name(specifier)'")
+        return value
+
     @field_validator("actions")
     @classmethod
     def _check_actions(cls, value: tuple[str, ...]) -> tuple[str, ...]:
