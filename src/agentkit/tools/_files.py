@@ -1,18 +1,24 @@
-"""File tools: read, write, edit, glob, grep and list_dir, all inside the sandbox."""
+"""File tools: read, write, edit, glob, grep and list_dir, all inside the sandbox.
+
+File work runs in worker threads. `Grep`'s regular expression comes from the model, so it
+runs in a child process instead (see `_scan`): a runaway pattern is killed when the tool
+times out or the call is cancelled, and never blocks the event loop.
+"""
 
 from __future__ import annotations
 
 import os
 import re
 import stat
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Awaitable, Callable, Generator, Iterator
+from typing import Any, TypeVar
 
 import anyio.to_thread
 
 from agentkit.tools._base import Effect, Tool, ToolContext, ToolError, object_schema
 from agentkit.tools._rules import path_matcher, path_matches
 from agentkit.tools._sandbox import Sandbox
+from agentkit.tools._scan import encode_texts, regex_scanner
 
 __all__ = [
     "edit_tool",
@@ -30,6 +36,9 @@ LINE_MAX_CHARS = 2000
 OUTPUT_MAX_CHARS = 200_000
 GLOB_MAX_RESULTS = 1000
 GREP_MAX_FILE_BYTES = 5 * 1024 * 1024
+GREP_BATCH_BYTES = 4 * 1024 * 1024
+"""Grep sends files to its scanner process in batches of about this much text."""
+GREP_BATCH_FILES = 256
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -44,7 +53,10 @@ def _is_binary(head: bytes) -> bool:
     return b"\x00" in head[:8192]
 
 
-async def _in_thread(fn: Callable[[], str]) -> str:
+T = TypeVar("T")
+
+
+async def _in_thread(fn: Callable[[], T]) -> T:
     """Run blocking file work in a worker thread; OS errors become tool errors."""
     try:
         return await anyio.to_thread.run_sync(fn)
@@ -68,6 +80,21 @@ def _file_tool(
     async def run(args: dict[str, Any], ctx: ToolContext) -> str:
         return await _in_thread(lambda: work(args, ctx))
 
+    return _async_file_tool(
+        name, alias, description, run, schema, effect=effect, path_field=path_field
+    )
+
+
+def _async_file_tool(
+    name: str,
+    alias: str,
+    description: str,
+    run: Callable[[dict[str, Any], ToolContext], Awaitable[str]],
+    schema: dict[str, Any],
+    *,
+    effect: Effect,
+    path_field: str,
+) -> Tool:
     return Tool(
         name=name,
         aliases=(alias,),
@@ -331,51 +358,39 @@ def _file_filter(glob: str | None) -> Callable[[str], bool]:
     return lambda rel: path_matches(pattern, rel.rsplit("/", 1)[-1])
 
 
-def _grep(args: dict[str, Any], ctx: ToolContext) -> str:
+async def _grep(args: dict[str, Any], ctx: ToolContext) -> str:
     sandbox = _sandbox(ctx)
     flags = re.IGNORECASE if args.get("case_insensitive") else 0
-    try:
-        regex = re.compile(str(args["pattern"]), flags)
-    except re.error as exc:
-        raise ToolError(f"invalid regular expression: {exc}") from None
     mode = args.get("output_mode") or "files_with_matches"
     cap = int(args.get("max_results") or 200)
     top = args.get("path") or "."
     wanted = _file_filter(args.get("glob"))
 
-    targets: list[tuple[str, bytes]] = []
-    rel_top = sandbox.relative(top)
-    if rel_top != "." and _is_file(sandbox, top):
-        targets.append((rel_top, sandbox.read_bytes(top, GREP_MAX_FILE_BYTES)))
-        files: Iterator[tuple[str, bytes]] = iter(targets)
-    else:
-        files = _candidate_files(sandbox, top, wanted)
-
     results: list[str] = []
     total = 0
-    for rel, data in files:
-        if len(data) > GREP_MAX_FILE_BYTES or _is_binary(data):
-            continue
-        text = data.decode("utf-8", errors="replace")
-        hits = [
-            (n, line) for n, line in enumerate(text.splitlines(), 1) if regex.search(line)
-        ]
-        if not hits:
-            continue
-        if mode == "files_with_matches":
-            total += 1
-            results.append(rel)
-        elif mode == "count":
-            total += 1
-            results.append(f"{rel}:{len(hits)}")
-        else:
-            for n, line in hits:
-                total += 1
-                if len(results) < cap:
-                    shown = line if len(line) <= 500 else line[:500] + " [truncated]"
-                    results.append(f"{rel}:{n}:{shown}")
-        if len(results) >= cap and mode != "content":
-            break
+    capped = False  # files_with_matches / count stop at the cap; content counts on
+    async with regex_scanner(str(args["pattern"]), flags) as scan:
+        files = _grep_files(sandbox, top, wanted)  # a generator: it runs in the threads
+        try:
+            while not capped and (batch := await _in_thread(lambda: _next_batch(files))):
+                rels, texts = batch
+                line_cap = max(cap - len(results), 0) if mode == "content" else 0
+                hits = await scan(texts, line_cap)
+                for rel, (count, lines) in zip(rels, hits, strict=True):
+                    if not count:
+                        continue
+                    total += count if mode == "content" else 1
+                    if mode == "files_with_matches":
+                        results.append(rel)
+                    elif mode == "count":
+                        results.append(f"{rel}:{count}")
+                    else:
+                        results.extend(f"{rel}:{n}:{line}" for n, line in lines)
+                    capped = len(results) >= cap and mode != "content"
+                    if capped:
+                        break
+        finally:
+            files.close()
     if not results:
         return f"No matches for {args['pattern']!r}"
     more = total - len(results)
@@ -383,6 +398,35 @@ def _grep(args: dict[str, Any], ctx: ToolContext) -> str:
         results = results[:cap]
         results.append(f"[results capped at {cap}{f'; {more} more' if more > 0 else ''}]")
     return "\n".join(results)
+
+
+def _grep_files(
+    sandbox: Sandbox, top: str, wanted: Callable[[str], bool]
+) -> Generator[tuple[str, bytes], None, None]:
+    """The files Grep searches: `top` itself when it is a file, else those under it."""
+    rel_top = sandbox.relative(top)
+    if rel_top != "." and _is_file(sandbox, top):
+        yield rel_top, sandbox.read_bytes(top, GREP_MAX_FILE_BYTES)
+    else:
+        yield from _candidate_files(sandbox, top, wanted)
+
+
+def _next_batch(
+    files: Iterator[tuple[str, bytes]],
+) -> tuple[list[str], tuple[list[int], bytes]] | None:
+    """The next text files (paths, encoded contents) for the scanner; `None` when done."""
+    rels: list[str] = []
+    texts: list[bytes] = []
+    size = 0
+    for rel, data in files:
+        if len(data) > GREP_MAX_FILE_BYTES or _is_binary(data):
+            continue
+        rels.append(rel)
+        texts.append(data)
+        size += len(data)
+        if size >= GREP_BATCH_BYTES or len(rels) >= GREP_BATCH_FILES:
+            break
+    return (rels, encode_texts(texts)) if rels else None
 
 
 def _is_file(sandbox: Sandbox, path: str) -> bool:
@@ -417,7 +461,7 @@ def _candidate_files(
 
 def grep_tool() -> Tool:
     """The `Grep` / `grep` tool: search file contents with a regular expression."""
-    return _file_tool(
+    return _async_file_tool(
         "Grep",
         "grep",
         "Search file contents with a regular expression (Python `re` syntax). "

@@ -21,7 +21,9 @@ working directory). `*` matches within one path segment, `?` one character of a 
 `[abc]` a character class, `**` any number of whole segments (zero included), so
 `src/**` matches `src` and everything below it. The call's path (the `file_path` or `path`
 argument; `.` when omitted) must match both as written (normalised) and after following
-links inside the working directory.
+links inside the working directory. A class never matches `/` (`[!a]` is one character
+of a segment). Matching uses no regular expressions (see `_wildcards`), so no pattern can
+make it backtrack exponentially.
 
 MCP entries: `mcp__server__tool` names one tool; `mcp__server` and `mcp__server__*` allow
 every tool of that server (use [`entry_tool_names`][agentkit.tools.entry_tool_names] to
@@ -33,14 +35,15 @@ its subdomains.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 from urllib.parse import urlsplit
 
 from agentkit.tools._base import Tool, ToolContext, ToolError, ToolRegistry, parse_tool_entry
 from agentkit.tools._sandbox import Sandbox
+from agentkit.tools._wildcards import Token, wildcard_match, wildcard_tokens
 
 __all__ = [
     "command_matches",
@@ -142,22 +145,22 @@ def _normalise_command(command: str) -> str:
 
 
 @lru_cache(maxsize=256)
-def _command_regex(pattern: str) -> re.Pattern[str]:
+def _command_pattern(pattern: str) -> tuple[tuple[Token, ...], tuple[Token, ...] | None]:
+    """The wildcard tokens of a command specifier, and of its bare form (`git` for `git *`)."""
     pattern = _normalise_command(pattern)
     if pattern.endswith(":*"):
         pattern = pattern[:-2] + " *"
-    body = ".*".join(re.escape(part) for part in pattern.split("*"))
-    if pattern.endswith(" *"):
-        prefix = ".*".join(re.escape(part) for part in pattern[:-2].split("*"))
-        body = f"(?:{prefix}|{body})"
-    return re.compile(body, re.DOTALL)
+    bare = wildcard_tokens(pattern[:-2], classes=False) if pattern.endswith(" *") else None
+    return wildcard_tokens(pattern, classes=False), bare
 
 
 def command_matches(pattern: str, command: str) -> bool:
     """Whether `command` is a simple command matching the specifier `pattern`."""
     if not is_simple_command(command):
         return False
-    return _command_regex(pattern).fullmatch(_normalise_command(command)) is not None
+    tokens, bare = _command_pattern(pattern)
+    command = _normalise_command(command)
+    return wildcard_match(tokens, command) or (bare is not None and wildcard_match(bare, command))
 
 
 def command_matcher(key: str = "command") -> Callable[[str, dict[str, Any], ToolContext], bool]:
@@ -176,57 +179,67 @@ def command_matcher(key: str = "command") -> Callable[[str, dict[str, Any], Tool
 # -- paths ----------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _PathPattern:
+    """A path specifier split into segments; `**` segments stay the string `"**"`.
+
+    `open_tail`: the pattern ended in `name/**`, so its last segment may be followed by
+    anything (`src/**` matches `src` and everything below it).
+    """
+
+    segments: tuple[tuple[Token, ...] | str, ...]
+    open_tail: bool
+
+
 @lru_cache(maxsize=256)
-def _path_regex(pattern: str) -> re.Pattern[str]:
+def _path_pattern(pattern: str) -> _PathPattern:
     pattern = pattern.strip()
     while pattern.startswith("./"):
         pattern = pattern[2:]
     pattern = pattern.lstrip("/")
     if pattern in ("", "."):
         pattern = "**"
-    segments = [s for s in pattern.split("/") if s not in ("", ".")]
-    out = ""
-    for index, segment in enumerate(segments):
-        last = index == len(segments) - 1
-        if segment != "**":
-            out += _segment_regex(segment) + ("" if last else "/")
-        elif not last:
-            out += "(?:[^/]+/)*"
-        elif out.endswith("/"):
-            out = out[:-1] + "(?:/.*)?"  # `dir/**` also matches `dir` itself
-        else:
-            out += ".*"
-    return re.compile(out, re.DOTALL)
-
-
-def _segment_regex(segment: str) -> str:
-    out = ""
-    i = 0
-    while i < len(segment):
-        ch = segment[i]
-        if ch == "*":
-            out += "[^/]*"
-        elif ch == "?":
-            out += "[^/]"
-        elif ch == "[":
-            end = segment.find("]", i + 2)
-            if end == -1:
-                out += re.escape(ch)
-            else:
-                body = segment[i + 1 : end]
-                negate = body.startswith("!")
-                body = re.escape(body[1:] if negate else body).replace("\\-", "-")
-                out += f"[{'^' if negate else ''}{body}]"
-                i = end
-        else:
-            out += re.escape(ch)
-        i += 1
-    return out
+    raw = [s for s in pattern.split("/") if s not in ("", ".")]
+    open_tail = len(raw) >= 2 and raw[-1] == "**" and raw[-2] != "**"
+    if open_tail:
+        raw.pop()
+    segments = tuple("**" if s == "**" else wildcard_tokens(s, classes=True) for s in raw)
+    return _PathPattern(segments, open_tail)
 
 
 def path_matches(pattern: str, relative_path: str) -> bool:
-    """Whether a normalised path relative to the working directory matches `pattern`."""
-    return _path_regex(pattern).fullmatch(relative_path) is not None
+    """Whether a normalised path relative to the working directory matches `pattern`.
+
+    Matching runs in time bounded by the pattern's and the path's lengths (no regular
+    expression, so no catastrophic backtracking): each segment is matched by
+    `wildcard_match`, and `**` is resolved by dynamic programming over (pattern segment,
+    path segment) pairs.
+    """
+    compiled = _path_pattern(pattern)
+    segments = compiled.segments
+    if not segments:
+        return relative_path == ""
+    parts = relative_path.split("/")
+    n = len(parts)
+    last = len(segments) - 1
+    # after[j]: whether segments[i + 1:] match parts[j:]; filled from the last segment back.
+    after: list[bool] = []
+    for i in range(last, -1, -1):
+        segment = segments[i]
+        row = [False] * n
+        for j in range(n - 1, -1, -1):
+            if isinstance(segment, str):  # `**`
+                if i == last:
+                    row[j] = True  # a final `**` after `**` (or alone) matches the rest
+                else:
+                    row[j] = after[j] or (parts[j] != "" and j + 1 < n and row[j + 1])
+            elif i == last:
+                fits = compiled.open_tail or j == n - 1
+                row[j] = fits and wildcard_match(segment, parts[j])
+            else:
+                row[j] = j + 1 < n and after[j + 1] and wildcard_match(segment, parts[j])
+        after = row
+    return after[0]
 
 
 def path_matcher(*keys: str) -> Callable[[str, dict[str, Any], ToolContext], bool]:
