@@ -583,3 +583,46 @@ def test_warnings_ride_along_with_errors(tmp_path: Path) -> None:
     ]
     assert "\n" not in str(info.value)  # the message lists errors only
     assert ": bogus: unknown field" in str(info.value)
+
+
+# ------------------------------------------------------------------ anchors and aliases
+
+ALIAS_BOMB = GOOD + "outputSchema:\n  $defs:\n    a0: &a0 {type: string}\n" + "".join(
+    f"    a{i}: &a{i} {{allOf: [{', '.join([f'*a{i - 1}'] * 9)}]}}\n" for i in range(1, 9)
+)
+
+
+def test_alias_bomb_is_rejected_without_expanding_it(tmp_path: Path) -> None:
+    # nine levels of nine aliases each: 9**8 copies if anything expanded them
+    errors = errors_of(tmp_path, ALIAS_BOMB)
+    first_alias = next(d for d in errors if "aliases" in d.message)
+    assert (first_alias.line, first_alias.column, first_alias.field) == (
+        11,
+        22,
+        "outputSchema.$defs.a1.allOf[0]",
+    )
+    assert first_alias.message.startswith("aliases are not allowed (*a0)")
+    anchors = [(d.line, d.column, d.field) for d in errors if "anchors" in d.message]
+    assert anchors[:2] == [(10, 9, "outputSchema.$defs.a0"), (11, 9, "outputSchema.$defs.a1")]
+    assert len(errors) == 9 + 8 * 9
+
+
+def test_merge_keys_and_aliases_are_errors_at_their_location(tmp_path: Path) -> None:
+    text = "base: &b {tier: small}\n<<: *b\ntools: [&t Read, *t]\n"
+    errors = errors_of(tmp_path, text)
+    assert [(d.line, d.column, d.field, d.message.split(" (")[0]) for d in errors] == [
+        (1, 7, "base", "anchors are not allowed"),
+        (2, 5, "<<", "aliases are not allowed"),
+        (3, 9, "tools[0]", "anchors are not allowed"),
+        (3, 18, "tools[1]", "aliases are not allowed"),
+    ]
+
+
+def test_app_yaml_rejects_aliases(tmp_path: Path) -> None:
+    from agentkit.apps import load_app
+
+    (tmp_path / "app.yaml").write_text("formatVersion: 2\nid: &i t\nname: *i\nagents: []\n")
+    with pytest.raises(AppLoadError) as info:
+        load_app(tmp_path)
+    located = [(d.line, d.column, d.field) for d in info.value.errors]
+    assert located == [(2, 5, "id"), (3, 7, "name")]
