@@ -390,3 +390,18 @@ def test_app_action_decorator_registers_canonical_ids(tmp_path: Path) -> None:
     assert sorted(a.id for a in app.actions) == ["demo:notes_create", "demo:notes_delete"]
     with pytest.raises(ValueError, match="apps register only their own actions"):
         app.action("other:thing")
+
+
+def test_a_duplicate_key_in_app_yaml_does_not_hide_its_other_errors(tmp_path: Path) -> None:
+    root = make_app(
+        tmp_path,
+        "formatVersion: 2\nformatVersion: 2\nid: demo\nversion: 1 0\nagents:\n"
+        "  - agents/one.yaml\n  - agents/nope.yaml\n",
+        {"agents/one.yaml": AGENT.format(name="one") + "x: 1\n"},
+    )
+    assert sorted(where(app_errors(root))) == [
+        ("app.yaml", 2, 1, "formatVersion"),
+        ("app.yaml", 4, 10, "version"),
+        ("app.yaml", 7, 5, "agents[1]"),
+        ("one.yaml", 7, 1, "x"),
+    ]

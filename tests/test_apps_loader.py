@@ -626,3 +626,25 @@ def test_app_yaml_rejects_aliases(tmp_path: Path) -> None:
         load_app(tmp_path)
     located = [(d.line, d.column, d.field) for d in info.value.errors]
     assert located == [(2, 5, "id"), (3, 7, "name")]
+
+
+def test_duplicate_keys_do_not_hide_the_other_errors(tmp_path: Path) -> None:
+    text = """\
+name: a
+name: b
+description: x
+tier: huge
+bogus: 1
+permissionMode: default
+tools: []
+systemPromptPrefix: p
+"""
+    errors = errors_of(tmp_path, text)
+    assert [(d.line, d.column, d.field) for d in errors] == [
+        (2, 1, "name"),
+        (4, 7, "tier"),
+        (5, 1, "bogus"),
+    ]
+    assert "duplicate key 'name'" in errors[0].message
+    assert "must be one of large, medium or small" in errors[1].message
+    assert "unknown field 'bogus'" in errors[2].message

@@ -137,8 +137,8 @@ def read_yaml(path: Path, display: str) -> FileReport:
 
     Syntax errors, anchors and aliases (agent files and `app.yaml` have no use for them,
     and expanding nested aliases can take exponential time) and duplicate keys (all of
-    them, not only the first) are recorded with their position; `root` stays `None` when
-    the file cannot be used.
+    them, not only the first) are recorded with their position. `root` stays `None` when
+    the file cannot be used; after duplicate keys it is set, so the fields are checked too.
     """
     from ruamel.yaml import YAML
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
@@ -175,8 +175,8 @@ def read_yaml(path: Path, display: str) -> FileReport:
     except YAMLError as exc:  # pragma: no cover - ruamel raises marked errors in practice
         report.at_position(1, 1, ROOT_FIELD, f"YAML error: {exc}")
         return report
-    if report.has_errors:
-        return report
+    # duplicate keys are recorded, and the fields are still checked: every error of the
+    # file is reported at once
     report.root = root
     report.parsed = True
     return report
