@@ -648,3 +648,33 @@ systemPromptPrefix: p
     assert "duplicate key 'name'" in errors[0].message
     assert "must be one of large, medium or small" in errors[1].message
     assert "unknown field 'bogus'" in errors[2].message
+
+
+# ------------------------------------------------------------------- tool name warnings
+
+
+def test_tool_names_the_runtime_would_not_offer_are_warnings(tmp_path: Path) -> None:
+    text = replace("tools:", 'tools: [Raed, read_file, process, "Bash(git *)", "mcp__x__y"]')
+    agent = load_agent_file(write(tmp_path, text))
+    found = [(d.line, d.column, d.field, d.severity) for d in agent.warnings]
+    assert found == [
+        (6, 9, "tools[0]", "warning"),
+        (6, 15, "tools[1]", "warning"),
+        (6, 26, "tools[2]", "warning"),
+        (6, 50, "tools[4]", "warning"),
+    ]
+    raed, read_file, process, mcp = (d.message for d in agent.warnings)
+    assert "'Raed' is not a built-in tool (did you mean 'Read'?" in raed
+    assert "plugin" in raed
+    assert "'read_file' is a Rho capability name" in read_file
+    assert "write 'Read'" in read_file
+    assert "no Claude-named equivalent" in process
+    assert "MCP server 'x'" in mcp and "does not declare" in mcp
+    # warnings only: the agent loads with every entry, for plugins that add tools
+    assert agent.spec.tools == ("Raed", "read_file", "process", "Bash(git *)", "mcp__x__y")
+
+
+def test_mcp_tools_of_a_declared_server_and_claude_names_do_not_warn(tmp_path: Path) -> None:
+    text = replace("tools:", 'tools: [Read, WebFetch, "Bash(git *)", mcp__db__query]')
+    text += "mcpServers:\n  db: {command: ./server}\n"
+    assert load_agent_file(write(tmp_path, text)).warnings == ()
