@@ -454,3 +454,27 @@ def test_actions_module_failure_names_file_and_line(tmp_path: Path) -> None:
 def test_app_without_actions_module_is_unchanged(tmp_path: Path) -> None:
     app = make_app(tmp_path)
     assert load_app_actions(app) is app and len(app.actions) == 0
+
+
+async def test_a_conflicting_app_adds_nothing_to_a_shared_runtime(tmp_path: Path) -> None:
+    async def act(args: dict[str, Any], ctx: ActionContext) -> ActionResult:
+        return ActionResult.ok({})
+
+    first = make_app(tmp_path / "one")
+    first.action("notes_create")(act)
+    second = make_app(tmp_path / "two")  # same app id, other files: other specs
+    second.action("notes_create")(act)  # another Action object under the same id
+    second.action("notes_delete")(act)
+    async with Runtime(provider=ScriptedProvider([])) as runtime:
+        AgentRunner(first, runtime=runtime)
+        with pytest.raises(ValueError) as info:
+            AgentRunner(second, runtime=runtime)
+        message = str(info.value)
+        assert "agent 'demo:writer'" in message and "agent 'demo:judge'" in message
+        assert "action 'demo:notes_create'" in message
+        assert "nothing of the app was added" in message
+        assert runtime.agents["demo:writer"] is first.agent("writer").spec
+        assert runtime.actions.get("demo:notes_create") is first.actions.get("demo:notes_create")
+        assert runtime.actions.get("demo:notes_delete") is None
+        # the same app again conflicts with nothing
+        AgentRunner(first, runtime=runtime)

@@ -115,6 +115,10 @@ class AgentRunner:
         app: The app whose agents this runner runs.
         runtime: A running runtime to use instead of creating one.
         **runtime_options: Keyword arguments for the `Runtime` the runner creates.
+
+    Raises:
+        ValueError: when `runtime` already holds a different agent or action under one of
+            the app's ids; nothing of the app is added then.
     """
 
     def __init__(self, app: App, *, runtime: Runtime | None = None, **runtime_options: Any):
@@ -125,12 +129,7 @@ class AgentRunner:
         if runtime is None:
             runtime = app.make_runtime(**runtime_options)
         else:
-            for spec in app.specs:
-                runtime.register_agent(spec)
-            if runtime.actions is not app.actions:
-                for action in app.actions:
-                    if runtime.actions.get(action.id) is not action:
-                        runtime.actions.add(action)
+            _add_to_runtime(app, runtime)
         self.runtime = runtime
         self._task_group: TaskGroup | None = None
 
@@ -258,6 +257,33 @@ class AgentRunner:
 
     def _own_spec(self, agent_name: str) -> AgentSpec:
         return own_agent(self.app, agent_name)
+
+
+def _add_to_runtime(app: App, runtime: Runtime) -> None:
+    """Register the app's agents and actions in `runtime`: all of them, or none when any
+    id is taken by a different agent or action."""
+    conflicts = [
+        f"agent {spec.id!r}"
+        for spec in app.specs
+        if (existing := runtime.agents.get(spec.id)) is not None and existing != spec
+    ]
+    if runtime.actions is not app.actions:
+        conflicts += [
+            f"action {action.id!r}"
+            for action in app.actions
+            if (taken := runtime.actions.get(action.id)) is not None and taken is not action
+        ]
+    if conflicts:
+        raise ValueError(
+            f"cannot add app {app.id!r} to the runtime: it already holds a different "
+            f"{', '.join(conflicts)}; nothing of the app was added"
+        )
+    for spec in app.specs:
+        runtime.register_agent(spec)
+    if runtime.actions is not app.actions:
+        for action in app.actions:
+            if runtime.actions.get(action.id) is None:
+                runtime.actions.add(action)
 
 
 def own_agent(app: App, agent_name: str) -> AgentSpec:
