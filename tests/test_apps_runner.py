@@ -478,3 +478,17 @@ async def test_a_conflicting_app_adds_nothing_to_a_shared_runtime(tmp_path: Path
         assert runtime.actions.get("demo:notes_delete") is None
         # the same app again conflicts with nothing
         AgentRunner(first, runtime=runtime)
+
+
+def test_actions_module_failure_line_with_a_relative_app_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_app(tmp_path)
+    (tmp_path / "demo" / "actions.py").write_text(
+        "import os\n\ndef register(app):\n    raise RuntimeError('boom')\n", encoding="utf-8"
+    )
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(AppLoadError) as info:
+        load_app_actions(load_app("demo"))
+    (error,) = info.value.errors
+    assert (error.file, error.line, error.column) == (str(Path("demo") / "actions.py"), 4, 1)

@@ -380,7 +380,11 @@ def load_app_actions(app: App) -> App:
 def _line_in(exc: BaseException, path: Path) -> int:
     if isinstance(exc, SyntaxError) and exc.lineno:
         return exc.lineno
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path]
+    # a relative app path (`--app ./app`) against the absolute file names of the frames
+    target = path.resolve()
+    frames = [
+        f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename).resolve() == target
+    ]
     return frames[-1].lineno or 0 if frames else 0
 
 
