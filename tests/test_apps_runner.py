@@ -492,3 +492,16 @@ def test_actions_module_failure_line_with_a_relative_app_path(
         load_app_actions(load_app("demo"))
     (error,) = info.value.errors
     assert (error.file, error.line, error.column) == (str(Path("demo") / "actions.py"), 4, 1)
+
+
+@pytest.mark.parametrize(
+    "body", ["import sys\n\nsys.exit(3)\n", "def register(app):\n    exit()\n"]
+)
+def test_sys_exit_in_the_actions_module_is_a_load_error(tmp_path: Path, body: str) -> None:
+    app = make_app(tmp_path)
+    (app.root / "actions.py").write_text(body, encoding="utf-8")
+    with pytest.raises(AppLoadError) as info:
+        load_app_actions(app)
+    (error,) = info.value.errors
+    assert (error.file, error.line) == (str(app.root / "actions.py"), 3 if "(3)" in body else 2)
+    assert "called sys.exit(" in error.message

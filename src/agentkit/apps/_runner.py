@@ -330,7 +330,7 @@ def load_app_actions(app: App) -> App:
 
     Raises:
         AppLoadError: when the module fails to import, has no `register`, or `register`
-            fails; the diagnostic names the file and line.
+            fails or calls `sys.exit()`; the diagnostic names the file and line.
     """
     for relative in ACTIONS_MODULES:
         path = app.root / relative
@@ -361,18 +361,16 @@ def load_app_actions(app: App) -> App:
         register(app)
     except AppLoadError:
         raise
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
+        # sys.exit() in an app's module must not end the host (or `agentkit run`) silently
         line = _line_in(exc, path)
+        what = (
+            f"the actions module called sys.exit({exc.code!r}) while loading"
+            if isinstance(exc, SystemExit)
+            else f"{type(exc).__name__}: {exc}"
+        )
         raise AppLoadError(
-            [
-                Diagnostic(
-                    str(path),
-                    line,
-                    0 if line == 0 else 1,
-                    "(python)",
-                    f"{type(exc).__name__}: {exc}",
-                )
-            ]
+            [Diagnostic(str(path), line, 0 if line == 0 else 1, "(python)", what)]
         ) from exc
     return app
 
