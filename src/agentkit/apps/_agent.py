@@ -25,6 +25,7 @@ from ._fields import (
     string_field,
     string_list_field,
     unknown_keys,
+    whole_number,
 )
 from ._model import (
     APP_ID_RE,
@@ -34,7 +35,7 @@ from ._model import (
     AppAgent,
     AppLoadError,
 )
-from ._yaml import FileReport, NotJson, Path_, is_bool, read_yaml, to_plain, type_word
+from ._yaml import FileReport, NotJson, Path_, read_yaml, to_plain, type_word
 
 __all__ = ["AGENT_FIELDS", "check_agent", "check_agent_file", "load_agent_file"]
 
@@ -311,13 +312,14 @@ class _AgentChecker:
         if "maxTurns" not in self.data:
             return None
         value = self.data["maxTurns"]
-        if is_bool(value) or not isinstance(value, int):
+        turns = whole_number(value)
+        if turns is None:
             self.report.add(("maxTurns",), f"must be a positive integer, not {show(value)}")
             return None
-        if value < 1:
+        if turns < 1:
             self.report.add(("maxTurns",), f"must be a positive integer, not {value}")
             return None
-        return int(value)
+        return turns
 
     def output_schema(self) -> dict[str, Any] | None:
         if "outputSchema" not in self.data:
@@ -398,12 +400,8 @@ class _AgentChecker:
 
     def warnings(self, permission: str | None) -> None:
         report, data = self.report, self.data
-        max_turns = data.get("maxTurns")
-        if (
-            isinstance(max_turns, int)
-            and not is_bool(max_turns)
-            and 1 <= max_turns < RECOMMENDED_MIN_TURNS
-        ):
+        max_turns = whole_number(data.get("maxTurns"))
+        if max_turns is not None and 1 <= max_turns < RECOMMENDED_MIN_TURNS:
             report.warn(
                 ("maxTurns",),
                 f"{max_turns} is below the recommended {RECOMMENDED_MIN_TURNS}; an agent "

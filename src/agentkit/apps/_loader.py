@@ -16,7 +16,7 @@ from typing import Any
 from agentkit.diagnostics import Diagnostic
 
 from ._agent import check_agent
-from ._fields import present, show, string_field, unknown_keys
+from ._fields import present, show, string_field, unknown_keys, whole_number
 from ._model import (
     APP_ID_RE,
     CANONICAL_RE,
@@ -25,7 +25,7 @@ from ._model import (
     AppAgent,
     AppLoadError,
 )
-from ._yaml import FileReport, NotJson, Path_, is_bool, read_yaml, to_plain, type_word
+from ._yaml import FileReport, NotJson, Path_, read_yaml, to_plain, type_word
 
 __all__ = ["APP_FIELDS", "check_app", "load_app"]
 
@@ -76,7 +76,7 @@ def _load_app(path: Path) -> tuple[App | None, list[Diagnostic]]:
     version = data.get("formatVersion")
     if "formatVersion" not in data:
         report.add(("formatVersion",), "required field is missing (use formatVersion: 2)")
-    elif is_bool(version) or not isinstance(version, int) or version != 2:
+    elif whole_number(version) != 2:
         report.add(("formatVersion",), f"must be 2, not {show(version)}")
     app_id = string_field(report, data, "id", required=True)
     if app_id is not None and not APP_ID_RE.match(app_id):
