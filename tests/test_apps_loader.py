@@ -560,6 +560,10 @@ def test_bypass_permissions_with_outside_world_tools_warns(tmp_path: Path, tool:
     text = replace("permissionMode:", "permissionMode: bypassPermissions")
     text = text.replace("tools: [Read]", f"tools: [Read, {tool}]")
     assert warnings_of(tmp_path, text) == [(6, 15, "tools[1]")]
+    (warning,) = load_agent_file(tmp_path / "agent.yaml").warnings
+    assert "without a permission prompt (allowlist rules such as Bash(git *) still apply)" in (
+        warning.message
+    )
     # the same tools without bypassPermissions are fine
     assert warnings_of(tmp_path, GOOD.replace("tools: [Read]", f"tools: [Read, {tool}]")) == []
 

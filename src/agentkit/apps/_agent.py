@@ -414,8 +414,9 @@ class _AgentChecker:
                     report.warn(
                         ("tools", index),
                         f"{entry} reaches the outside world and permissionMode is "
-                        "bypassPermissions: no call is ever checked; use acceptEdits unless "
-                        "the agent is fully trusted or sandboxed",
+                        "bypassPermissions: its calls run without a permission prompt "
+                        "(allowlist rules such as Bash(git *) still apply); use acceptEdits "
+                        "unless the agent is fully trusted or sandboxed",
                     )
         actions = data.get("actions")
         if isinstance(actions, list):
