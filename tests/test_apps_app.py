@@ -390,3 +390,51 @@ def test_app_action_decorator_registers_canonical_ids(tmp_path: Path) -> None:
     assert sorted(a.id for a in app.actions) == ["demo:notes_create", "demo:notes_delete"]
     with pytest.raises(ValueError, match="apps register only their own actions"):
         app.action("other:thing")
+
+
+def test_a_duplicate_key_in_app_yaml_does_not_hide_its_other_errors(tmp_path: Path) -> None:
+    root = make_app(
+        tmp_path,
+        "formatVersion: 2\nformatVersion: 2\nid: demo\nversion: 1 0\nagents:\n"
+        "  - agents/one.yaml\n  - agents/nope.yaml\n",
+        {"agents/one.yaml": AGENT.format(name="one") + "x: 1\n"},
+    )
+    assert sorted(where(app_errors(root))) == [
+        ("app.yaml", 2, 1, "formatVersion"),
+        ("app.yaml", 4, 10, "version"),
+        ("app.yaml", 7, 5, "agents[1]"),
+        ("one.yaml", 7, 1, "x"),
+    ]
+
+
+def with_server(name: str, command: str) -> str:
+    return AGENT.format(name=name) + f"mcpServers:\n  db:\n    command: {command}\n"
+
+
+def test_one_mcp_server_name_with_two_configs_is_an_error_at_the_second_file(
+    tmp_path: Path,
+) -> None:
+    root = make_app(
+        tmp_path,
+        APP + "  - agents/two.yaml\n",
+        {
+            "agents/one.yaml": with_server("one", "/usr/bin/server-a"),
+            "agents/two.yaml": with_server("two", "/usr/bin/server-b"),
+        },
+    )
+    (error,) = app_errors(root)
+    assert where([error]) == [("two.yaml", 8, 3, "mcpServers.db")]
+    assert f"configured differently in {root / 'agents' / 'one.yaml'}" in error.message
+
+
+def test_agents_may_share_an_mcp_server_with_the_same_config(tmp_path: Path) -> None:
+    root = make_app(
+        tmp_path,
+        APP + "  - agents/two.yaml\n",
+        {
+            "agents/one.yaml": with_server("one", "/usr/bin/server-a"),
+            "agents/two.yaml": with_server("two", "/usr/bin/server-a"),
+        },
+    )
+    app = load_app(root)
+    assert app.agent("two").mcp_servers == {"db": {"command": "/usr/bin/server-a"}}

@@ -109,3 +109,21 @@ def test_run_invalid_app_names_file_and_line(
     )
     assert done.returncode == 2
     assert f"{tmp_path / 'app.yaml'}:3:10: agents[0]: agent file 'x.yaml' not found" in done.stderr
+
+
+def test_run_with_sys_exit_in_actions_py_reports_it(
+    python: str, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    (tmp_path / "app.yaml").write_text("formatVersion: 2\nid: demo\nagents: [a.yaml]\n")
+    (tmp_path / "a.yaml").write_text(
+        "name: a\ndescription: d\ntier: small\npermissionMode: default\ntools: []\n"
+        "maxTurns: 30\nsystemPromptPrefix: p\n"
+    )
+    (tmp_path / "actions.py").write_text("def register(app):\n    raise SystemExit(0)\n")
+    done = agentkit(
+        python, cli_env, "run", "--app", str(tmp_path), "demo:a", "hi", "--provider", "test"
+    )
+    assert done.returncode == 2
+    assert f"{tmp_path / 'actions.py'}:2:1: (python): the actions module called sys.exit(0)" in (
+        done.stderr
+    )

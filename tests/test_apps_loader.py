@@ -560,6 +560,10 @@ def test_bypass_permissions_with_outside_world_tools_warns(tmp_path: Path, tool:
     text = replace("permissionMode:", "permissionMode: bypassPermissions")
     text = text.replace("tools: [Read]", f"tools: [Read, {tool}]")
     assert warnings_of(tmp_path, text) == [(6, 15, "tools[1]")]
+    (warning,) = load_agent_file(tmp_path / "agent.yaml").warnings
+    assert "without a permission prompt (allowlist rules such as Bash(git *) still apply)" in (
+        warning.message
+    )
     # the same tools without bypassPermissions are fine
     assert warnings_of(tmp_path, GOOD.replace("tools: [Read]", f"tools: [Read, {tool}]")) == []
 
@@ -583,3 +587,98 @@ def test_warnings_ride_along_with_errors(tmp_path: Path) -> None:
     ]
     assert "\n" not in str(info.value)  # the message lists errors only
     assert ": bogus: unknown field" in str(info.value)
+
+
+# ------------------------------------------------------------------ anchors and aliases
+
+ALIAS_BOMB = GOOD + "outputSchema:\n  $defs:\n    a0: &a0 {type: string}\n" + "".join(
+    f"    a{i}: &a{i} {{allOf: [{', '.join([f'*a{i - 1}'] * 9)}]}}\n" for i in range(1, 9)
+)
+
+
+def test_alias_bomb_is_rejected_without_expanding_it(tmp_path: Path) -> None:
+    # nine levels of nine aliases each: 9**8 copies if anything expanded them
+    errors = errors_of(tmp_path, ALIAS_BOMB)
+    first_alias = next(d for d in errors if "aliases" in d.message)
+    assert (first_alias.line, first_alias.column, first_alias.field) == (
+        11,
+        22,
+        "outputSchema.$defs.a1.allOf[0]",
+    )
+    assert first_alias.message.startswith("aliases are not allowed (*a0)")
+    anchors = [(d.line, d.column, d.field) for d in errors if "anchors" in d.message]
+    assert anchors[:2] == [(10, 9, "outputSchema.$defs.a0"), (11, 9, "outputSchema.$defs.a1")]
+    assert len(errors) == 9 + 8 * 9
+
+
+def test_merge_keys_and_aliases_are_errors_at_their_location(tmp_path: Path) -> None:
+    text = "base: &b {tier: small}\n<<: *b\ntools: [&t Read, *t]\n"
+    errors = errors_of(tmp_path, text)
+    assert [(d.line, d.column, d.field, d.message.split(" (")[0]) for d in errors] == [
+        (1, 7, "base", "anchors are not allowed"),
+        (2, 5, "<<", "aliases are not allowed"),
+        (3, 9, "tools[0]", "anchors are not allowed"),
+        (3, 18, "tools[1]", "aliases are not allowed"),
+    ]
+
+
+def test_app_yaml_rejects_aliases(tmp_path: Path) -> None:
+    from agentkit.apps import load_app
+
+    (tmp_path / "app.yaml").write_text("formatVersion: 2\nid: &i t\nname: *i\nagents: []\n")
+    with pytest.raises(AppLoadError) as info:
+        load_app(tmp_path)
+    located = [(d.line, d.column, d.field) for d in info.value.errors]
+    assert located == [(2, 5, "id"), (3, 7, "name")]
+
+
+def test_duplicate_keys_do_not_hide_the_other_errors(tmp_path: Path) -> None:
+    text = """\
+name: a
+name: b
+description: x
+tier: huge
+bogus: 1
+permissionMode: default
+tools: []
+systemPromptPrefix: p
+"""
+    errors = errors_of(tmp_path, text)
+    assert [(d.line, d.column, d.field) for d in errors] == [
+        (2, 1, "name"),
+        (4, 7, "tier"),
+        (5, 1, "bogus"),
+    ]
+    assert "duplicate key 'name'" in errors[0].message
+    assert "must be one of large, medium or small" in errors[1].message
+    assert "unknown field 'bogus'" in errors[2].message
+
+
+# ------------------------------------------------------------------- tool name warnings
+
+
+def test_tool_names_the_runtime_would_not_offer_are_warnings(tmp_path: Path) -> None:
+    text = replace("tools:", 'tools: [Raed, read_file, process, "Bash(git *)", "mcp__x__y"]')
+    agent = load_agent_file(write(tmp_path, text))
+    found = [(d.line, d.column, d.field, d.severity) for d in agent.warnings]
+    assert found == [
+        (6, 9, "tools[0]", "warning"),
+        (6, 15, "tools[1]", "warning"),
+        (6, 26, "tools[2]", "warning"),
+        (6, 50, "tools[4]", "warning"),
+    ]
+    raed, read_file, process, mcp = (d.message for d in agent.warnings)
+    assert "'Raed' is not a built-in tool (did you mean 'Read'?" in raed
+    assert "plugin" in raed
+    assert "'read_file' is a Rho capability name" in read_file
+    assert "write 'Read'" in read_file
+    assert "no Claude-named equivalent" in process
+    assert "MCP server 'x'" in mcp and "does not declare" in mcp
+    # warnings only: the agent loads with every entry, for plugins that add tools
+    assert agent.spec.tools == ("Raed", "read_file", "process", "Bash(git *)", "mcp__x__y")
+
+
+def test_mcp_tools_of_a_declared_server_and_claude_names_do_not_warn(tmp_path: Path) -> None:
+    text = replace("tools:", 'tools: [Read, WebFetch, "Bash(git *)", mcp__db__query]')
+    text += "mcpServers:\n  db: {command: ./server}\n"
+    assert load_agent_file(write(tmp_path, text)).warnings == ()

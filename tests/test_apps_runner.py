@@ -454,3 +454,54 @@ def test_actions_module_failure_names_file_and_line(tmp_path: Path) -> None:
 def test_app_without_actions_module_is_unchanged(tmp_path: Path) -> None:
     app = make_app(tmp_path)
     assert load_app_actions(app) is app and len(app.actions) == 0
+
+
+async def test_a_conflicting_app_adds_nothing_to_a_shared_runtime(tmp_path: Path) -> None:
+    async def act(args: dict[str, Any], ctx: ActionContext) -> ActionResult:
+        return ActionResult.ok({})
+
+    first = make_app(tmp_path / "one")
+    first.action("notes_create")(act)
+    second = make_app(tmp_path / "two")  # same app id, other files: other specs
+    second.action("notes_create")(act)  # another Action object under the same id
+    second.action("notes_delete")(act)
+    async with Runtime(provider=ScriptedProvider([])) as runtime:
+        AgentRunner(first, runtime=runtime)
+        with pytest.raises(ValueError) as info:
+            AgentRunner(second, runtime=runtime)
+        message = str(info.value)
+        assert "agent 'demo:writer'" in message and "agent 'demo:judge'" in message
+        assert "action 'demo:notes_create'" in message
+        assert "nothing of the app was added" in message
+        assert runtime.agents["demo:writer"] is first.agent("writer").spec
+        assert runtime.actions.get("demo:notes_create") is first.actions.get("demo:notes_create")
+        assert runtime.actions.get("demo:notes_delete") is None
+        # the same app again conflicts with nothing
+        AgentRunner(first, runtime=runtime)
+
+
+def test_actions_module_failure_line_with_a_relative_app_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_app(tmp_path)
+    (tmp_path / "demo" / "actions.py").write_text(
+        "import os\n\ndef register(app):\n    raise RuntimeError('boom')\n", encoding="utf-8"
+    )
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(AppLoadError) as info:
+        load_app_actions(load_app("demo"))
+    (error,) = info.value.errors
+    assert (error.file, error.line, error.column) == (str(Path("demo") / "actions.py"), 4, 1)
+
+
+@pytest.mark.parametrize(
+    "body", ["import sys\n\nsys.exit(3)\n", "def register(app):\n    exit()\n"]
+)
+def test_sys_exit_in_the_actions_module_is_a_load_error(tmp_path: Path, body: str) -> None:
+    app = make_app(tmp_path)
+    (app.root / "actions.py").write_text(body, encoding="utf-8")
+    with pytest.raises(AppLoadError) as info:
+        load_app_actions(app)
+    (error,) = info.value.errors
+    assert (error.file, error.line) == (str(app.root / "actions.py"), 3 if "(3)" in body else 2)
+    assert "called sys.exit(" in error.message

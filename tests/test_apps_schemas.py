@@ -10,7 +10,14 @@ import jsonschema
 import pytest
 from ruamel.yaml import YAML
 
-from agentkit.apps import json_schema, load_agent_file, schema_path, schema_text
+from agentkit.apps import (
+    AppLoadError,
+    json_schema,
+    load_agent_file,
+    load_app,
+    schema_path,
+    schema_text,
+)
 from agentkit.apps._yaml import to_plain
 from test_apps_app import APP, APP_CASES, EXAMPLE
 from test_apps_loader import CASES, GOOD
@@ -132,3 +139,43 @@ def test_schema_text_single_schema_and_file() -> None:
         assert json.loads(text) == json.loads(schema_path(kind).read_text())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="unknown schema"):
         schema_text("other")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("value", "valid"),
+    [
+        ("30", True),
+        ("30.0", True),
+        ("29.0", True),
+        ("30.5", False),
+        ("0.0", False),
+        ("'30'", False),
+    ],
+)
+def test_loader_and_schema_agree_on_max_turns(tmp_path: Path, value: str, valid: bool) -> None:
+    # JSON has one number type: 30.0 is an integer to every JSON Schema validator, so the
+    # loader reads it as 30 too
+    text = GOOD.replace("maxTurns: 30", f"maxTurns: {value}")
+    path = tmp_path / "agent.yaml"
+    path.write_text(text, encoding="utf-8")
+    assert (errors("agent", text) == []) is valid
+    if valid:
+        spec = load_agent_file(path).spec
+        assert spec.max_turns == int(float(value)) and isinstance(spec.max_turns, int)
+    else:
+        with pytest.raises(AppLoadError, match="maxTurns: must be a positive integer"):
+            load_agent_file(path)
+
+
+@pytest.mark.parametrize(("value", "valid"), [("2", True), ("2.0", True), ("2.5", False)])
+def test_loader_and_schema_agree_on_format_version(tmp_path: Path, value: str, valid: bool) -> None:
+    text = APP.replace("formatVersion: 2", f"formatVersion: {value}")
+    assert (errors("app", text) == []) is valid
+    (tmp_path / "app.yaml").write_text(text, encoding="utf-8")
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "one.yaml").write_text(GOOD, encoding="utf-8")
+    if valid:
+        assert load_app(tmp_path).id == "demo"
+    else:
+        with pytest.raises(AppLoadError, match="formatVersion: must be 2"):
+            load_app(tmp_path)

@@ -407,3 +407,22 @@ async def test_refuses_engine_specs() -> None:
     spec = AgentSpec(id="x")
     with pytest.raises(ValueError, match="not 'claude-cli'"):
         await run_claude_cli(spec, "hi", working_dir=".", session_id="s", emit=print)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["missing", "file"])
+async def test_missing_working_dir_is_named_not_the_executable(tmp_path: Path, kind: str) -> None:
+    script = fake_claude(tmp_path / "bin", [])
+    working_dir = tmp_path / "nowhere"
+    if kind == "file":
+        working_dir.write_text("x")
+    events: list[AgentMessage] = []
+    outcome = await run_claude_cli(
+        planner(), "hi", working_dir=working_dir, session_id="s", emit=events.append,
+        executable=script,
+    )
+    why = "does not exist" if kind == "missing" else "is not a folder"
+    assert outcome.status == "error"
+    assert outcome.error == f"the working directory {str(working_dir)!r} {why}"
+    assert [to_wire(e) for e in events] == [{"type": "error", "error": outcome.error}]
+    assert not (tmp_path / "bin" / "seen.json").exists()  # claude never started

@@ -99,3 +99,14 @@ def test_run_reports_a_missing_capability_without_a_traceback(
     assert done.returncode == 2
     assert "extension capability 'jira-search' is not supplied by this host" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_validate_folder_without_definitions_exits_2(
+    python: str, cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    empty = tmp_path / "agents.md"  # an empty folder whose name ends in .md
+    empty.mkdir()
+    done = agentkit(python, cli_env, "validate", str(empty))
+    assert done.returncode == 2
+    assert done.stderr == f"agentkit: error: {empty}: no .md definitions in this folder\n"
+    assert done.stdout == ""

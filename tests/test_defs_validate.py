@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from agentkit.defs import DefinitionError, fingerprint_lines, validate_paths
+from agentkit.defs import (
+    DefinitionError,
+    DefinitionPathError,
+    fingerprint_lines,
+    validate_paths,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "defs"
@@ -29,22 +34,34 @@ def test_reports_every_problem_of_files_and_folders(tmp_path: Path) -> None:
     bad = tmp_path / "defs" / "bad.md"
     bad.parent.mkdir()
     bad.write_text("---\ndescription: x\ntools: [Read]\nmodel-policy: prefer\n---\n")
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    other = tmp_path / "agent.yaml"
-    other.write_text("name: x\n")
-    found = validate_paths([good, bad.parent, tmp_path / "missing.md", other, empty])
+    found = validate_paths([good, bad.parent])
     assert [(Path(d.file).name, d.line, d.column, d.field) for d in found] == [
-        ("agent.yaml", 0, 0, "path"),
         ("bad.md", 3, 9, "tools"),
         ("bad.md", 4, 15, "model-policy"),
-        ("empty", 0, 0, "path"),
-        ("missing.md", 0, 0, "path"),
     ]
-    assert str(found[1]).endswith(
+    assert str(found[0]).endswith(
         "bad.md:3:9: tools: 'Read' is a Claude tool entry; runtime rho takes Rho capability "
         "names (read_file, bash, ...). Mixing vocabularies is not allowed"
     )
+
+
+def test_paths_that_cannot_be_validated_are_a_usage_error(tmp_path: Path) -> None:
+    good = tmp_path / "good.md"
+    good.write_text("---\ndescription: fine\n---\n")
+    empty = tmp_path / "empty.md"  # a folder, whatever its name says
+    empty.mkdir()
+    other = tmp_path / "agent.yaml"
+    other.write_text("name: x\n")
+    missing = tmp_path / "missing.md"
+    with pytest.raises(DefinitionPathError) as info:
+        validate_paths([good, empty, other, missing])
+    assert isinstance(info.value, ValueError)
+    assert info.value.paths == [str(empty), str(other), str(missing)]
+    assert str(info.value).splitlines() == [
+        f"{empty}: no .md definitions in this folder",
+        f"{other}: not a Markdown definition (.md)",
+        f"{missing}: does not exist",
+    ]
 
 
 def test_fingerprint_lines_of_an_invalid_file_raise(tmp_path: Path) -> None:

@@ -373,9 +373,13 @@ def _validate_command(args: argparse.Namespace) -> int:
         except ValidateUsageError as exc:
             raise UsageError(str(exc)) from None
     if md_paths:
+        from agentkit.defs import DefinitionPathError
         from agentkit.defs import validate_paths as validate_defs
 
-        diagnostics.extend(validate_defs(md_paths))
+        try:
+            diagnostics.extend(validate_defs(md_paths))
+        except DefinitionPathError as exc:
+            raise UsageError(str(exc)) from None
     diagnostics.sort()
     errors = [d for d in diagnostics if d.severity == "error"]
     if args.format == "json":

@@ -3,15 +3,17 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any, cast
 
 from agentkit.diagnostics import Diagnostic
 from agentkit.spec import AgentSpec, ModelSelection, PermissionMode, SpecError, Tier
-from agentkit.tools import parse_tool_entry
+from agentkit.tools import CLAUDE_TOOL_NAMES, RHO_CAPABILITIES, parse_tool_entry
 
 from ._fields import (
     bool_field,
@@ -23,6 +25,7 @@ from ._fields import (
     string_field,
     string_list_field,
     unknown_keys,
+    whole_number,
 )
 from ._model import (
     APP_ID_RE,
@@ -32,7 +35,7 @@ from ._model import (
     AppAgent,
     AppLoadError,
 )
-from ._yaml import FileReport, NotJson, Path_, is_bool, read_yaml, to_plain, type_word
+from ._yaml import FileReport, NotJson, Path_, read_yaml, to_plain, type_word
 
 __all__ = ["AGENT_FIELDS", "check_agent", "check_agent_file", "load_agent_file"]
 
@@ -63,6 +66,21 @@ OUTSIDE_WORLD_TOOLS = ("WebFetch", "WebSearch", "Bash")
 RECOMMENDED_MIN_TURNS = 30
 MCP_SERVER_FIELDS = ("type", "command", "args", "env", "cwd", "url", "headers")
 MCP_TYPES = ("stdio", "http", "sse")
+
+
+@cache
+def rho_to_claude() -> dict[str, str]:
+    """The Claude name of each built-in tool by its Rho capability name."""
+    from agentkit.tools import builtin_tools
+
+    registry = builtin_tools()
+    out: dict[str, str] = {}
+    for rho in RHO_CAPABILITIES:
+        tool = registry.get(rho)
+        claude = [n for n in (tool.name, *tool.aliases) if n in CLAUDE_TOOL_NAMES] if tool else []
+        if claude:
+            out[rho] = claude[0]
+    return out
 
 
 def load_agent_file(path: str | os.PathLike[str], app_id: str | None = None) -> AppAgent:
@@ -231,7 +249,41 @@ class _AgentChecker:
                 self.report.add(("tools", index), f"{entry!r} is listed twice")
             else:
                 out.append(entry)
+                self.tool_name_warning(index, name)
         return out
+
+    def tool_name_warning(self, index: int, name: str) -> None:
+        """Warn about a tool name the runtime will not offer unless a plugin adds it."""
+        if name in CLAUDE_TOOL_NAMES:
+            return
+        servers = self.data.get("mcpServers")
+        declared = servers if isinstance(servers, dict) else {}
+        where: Path_ = ("tools", index)
+        if name.startswith("mcp__"):
+            server = name.split("__")[1]
+            if server not in declared:
+                self.report.warn(
+                    where,
+                    f"{name!r} names MCP server {server!r}, which this file's mcpServers "
+                    "does not declare; the agent will not get the tool",
+                )
+            return
+        if name in RHO_CAPABILITIES:
+            claude = rho_to_claude().get(name)
+            fix = f"write {claude!r}" if claude else "it has no Claude-named equivalent"
+            self.report.warn(
+                where,
+                f"{name!r} is a Rho capability name (the vocabulary of Markdown "
+                f"definitions); agent YAML uses Claude tool names: {fix}",
+            )
+            return
+        close = difflib.get_close_matches(name, CLAUDE_TOOL_NAMES, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        self.report.warn(
+            where,
+            f"{name!r} is not a built-in tool ({hint}built-in: {', '.join(CLAUDE_TOOL_NAMES)}); "
+            "the agent gets it only if a plugin registers a tool under this name",
+        )
 
     def ids(self, key: str, *, star: bool) -> list[str] | None:
         entries = string_list_field(self.report, self.data, key)
@@ -260,13 +312,14 @@ class _AgentChecker:
         if "maxTurns" not in self.data:
             return None
         value = self.data["maxTurns"]
-        if is_bool(value) or not isinstance(value, int):
+        turns = whole_number(value)
+        if turns is None:
             self.report.add(("maxTurns",), f"must be a positive integer, not {show(value)}")
             return None
-        if value < 1:
+        if turns < 1:
             self.report.add(("maxTurns",), f"must be a positive integer, not {value}")
             return None
-        return int(value)
+        return turns
 
     def output_schema(self) -> dict[str, Any] | None:
         if "outputSchema" not in self.data:
@@ -347,12 +400,8 @@ class _AgentChecker:
 
     def warnings(self, permission: str | None) -> None:
         report, data = self.report, self.data
-        max_turns = data.get("maxTurns")
-        if (
-            isinstance(max_turns, int)
-            and not is_bool(max_turns)
-            and 1 <= max_turns < RECOMMENDED_MIN_TURNS
-        ):
+        max_turns = whole_number(data.get("maxTurns"))
+        if max_turns is not None and 1 <= max_turns < RECOMMENDED_MIN_TURNS:
             report.warn(
                 ("maxTurns",),
                 f"{max_turns} is below the recommended {RECOMMENDED_MIN_TURNS}; an agent "
@@ -365,8 +414,9 @@ class _AgentChecker:
                     report.warn(
                         ("tools", index),
                         f"{entry} reaches the outside world and permissionMode is "
-                        "bypassPermissions: no call is ever checked; use acceptEdits unless "
-                        "the agent is fully trusted or sandboxed",
+                        "bypassPermissions: its calls run without a permission prompt "
+                        "(allowlist rules such as Bash(git *) still apply); use acceptEdits "
+                        "unless the agent is fully trusted or sandboxed",
                     )
         actions = data.get("actions")
         if isinstance(actions, list):

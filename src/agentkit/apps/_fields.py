@@ -24,6 +24,21 @@ def yaml_scalar(value: Any) -> str:
     return str(value)
 
 
+def whole_number(value: Any) -> int | None:
+    """`value` as an int when it is an integer in JSON Schema's sense (`30` or `30.0`).
+
+    JSON has one number type, so `30.0` is an integer to every JSON Schema validator (and
+    to editors using the shipped schemas); the loader agrees with them.
+    """
+    if is_bool(value):
+        return None
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
 def unknown_keys(
     report: FileReport,
     data: dict[Any, Any],

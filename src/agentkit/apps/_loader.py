@@ -16,7 +16,7 @@ from typing import Any
 from agentkit.diagnostics import Diagnostic
 
 from ._agent import check_agent
-from ._fields import present, show, string_field, unknown_keys
+from ._fields import present, show, string_field, unknown_keys, whole_number
 from ._model import (
     APP_ID_RE,
     CANONICAL_RE,
@@ -25,7 +25,7 @@ from ._model import (
     AppAgent,
     AppLoadError,
 )
-from ._yaml import FileReport, Path_, is_bool, read_yaml, type_word
+from ._yaml import FileReport, NotJson, Path_, read_yaml, to_plain, type_word
 
 __all__ = ["APP_FIELDS", "check_app", "load_app"]
 
@@ -76,7 +76,7 @@ def _load_app(path: Path) -> tuple[App | None, list[Diagnostic]]:
     version = data.get("formatVersion")
     if "formatVersion" not in data:
         report.add(("formatVersion",), "required field is missing (use formatVersion: 2)")
-    elif is_bool(version) or not isinstance(version, int) or version != 2:
+    elif whole_number(version) != 2:
         report.add(("formatVersion",), f"must be 2, not {show(version)}")
     app_id = string_field(report, data, "id", required=True)
     if app_id is not None and not APP_ID_RE.match(app_id):
@@ -116,6 +116,7 @@ def _load_app(path: Path) -> tuple[App | None, list[Diagnostic]]:
         failed = failed or agent is None
     if app_id is not None:
         _check_own_subagents(reports, app_id)
+    _check_shared_mcp_servers(reports)
     for agent_report in reports:
         failed = failed or agent_report.has_errors
         diagnostics.extend(agent_report.diagnostics)
@@ -154,6 +155,33 @@ def _check_own_subagents(reports: list[FileReport], app_id: str) -> None:
                         ("allowedSubagents", index),
                         f"app {app_id!r} declares no agent {local!r}",
                     )
+
+
+def _check_shared_mcp_servers(reports: list[FileReport]) -> None:
+    """The app's runtime starts one MCP server per name for all its agents: a name that two
+    files configure differently is an error at the second file (the same config is fine)."""
+    first: dict[str, tuple[Any, str]] = {}
+    for report in reports:
+        servers = report.root.get("mcpServers") if isinstance(report.root, dict) else None
+        if not isinstance(servers, dict):
+            continue
+        for name, server in servers.items():
+            try:
+                config = to_plain(server)
+            except NotJson:
+                continue  # reported by the agent check
+            if not isinstance(name, str) or not isinstance(config, dict):
+                continue
+            if name not in first:
+                first[name] = (config, report.file)
+            elif first[name][0] != config:
+                report.add(
+                    ("mcpServers", name),
+                    f"MCP server {name!r} is configured differently in {first[name][1]}; "
+                    "the agents of an app share their MCP servers by name: use the same "
+                    "config or another name",
+                    at="key",
+                )
 
 
 def _agent_paths(report: FileReport, data: dict[str, Any], root: Path) -> list[Path]:

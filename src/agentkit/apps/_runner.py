@@ -115,6 +115,10 @@ class AgentRunner:
         app: The app whose agents this runner runs.
         runtime: A running runtime to use instead of creating one.
         **runtime_options: Keyword arguments for the `Runtime` the runner creates.
+
+    Raises:
+        ValueError: when `runtime` already holds a different agent or action under one of
+            the app's ids; nothing of the app is added then.
     """
 
     def __init__(self, app: App, *, runtime: Runtime | None = None, **runtime_options: Any):
@@ -125,12 +129,7 @@ class AgentRunner:
         if runtime is None:
             runtime = app.make_runtime(**runtime_options)
         else:
-            for spec in app.specs:
-                runtime.register_agent(spec)
-            if runtime.actions is not app.actions:
-                for action in app.actions:
-                    if runtime.actions.get(action.id) is not action:
-                        runtime.actions.add(action)
+            _add_to_runtime(app, runtime)
         self.runtime = runtime
         self._task_group: TaskGroup | None = None
 
@@ -260,6 +259,33 @@ class AgentRunner:
         return own_agent(self.app, agent_name)
 
 
+def _add_to_runtime(app: App, runtime: Runtime) -> None:
+    """Register the app's agents and actions in `runtime`: all of them, or none when any
+    id is taken by a different agent or action."""
+    conflicts = [
+        f"agent {spec.id!r}"
+        for spec in app.specs
+        if (existing := runtime.agents.get(spec.id)) is not None and existing != spec
+    ]
+    if runtime.actions is not app.actions:
+        conflicts += [
+            f"action {action.id!r}"
+            for action in app.actions
+            if (taken := runtime.actions.get(action.id)) is not None and taken is not action
+        ]
+    if conflicts:
+        raise ValueError(
+            f"cannot add app {app.id!r} to the runtime: it already holds a different "
+            f"{', '.join(conflicts)}; nothing of the app was added"
+        )
+    for spec in app.specs:
+        runtime.register_agent(spec)
+    if runtime.actions is not app.actions:
+        for action in app.actions:
+            if runtime.actions.get(action.id) is None:
+                runtime.actions.add(action)
+
+
 def own_agent(app: App, agent_name: str) -> AgentSpec:
     """The spec of `app`'s agent with this canonical id.
 
@@ -304,7 +330,7 @@ def load_app_actions(app: App) -> App:
 
     Raises:
         AppLoadError: when the module fails to import, has no `register`, or `register`
-            fails; the diagnostic names the file and line.
+            fails or calls `sys.exit()`; the diagnostic names the file and line.
     """
     for relative in ACTIONS_MODULES:
         path = app.root / relative
@@ -335,18 +361,16 @@ def load_app_actions(app: App) -> App:
         register(app)
     except AppLoadError:
         raise
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
+        # sys.exit() in an app's module must not end the host (or `agentkit run`) silently
         line = _line_in(exc, path)
+        what = (
+            f"the actions module called sys.exit({exc.code!r}) while loading"
+            if isinstance(exc, SystemExit)
+            else f"{type(exc).__name__}: {exc}"
+        )
         raise AppLoadError(
-            [
-                Diagnostic(
-                    str(path),
-                    line,
-                    0 if line == 0 else 1,
-                    "(python)",
-                    f"{type(exc).__name__}: {exc}",
-                )
-            ]
+            [Diagnostic(str(path), line, 0 if line == 0 else 1, "(python)", what)]
         ) from exc
     return app
 
@@ -354,7 +378,11 @@ def load_app_actions(app: App) -> App:
 def _line_in(exc: BaseException, path: Path) -> int:
     if isinstance(exc, SyntaxError) and exc.lineno:
         return exc.lineno
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path]
+    # a relative app path (`--app ./app`) against the absolute file names of the frames
+    target = path.resolve()
+    frames = [
+        f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename).resolve() == target
+    ]
     return frames[-1].lineno or 0 if frames else 0
 
 

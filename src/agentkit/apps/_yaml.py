@@ -135,8 +135,10 @@ def _start(node: Any) -> tuple[int, int]:
 def read_yaml(path: Path, display: str) -> FileReport:
     """Parse `path` with ruamel.yaml's round-trip loader.
 
-    Syntax errors and duplicate keys (all of them, not only the first) are recorded with
-    their position; `root` stays `None` when the file cannot be used.
+    Syntax errors, anchors and aliases (agent files and `app.yaml` have no use for them,
+    and expanding nested aliases can take exponential time) and duplicate keys (all of
+    them, not only the first) are recorded with their position. `root` stays `None` when
+    the file cannot be used; after duplicate keys it is set, so the fields are checked too.
     """
     from ruamel.yaml import YAML
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
@@ -154,6 +156,9 @@ def read_yaml(path: Path, display: str) -> FileReport:
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = True
     try:
+        _find_aliases(yaml, text, report)
+        if report.has_errors:
+            return report
         node = yaml.compose(text)
         if node is not None:
             _find_duplicates(node, (), report)
@@ -170,11 +175,90 @@ def read_yaml(path: Path, display: str) -> FileReport:
     except YAMLError as exc:  # pragma: no cover - ruamel raises marked errors in practice
         report.at_position(1, 1, ROOT_FIELD, f"YAML error: {exc}")
         return report
-    if report.has_errors:
-        return report
+    # duplicate keys are recorded, and the fields are still checked: every error of the
+    # file is reported at once
     report.root = root
     report.parsed = True
     return report
+
+
+@dataclass
+class _Frame:
+    """An open mapping or sequence while walking parser events."""
+
+    path: Path_
+    is_map: bool
+    want_key: bool = True
+    key: str | int = ""
+    index: int = 0
+
+
+def _find_aliases(yaml: Any, text: str, report: FileReport) -> None:
+    """Record every anchor (`&name`) and alias (`*name`) with the field it is at.
+
+    Works on parser events, before anything is composed, so a nest of aliases is never
+    expanded.
+    """
+    from ruamel.yaml.events import (
+        AliasEvent,
+        CollectionEndEvent,
+        MappingStartEvent,
+        NodeEvent,
+        SequenceStartEvent,
+    )
+
+    stack: list[_Frame] = []
+    for event in yaml.parse(text):
+        if isinstance(event, CollectionEndEvent):
+            stack.pop()
+            _node_done(stack, None)
+            continue
+        if not isinstance(event, NodeEvent):
+            continue
+        path = _node_path(stack)
+        mark = event.start_mark
+        if isinstance(event, AliasEvent):
+            report.at_position(
+                mark.line + 1,
+                mark.column + 1,
+                field_name(path),
+                f"aliases are not allowed (*{event.anchor}); write the value out",
+            )
+        elif event.anchor is not None:
+            report.at_position(
+                mark.line + 1,
+                mark.column + 1,
+                field_name(path),
+                f"anchors are not allowed (&{event.anchor}); write the value out where "
+                "it is used",
+            )
+        if isinstance(event, MappingStartEvent | SequenceStartEvent):
+            stack.append(_Frame(path, isinstance(event, MappingStartEvent)))
+        else:
+            _node_done(stack, getattr(event, "value", None))
+
+
+def _node_path(stack: list[_Frame]) -> Path_:
+    if not stack:
+        return ()
+    top = stack[-1]
+    if not top.is_map:
+        return (*top.path, top.index)
+    return top.path if top.want_key else (*top.path, top.key)
+
+
+def _node_done(stack: list[_Frame], scalar: str | None) -> None:
+    """A node of the innermost open collection is complete (`scalar`: its text)."""
+    if not stack:
+        return
+    top = stack[-1]
+    if not top.is_map:
+        top.index += 1
+    elif top.want_key:
+        top.key = scalar if scalar is not None else "?"
+        top.want_key = False
+    else:
+        top.want_key = True
 
 
 def _find_duplicates(node: Any, path: Path_, report: FileReport) -> None:

@@ -53,7 +53,7 @@ from agentkit.defs._types import (
     Reasoning,
     RuntimeName,
 )
-from agentkit.defs._validate import fingerprint_lines, validate_paths
+from agentkit.defs._validate import DefinitionPathError, fingerprint_lines, validate_paths
 
 __all__ = [
     "CLAUDE_DISALLOWED",
@@ -72,6 +72,7 @@ __all__ = [
     "Definition",
     "DefinitionError",
     "DefinitionModelPolicy",
+    "DefinitionPathError",
     "DefinitionRunner",
     "HostCapabilities",
     "HostModel",

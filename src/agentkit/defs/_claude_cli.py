@@ -121,9 +121,9 @@ async def run_claude_cli(
 
     The prompt is written to the process's standard input; every mapped event is passed to
     `emit` as it arrives: `session_init`, the content events, and a closing `result` or
-    `error` (`turn_start` / `turn_end` are the caller's). Failures (missing executable, a
-    crash, an error result) become that `error` event and `status="error"`; they never
-    raise. Cancelling the caller kills the process.
+    `error` (`turn_start` / `turn_end` are the caller's). Failures (missing executable or
+    working directory, a crash, an error result) become that `error` event and
+    `status="error"`; they never raise. Cancelling the caller kills the process.
 
     Args:
         spec: A spec with `runtime="claude-cli"` (see `bind`).
@@ -195,6 +195,15 @@ def _args(spec: AgentSpec, partial: bool, extra: list[str]) -> list[str]:
     return [*claude_cli_args(spec, include_partial_messages=partial), *extra]
 
 
+def _folder_problem(working_dir: str | os.PathLike[str]) -> str | None:
+    """Why `working_dir` cannot be the process's folder (checked first: starting a process
+    in a missing folder fails with ENOENT, which reads as a missing `claude`)."""
+    if os.path.isdir(working_dir):
+        return None
+    why = "is not a folder" if os.path.exists(working_dir) else "does not exist"
+    return f"the working directory {str(working_dir)!r} {why}"
+
+
 async def _run(
     spec: AgentSpec,
     prompt: str,
@@ -210,6 +219,9 @@ async def _run(
     if spec.runtime != "claude-cli":
         raise ValueError(f"spec {spec.id!r} has runtime {spec.runtime!r}, not 'claude-cli'")
     mapper = _Mapper(session_id, str(working_dir), emit, spec, standalone=standalone)
+    problem = _folder_problem(working_dir)
+    if problem is not None:
+        return mapper.fail(problem, None)
     try:
         command = [find_claude(executable), *args]
     except ClaudeCliError as exc:

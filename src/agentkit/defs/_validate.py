@@ -11,7 +11,21 @@ from agentkit.defs._parser import load_definition, load_definitions
 from agentkit.defs._types import DefinitionError
 from agentkit.diagnostics import Diagnostic
 
-__all__ = ["fingerprint_lines", "validate_paths"]
+__all__ = ["DefinitionPathError", "fingerprint_lines", "validate_paths"]
+
+
+class DefinitionPathError(ValueError):
+    """The paths given to `validate_paths` cannot be validated at all: a missing path, a
+    file that is not `.md`, or a folder without definitions. `agentkit validate` exits
+    with 2 (a usage error), as for an app folder without `app.yaml`.
+
+    Attributes:
+        paths: The offending paths, as given.
+    """
+
+    def __init__(self, message: str, paths: Iterable[str]) -> None:
+        super().__init__(message)
+        self.paths = list(paths)
 
 
 def validate_paths(
@@ -19,43 +33,52 @@ def validate_paths(
 ) -> list[Diagnostic]:
     """Every problem of the given `.md` definitions and folders of them (empty when valid).
 
-    A folder contributes the `*.md` files directly in it (ids must be unique within it). A
-    missing path, a file that is not `.md`, or a folder without definitions is reported too.
+    A folder contributes the `*.md` files directly in it (ids must be unique within it).
+
+    Raises:
+        DefinitionPathError: before checking anything, when a path does not exist, is a
+            file that is not `.md`, or is a folder without `.md` definitions.
 
     ```python
     import tempfile
     from pathlib import Path
 
-    from agentkit.defs import validate_paths
+    from agentkit.defs import DefinitionPathError, validate_paths
 
     with tempfile.TemporaryDirectory() as folder:
         Path(folder, "ok.md").write_text("---\\ndescription: fine\\n---\\n")
         assert validate_paths([folder]) == []
-        assert validate_paths([Path(folder, "gone.md")])[0].message == "does not exist"
+        try:
+            validate_paths([Path(folder, "gone.md")])
+        except DefinitionPathError as exc:
+            assert str(exc).endswith("gone.md: does not exist")
     ```
     """
+    given = [Path(raw) for raw in paths]
+    problems = {str(path): why for path in given if (why := _unusable(path))}
+    if problems:
+        message = "\n".join(f"{path}: {why}" for path, why in problems.items())
+        raise DefinitionPathError(message, problems)
     diagnostics: list[Diagnostic] = []
-    for raw in paths:
-        path = Path(raw)
+    for path in given:
         try:
             if path.is_dir():
-                if not any(path.glob("*.md")):
-                    diagnostics.append(
-                        Diagnostic(str(path), 0, 0, "path", "no .md definitions in this folder")
-                    )
-                    continue
                 load_definitions(path, auth_profiles=auth_profiles)
-            elif not path.exists():
-                diagnostics.append(Diagnostic(str(path), 0, 0, "path", "does not exist"))
-            elif path.suffix != ".md":
-                diagnostics.append(
-                    Diagnostic(str(path), 0, 0, "path", "not a Markdown definition (.md)")
-                )
             else:
                 load_definition(path, auth_profiles=auth_profiles)
         except DefinitionError as exc:
             diagnostics.extend(exc.diagnostics)
     return sorted(diagnostics)
+
+
+def _unusable(path: Path) -> str | None:
+    if path.is_dir():
+        return None if any(path.glob("*.md")) else "no .md definitions in this folder"
+    if not path.exists():
+        return "does not exist"
+    if path.suffix != ".md":
+        return "not a Markdown definition (.md)"
+    return None
 
 
 def fingerprint_lines(
