@@ -10,6 +10,9 @@ import pytest
 
 from cli_support import ROOT, agentkit
 
+HELLO = ("run", "examples.hello:agent", "hi", "--provider", "test")
+"""The example agent, run offline with the test provider."""
+
 
 def test_version(python: str, cli_env: dict[str, str]) -> None:
     done = agentkit(python, cli_env, "--version")
@@ -17,7 +20,7 @@ def test_version(python: str, cli_env: dict[str, str]) -> None:
 
 
 def test_run_with_the_test_provider_text(python: str, cli_env: dict[str, str]) -> None:
-    done = agentkit(python, cli_env, "run", "examples.hello:agent", "hi", "--provider", "test")
+    done = agentkit(python, cli_env, *HELLO)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Done."
     assert "session: " in done.stderr
@@ -27,11 +30,7 @@ def test_run_jsonl_is_the_wire_form(python: str, cli_env: dict[str, str]) -> Non
     done = agentkit(
         python,
         cli_env,
-        "run",
-        "examples.hello:agent",
-        "hi",
-        "--provider",
-        "test",
+        *HELLO,
         "--format",
         "jsonl",
     )
@@ -101,7 +100,7 @@ def test_failed_turn_exits_1(python: str, cli_env: dict[str, str], tmp_path: Pat
 
 
 def test_session_resume_across_processes(python: str, cli_env: dict[str, str]) -> None:
-    first = agentkit(python, cli_env, "run", "examples.hello:agent", "hi", "--provider", "test")
+    first = agentkit(python, cli_env, *HELLO)
     session = first.stderr.split("session: ")[1].split()[0]
     again = agentkit(
         python,
@@ -164,11 +163,7 @@ def test_a_store_path_that_cannot_exist_is_a_usage_error(
     done = agentkit(
         python,
         cli_env,
-        "run",
-        "examples.hello:agent",
-        "hi",
-        "--provider",
-        "test",
+        *HELLO,
         "--store",
         str(blocker / "sessions.db"),
     )
