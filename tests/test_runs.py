@@ -229,3 +229,70 @@ async def test_context_values_json_cannot_encode_are_shown_as_text() -> None:
         run = await runtime.start(SPEC, "hi", shared_context={"day": datetime.date(2026, 1, 2)})
         assert (await run.wait()).ok
     assert "2026-01-02" in provider.requests[0].messages[-1].content  # type: ignore[union-attr]
+
+
+async def test_cancelling_before_the_run_has_begun_still_ends_it_properly() -> None:
+    store = MemoryStore()
+    async with Runtime(provider=ScriptedProvider(["never said"]), store=store) as runtime:
+        run = await runtime.start(SPEC, "hi")
+        run.cancel()  # the run's task has not taken a step yet
+        outcome = await run.wait()
+    assert outcome.status == "interrupted"
+    kinds = [e.type async for e in run.events()]
+    assert kinds[0] == "turn_start" and kinds[-1] == "turn_end" and kinds.count("error") == 1
+    assert "result" not in kinds
+    record = await store.get_run(run.id)
+    assert record is not None and record.status == "interrupted"
+
+
+async def test_cancelling_an_ended_run_changes_nothing() -> None:
+    async with Runtime(provider=ScriptedProvider(["done"])) as runtime:
+        run = await runtime.start(SPEC, "hi")
+        outcome = await run.wait()
+        run.cancel()
+        run.cancel()
+        again = await run.wait()
+    assert outcome.ok and again is outcome
+
+
+async def test_a_cancelled_host_scope_interrupts_the_runs_and_the_ending_is_saved() -> None:
+    provider = Gated()
+    store = MemoryStore()
+    with anyio.move_on_after(30) as outer:
+        async with Runtime(provider=provider, store=store) as runtime:
+            run = await runtime.start(SPEC, "hi")
+            await provider.halfway.wait()
+            outer.cancel()
+            await anyio.sleep_forever()
+    assert outer.cancelled_caught and run.done
+    assert run.outcome is not None and run.outcome.status == "interrupted"
+    stored = [entry.event.type for entry in await store.read_events(run.id)]
+    assert stored[0] == "turn_start" and stored[-2:] == ["error", "turn_end"]
+
+
+async def test_a_host_cancelled_while_leaving_still_ends_every_run() -> None:
+    provider = Gated()
+    with anyio.move_on_after(30) as outer:
+        async with Runtime(provider=provider) as runtime:
+            run = await runtime.start(SPEC, "hi")
+            await provider.halfway.wait()
+            # Leaving waits for the run; the host is cancelled during that wait.
+            outer.cancel()
+    assert outer.cancelled_caught and run.done
+    assert run.outcome is not None and run.outcome.status == "interrupted"
+
+
+async def test_streamed_deltas_read_back_as_events_in_order() -> None:
+    provider = Gated(pieces=6)
+    async with Runtime(provider=provider) as runtime:
+        run = await runtime.start(SPEC, "hi")
+        await provider.halfway.wait()
+        early = [e async for e in _take(run.events(), 5)]
+        provider.gate.set()
+        await run.wait()
+        every = [e async for e in run.events()]
+    deltas = [e for e in every if e.type == "text_delta"]
+    assert [d.content for d in deltas] == [f"{i} " for i in range(6)]
+    assert all(d.agent is None for d in deltas)
+    assert [e.type for e in early] == ["turn_start", "session_init", *["text_delta"] * 3]
+    assert every[:5] == early  # the same events, whichever reader

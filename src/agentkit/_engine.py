@@ -142,6 +142,8 @@ class TurnRequest:
     depth: int = 0
     progress: TurnOutcome | None = None
     """The outcome being built, so a run that is interrupted still reports what it used."""
+    emit_delta: Callable[[str], None] | None = None
+    """Emits a `text_delta` with this content (what `emit` would do, cheaper); optional."""
 
 
 @dataclass
@@ -376,7 +378,8 @@ class _Turn:
                 emit(Thinking(content=block.content, signature=signature))
 
         # Bound locally: the text branch runs once per streamed delta.
-        text_chunk, add_text, text_delta = TextChunk, text_parts.append, _text_delta
+        text_chunk, add_text = TextChunk, text_parts.append
+        emit_delta = self.req.emit_delta or (lambda content: emit(_text_delta(content)))
         stream = self.provider.stream(request)
         finished = False
         try:
@@ -386,7 +389,7 @@ class _Turn:
                         close_thinking()
                     produced[0] = True
                     add_text(chunk.text)
-                    emit(text_delta(chunk.text))
+                    emit_delta(chunk.text)
                 elif type(chunk) is ThinkingChunk:
                     produced[0] = True
                     thinking_parts.append(chunk.text)

@@ -4,15 +4,18 @@ Writers never wait for readers: `append` is a list append plus, when someone is 
 event set. Readers are cursors: each holds its own offset, drains everything already
 written without suspending, and only then waits. A reader that stops or is cancelled affects
 nothing but itself.
+
+A text delta is kept as its bare string and turned into a `TextDelta` as a reader reaches
+it: a streamed answer of thousands of deltas then holds no objects the garbage collector
+has to walk again and again while the run is alive.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
-import anyio
-
-from agentkit.events import AgentMessage
+from agentkit.events import AgentMessage, TextDelta, _text_delta
 from agentkit.stores._base import EventEntry
 
 __all__ = ["RunLog"]
@@ -21,12 +24,14 @@ __all__ = ["RunLog"]
 class RunLog:
     """The events of one run, in order. Offsets are list indexes."""
 
-    __slots__ = ("_closed", "_events", "_waiter")
+    __slots__ = ("_closed", "_events", "_new_event", "_waiter")
 
-    def __init__(self) -> None:
-        self._events: list[AgentMessage] = []
+    def __init__(self, new_event: Callable[[], Any]) -> None:
+        # Items: events, and text deltas as their `str` content.
+        self._events: list[AgentMessage | str] = []
         self._closed = False
-        self._waiter: anyio.Event | None = None
+        self._new_event = new_event  # anyio.Event or asyncio.Event: set(), async wait()
+        self._waiter: Any = None
 
     def __len__(self) -> int:
         return len(self._events)
@@ -38,12 +43,23 @@ class RunLog:
 
     def append(self, event: AgentMessage) -> int:
         """Append an event and wake the readers; returns its offset."""
-        self._events.append(event)
+        if type(event) is TextDelta and event.agent is None:
+            self._events.append(event.content)
+        else:
+            self._events.append(event)
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None
             waiter.set()
         return len(self._events) - 1
+
+    def append_delta(self, content: str) -> None:
+        """Append a `text_delta` event with this content and wake the readers."""
+        self._events.append(content)
+        waiter = self._waiter
+        if waiter is not None:
+            self._waiter = None
+            waiter.set()
 
     def close(self) -> None:
         """Mark the log complete; readers finish after draining it."""
@@ -55,21 +71,23 @@ class RunLog:
 
     def snapshot(self) -> list[AgentMessage]:
         """Every event written so far."""
-        return list(self._events)
+        return [_text_delta(e) if isinstance(e, str) else e for e in self._events]
 
     async def _wait(self) -> None:
         if self._waiter is None:
-            self._waiter = anyio.Event()
+            self._waiter = self._new_event()
         await self._waiter.wait()
 
     async def events(self, after: int = -1) -> AsyncIterator[AgentMessage]:
         """Events with offset greater than `after`: the past first, then live ones."""
         index = max(after, -1) + 1
         events = self._events
+        delta = _text_delta
         while True:
             while index < len(events):
-                yield events[index]
+                event = events[index]
                 index += 1
+                yield delta(event) if isinstance(event, str) else event
             if self._closed:
                 return
             await self._wait()

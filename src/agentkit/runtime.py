@@ -35,12 +35,13 @@ import functools
 import importlib
 import logging
 import os
+import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 from anyio.abc import TaskGroup
@@ -85,6 +86,9 @@ from agentkit.stores._base import (
 from agentkit.stores._memory import MemoryStore
 from agentkit.tools._base import ToolRegistry
 
+if TYPE_CHECKING:
+    import asyncio
+
 __all__ = [
     "AgentNotFoundError",
     "Driver",
@@ -119,6 +123,34 @@ def _new_uuid() -> str:
     """A random version-4 UUID in its canonical text form, without the `uuid` machinery."""
     h = os.urandom(16).hex()
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
+
+
+def _on_asyncio() -> bool:
+    """Whether the running event loop is asyncio's (asyncio is imported if it is)."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return False
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return bool(asyncio.current_task() is not None)
+
+
+def _asyncio_event() -> Callable[[], Any]:
+    import asyncio
+
+    return asyncio.Event
+
+
+def _create_task(coro: Coroutine[Any, Any, None]) -> Any:
+    import asyncio
+
+    return asyncio.get_running_loop().create_task(coro)
+
+
+class _Abandon(Exception):
+    """Internal: the runtime block raised, so its runs are cancelled rather than awaited."""
 
 
 class AgentNotFoundError(LookupError):
@@ -170,6 +202,7 @@ class Run:
         spec: AgentSpec,
         prompt: str,
         working_dir: Path,
+        native: bool = False,
     ) -> None:
         self.id = run_id
         self.turn_id = turn_id
@@ -177,9 +210,14 @@ class Run:
         self.spec = spec
         self.prompt = prompt
         self.working_dir = working_dir
-        self._log = RunLog()
-        self._scope = anyio.CancelScope()
-        self._done = anyio.Event()
+        # On asyncio the run's signals are asyncio's own events (a fraction of the cost of
+        # anyio's wrappers); elsewhere anyio's.
+        new_event: Callable[[], Any] = _asyncio_event() if native else anyio.Event
+        self._log = RunLog(new_event)
+        self._done: anyio.Event | asyncio.Event = new_event()
+        self._cancel_requested = False
+        self._scope: anyio.CancelScope | None = None
+        self._task: Any = None  # the asyncio task running it (kept alive), on asyncio
         self._outcome: RunOutcome | None = None
         self._unsaved: list[EventEntry] = []
 
@@ -211,7 +249,9 @@ class Run:
 
     def cancel(self) -> None:
         """Ask the run to stop; it ends with `turn_end.status == "interrupted"`."""
-        self._scope.cancel()
+        self._cancel_requested = True
+        if self._scope is not None:
+            self._scope.cancel()
 
     async def wait(self) -> RunOutcome:
         """Wait for the run to end and return its outcome."""
@@ -223,6 +263,9 @@ class Run:
         offset = self._log.append(event)
         if type(event) is not TextDelta:
             self._unsaved.append(EventEntry(offset, event))
+
+    def _emit_delta(self, content: str) -> None:
+        self._log.append_delta(content)
 
 
 class Runtime:
@@ -303,6 +346,9 @@ class Runtime:
         self.cost_estimator = cost_estimator
         self.max_subagent_depth = max_subagent_depth
         self._task_group: TaskGroup | None = None
+        self._running = False
+        self._native = False
+        self._crashes: list[BaseException] = []
         self._active_sessions: set[str] = set()
         self._runs: dict[str, Run] = {}
 
@@ -319,7 +365,7 @@ class Runtime:
         return self._tools
 
     async def __aenter__(self) -> Runtime:
-        if self._task_group is not None:
+        if self._running:
             raise RuntimeError("this Runtime is already running")
         if self._mcp_servers:
             from agentkit.tools import mcp_tools
@@ -335,8 +381,11 @@ class Runtime:
             for tool in started:
                 registry.add(tool)
             self._tools = registry
-        self._task_group = anyio.create_task_group()
-        await self._task_group.__aenter__()
+        self._native = _on_asyncio()
+        if not self._native:
+            self._task_group = anyio.create_task_group()
+            await self._task_group.__aenter__()
+        self._running = True
         return self
 
     async def __aexit__(
@@ -345,8 +394,11 @@ class Runtime:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        assert self._task_group is not None
+        assert self._running
         try:
+            if self._task_group is None:
+                await self._close_native_runs(exc is not None)
+                return None
             if exc is not None:
                 # The host's own exception propagates as it is (not wrapped in a group);
                 # the runs are cancelled and still end with `turn_end` (interrupted).
@@ -356,6 +408,7 @@ class Runtime:
             return await self._task_group.__aexit__(None, None, None)
         finally:
             self._task_group = None
+            self._running = False
             if self._processes is not None:
                 with anyio.CancelScope(shield=True):
                     await self._processes.stop_all()
@@ -367,6 +420,26 @@ class Runtime:
             if self._owns_store:
                 with anyio.CancelScope(shield=True):
                     await self.store.aclose()
+
+    async def _close_native_runs(self, cancel: bool) -> None:
+        """Leave the runtime on asyncio: wait for the runs still going (cancel them first when
+        the block raised, or when the wait itself is cancelled), like a task group."""
+        try:
+            if cancel:
+                raise _Abandon
+            while self._runs:
+                await next(iter(self._runs.values())).wait()
+        except BaseException as exc:
+            for run in list(self._runs.values()):
+                run.cancel()
+            with anyio.CancelScope(shield=True):
+                while self._runs:
+                    await next(iter(self._runs.values())).wait()
+            if not isinstance(exc, _Abandon):
+                raise
+        if self._crashes:
+            crashes, self._crashes = self._crashes, []
+            raise BaseExceptionGroup("runs failed inside the runtime", crashes)
 
     # --- agents -----------------------------------------------------------------------
 
@@ -431,7 +504,7 @@ class Runtime:
         not exist, `SessionBusyError` while it has a run going); without it a new session is
         created with `session_metadata`.
         """
-        if self._task_group is None:
+        if not self._running:
             raise RuntimeError("start runs inside 'async with Runtime(...) as runtime:'")
         spec = self._resolve_agent(agent)
         # Everything that can fail on the caller's input fails before any state changes.
@@ -477,6 +550,7 @@ class Runtime:
             spec=spec,
             prompt=prompt,
             working_dir=Path(working_dir) if working_dir is not None else self.working_dir,
+            native=self._native,
         )
         try:
             await self.store.create_run(
@@ -494,14 +568,20 @@ class Runtime:
             run_id=run.id,
             working_dir=run.working_dir,
             emit=run._emit,
+            emit_delta=run._emit_delta,
             runtime=self,
             save_messages=lambda messages: self.store.append_transcript(session.id, messages),
             flush=lambda: self._flush(run),
             depth=_depth,
         )
         self._runs[run.id] = run
-        # An explicit name spares anyio working one out from the function on every start.
-        self._task_group.start_soon(self._execute, run, request, name="agentkit run")
+        if self._task_group is None:
+            # On asyncio a run is a plain task (an anyio task costs several times more);
+            # the runtime keeps it in `_runs` and waits for it on exit like a task group.
+            run._task = _create_task(self._execute(run, request))
+        else:
+            # An explicit name spares anyio working one out from the function on every start.
+            self._task_group.start_soon(self._execute, run, request, name="agentkit run")
         return run
 
     def stream(
@@ -572,17 +652,31 @@ class Runtime:
         outcome: TurnOutcome | None = None
         interrupted = False
         try:
-            with run._scope:
-                outcome = await self._driver_for(run.spec)(request)
-            interrupted = run._scope.cancelled_caught
+            if run._cancel_requested:  # cancelled before its first step
+                interrupted = True
+            else:
+                with anyio.CancelScope() as scope:
+                    run._scope = scope
+                    outcome = await self._driver_for(run.spec)(request)
+                interrupted = scope.cancelled_caught
         except anyio.get_cancelled_exc_class():
             interrupted = True
             raise
         except Exception as exc:
             outcome = TurnOutcome(status="error", error=f"{type(exc).__name__}: {exc}")
+        except BaseException as exc:
+            if self._task_group is None:
+                self._crashes.append(exc)  # re-raised when the runtime closes
+            raise
         finally:
-            with anyio.CancelScope(shield=True):
+            run._scope = None
+            if self._task_group is None:
+                # A plain asyncio task sits in no outer cancel scope, and the run's own scope
+                # is left: nothing can cancel the ending, so it needs no shield.
                 await self._finish(run, request, outcome, interrupted, started)
+            else:
+                with anyio.CancelScope(shield=True):
+                    await self._finish(run, request, outcome, interrupted, started)
 
     async def _finish(
         self,

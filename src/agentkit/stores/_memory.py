@@ -1,10 +1,16 @@
-"""A store that keeps everything in process memory (tests, short-lived scripts)."""
+"""A store that keeps everything in process memory (tests, short-lived scripts).
+
+It keeps what the SQL stores keep: events and messages in their JSON wire form, records as
+plain tuples. So what you read back is always a copy (never an alias of a live event a
+caller might still change), every backend returns the same thing for the same input, and a
+long history costs the garbage collector nothing: strings and tuples of strings and
+numbers are not objects it has to walk, where a pydantic event is several.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from agentkit.providers._base import Message
@@ -17,18 +23,34 @@ from agentkit.stores._base import (
     SessionRecord,
     StoreError,
 )
+from agentkit.stores._codec import (
+    check_offsets,
+    dump_event,
+    dump_message,
+    dump_metadata,
+    load_event,
+    load_message,
+    session_from_row,
+)
 
 __all__ = ["MemoryStore"]
 
+# Rows, as the SQL stores have them:
+#   session: (id, agent_id, created_at, updated_at, metadata JSON)
+#   run:     (id, session_id, agent_id, status, created_at, finished_at)
+#   event:   (offset, event JSON)
+_SessionRow = tuple[str, str, float, float, str]
+_RunRow = tuple[str, str, str, RunStatus, float, "float | None"]
+
 
 class MemoryStore:
-    """Everything in dicts; nothing survives the process."""
+    """Everything in dicts of rows; nothing survives the process."""
 
     def __init__(self) -> None:
-        self._sessions: dict[str, SessionRecord] = {}
-        self._transcripts: dict[str, list[Message]] = {}
-        self._runs: dict[str, RunRecord] = {}
-        self._events: dict[str, list[EventEntry]] = {}
+        self._sessions: dict[str, _SessionRow] = {}
+        self._transcripts: dict[str, list[str]] = {}
+        self._runs: dict[str, _RunRow] = {}
+        self._events: dict[str, list[tuple[int, str]]] = {}
 
     async def create_session(
         self, session_id: str, agent_id: str, metadata: dict[str, Any] | None = None
@@ -36,49 +58,52 @@ class MemoryStore:
         if session_id in self._sessions:
             raise SessionExistsError(f"session {session_id!r} already exists")
         now = time.time()
-        record = SessionRecord(session_id, agent_id, now, now, dict(metadata or {}))
-        self._sessions[session_id] = record
+        row = (session_id, agent_id, now, now, dump_metadata(metadata))
+        self._sessions[session_id] = row
         self._transcripts[session_id] = []
-        return record
+        return session_from_row(row)
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
-        return self._sessions.get(session_id)
+        row = self._sessions.get(session_id)
+        return None if row is None else session_from_row(row)
 
-    def _session(self, session_id: str) -> SessionRecord:
+    def _session(self, session_id: str) -> _SessionRow:
         try:
             return self._sessions[session_id]
         except KeyError:
             raise SessionNotFoundError(f"no session {session_id!r}") from None
 
     async def update_session(self, session_id: str, metadata: dict[str, Any]) -> SessionRecord:
-        record = replace(
-            self._session(session_id), metadata=dict(metadata), updated_at=time.time()
-        )
-        self._sessions[session_id] = record
-        return record
+        old = self._session(session_id)
+        row = (old[0], old[1], old[2], time.time(), dump_metadata(metadata))
+        self._sessions[session_id] = row
+        return session_from_row(row)
 
     async def list_sessions(self, agent_id: str | None = None) -> list[SessionRecord]:
-        return [s for s in self._sessions.values() if agent_id is None or s.agent_id == agent_id]
+        return [
+            session_from_row(row)
+            for row in self._sessions.values()
+            if agent_id is None or row[1] == agent_id
+        ]
 
     async def delete_session(self, session_id: str) -> None:
         self._sessions.pop(session_id, None)
         self._transcripts.pop(session_id, None)
-        for run_id in [r.id for r in self._runs.values() if r.session_id == session_id]:
+        for run_id in [row[0] for row in self._runs.values() if row[1] == session_id]:
             del self._runs[run_id]
             self._events.pop(run_id, None)
 
     async def load_transcript(self, session_id: str) -> list[Message]:
         self._session(session_id)
-        return list(self._transcripts[session_id])
+        return [load_message(data) for data in self._transcripts[session_id]]
 
     async def append_transcript(self, session_id: str, messages: Sequence[Message]) -> None:
-        self._session(session_id)
-        self._transcripts[session_id].extend(messages)
-        old = self._sessions[session_id]
-        # A direct constructor call: `dataclasses.replace` costs several times more.
-        self._sessions[session_id] = SessionRecord(
-            old.id, old.agent_id, old.created_at, time.time(), old.metadata
-        )
+        old = self._session(session_id)
+        # Encode everything before changing anything: a message that cannot be encoded
+        # leaves the transcript as it was.
+        encoded = [dump_message(message) for message in messages]
+        self._transcripts[session_id].extend(encoded)
+        self._sessions[session_id] = (old[0], old[1], old[2], time.time(), old[4])
 
     async def truncate_transcript(self, session_id: str, length: int) -> None:
         self._session(session_id)
@@ -88,33 +113,34 @@ class MemoryStore:
         self._session(run.session_id)
         if run.id in self._runs:
             raise StoreError(f"run {run.id!r} already exists")
-        self._runs[run.id] = run
+        self._runs[run.id] = (
+            run.id, run.session_id, run.agent_id, run.status, run.created_at, run.finished_at
+        )
         self._events[run.id] = []
 
     async def finish_run(self, run_id: str, status: RunStatus, finished_at: float) -> None:
-        run = self._runs.get(run_id)
-        if run is not None:
-            self._runs[run_id] = RunRecord(
-                run.id, run.session_id, run.agent_id, status, run.created_at, finished_at
-            )
+        row = self._runs.get(run_id)
+        if row is not None:
+            self._runs[run_id] = (row[0], row[1], row[2], status, row[4], finished_at)
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        return self._runs.get(run_id)
+        row = self._runs.get(run_id)
+        return None if row is None else RunRecord(*row)
 
     async def list_runs(self, session_id: str) -> list[RunRecord]:
-        return [r for r in self._runs.values() if r.session_id == session_id]
+        return [RunRecord(*row) for row in self._runs.values() if row[1] == session_id]
 
     async def append_events(self, run_id: str, entries: Sequence[EventEntry]) -> None:
         log = self._events.setdefault(run_id, [])
-        last = log[-1].offset if log else -1
-        for entry in entries:
-            if entry.offset <= last:
-                raise ValueError(f"offset {entry.offset} does not follow {last} in run {run_id}")
-            last = entry.offset
-        log.extend(entries)
+        check_offsets(run_id, log[-1][0] if log else -1, entries)
+        log.extend([(entry.offset, dump_event(entry)) for entry in entries])
 
     async def read_events(self, run_id: str, after: int = -1) -> list[EventEntry]:
-        return [e for e in self._events.get(run_id, []) if e.offset > after]
+        return [
+            load_event(offset, data)
+            for offset, data in self._events.get(run_id, [])
+            if offset > after
+        ]
 
     async def aclose(self) -> None:
         return None

@@ -422,6 +422,38 @@ async def check_events_roundtrip(store: Store) -> None:
 
 
 @_check
+async def check_stored_values_are_copies(store: Store) -> None:
+    """What a store keeps is a copy: changing the objects that were saved, or the ones read
+    back, never changes what is stored (session metadata, messages, event payloads)."""
+    metadata: dict[str, Any] = {"tags": ["a"]}
+    await store.create_session("s1", "app:agent", metadata)
+    metadata["tags"].append("changed later")
+    arguments: dict[str, Any] = {"path": "a.txt"}
+    await store.append_transcript(
+        "s1", [AssistantMessage(tool_calls=(ToolCall(id="c1", name="Read", arguments=arguments),))]
+    )
+    arguments["path"] = "changed later"
+    await store.create_run(_run("r1", "s1"))
+    tool_input: dict[str, Any] = {"pattern": "*.py"}
+    stored = ToolUse(id="c1", tool="Glob", input=tool_input)
+    await store.append_events("r1", [EventEntry(0, stored)])
+    tool_input["pattern"] = "changed later"
+
+    for _ in range(2):  # the second pass sees what the first one changed, if it stuck
+        session = await store.get_session("s1")
+        assert session is not None and session.metadata == {"tags": ["a"]}
+        session.metadata["tags"].append("changed by a reader")
+        (message,) = await store.load_transcript("s1")
+        assert isinstance(message, AssistantMessage)
+        assert message.tool_calls[0].arguments == {"path": "a.txt"}
+        assert isinstance(message.tool_calls[0].arguments, dict)
+        message.tool_calls[0].arguments["path"] = "changed by a reader"
+        (entry,) = await store.read_events("r1")
+        assert isinstance(entry.event, ToolUse) and entry.event.input == {"pattern": "*.py"}
+        entry.event.input["pattern"] = "changed by a reader"
+
+
+@_check
 async def check_events_after(store: Store) -> None:
     """`read_events(after=n)` returns exactly the events with offsets above `n`."""
     await store.create_session("s1", "app:agent")
