@@ -715,3 +715,79 @@ async def test_an_interrupted_run_still_reports_its_calls() -> None:
         outcome = await run.wait()
     assert outcome.status == "interrupted"
     assert outcome.accounting.model_calls == 2 and outcome.accounting.tool_calls == 2
+
+
+async def test_what_a_spec_is_offered_follows_changes_to_the_registries() -> None:
+    from agentkit import ActionRegistry, ActionResult
+    from agentkit.testing import FunctionProvider
+    from agentkit.tools import Tool, ToolRegistry
+
+    async def answer(arguments: dict[str, Any], context: Any) -> str:
+        return "first"
+
+    async def other(arguments: dict[str, Any], context: Any) -> str:
+        return "second"
+
+    schema = {"type": "object"}
+    tools = ToolRegistry([Tool("lookup", "Look up.", schema, answer)])
+    actions = ActionRegistry()
+    spec = AgentSpec(id="demo:offers", system_prompt="x", tools=["lookup", "extra"], actions=["*"])
+    provider = FunctionProvider(lambda request: "ok")
+
+    def offered() -> list[tuple[str, str]]:
+        return [(t.name, t.description) for t in provider.requests[-1].tools]
+
+    async with Runtime(provider=provider, tools=tools, actions=actions) as runtime:
+        await (await runtime.start(spec, "1")).wait()
+        assert offered() == [("lookup", "Look up.")]
+        tools.add(Tool("extra", "Extra.", schema, answer))
+        await (await runtime.start(spec, "2")).wait()
+        assert offered() == [("lookup", "Look up."), ("extra", "Extra.")]
+        tools.add(Tool("lookup", "Look up, again.", schema, other))  # replaces by name
+        await (await runtime.start(spec, "3")).wait()
+        assert offered()[0] == ("lookup", "Look up, again.")
+
+        @actions.action("demo:ping")
+        async def ping(arguments: dict[str, Any], context: Any) -> ActionResult:
+            return ActionResult.ok({})
+
+        await (await runtime.start(spec, "4")).wait()
+        assert [name for name, _ in offered()] == ["lookup", "extra", "demo__ping"]
+
+
+async def test_cancelling_a_run_inside_a_timed_tool_interrupts_it_not_times_it_out() -> None:
+    spec = AgentSpec(id="demo:h", tools=("hang",), permission_mode="bypassPermissions")
+    timed = Tool("hang", "Never returns.", {"type": "object"}, _hang, timeout=30)
+    provider = ScriptedProvider([call("hang"), "never reached"])
+    async with Runtime(provider=provider, tools=ToolRegistry([timed])) as runtime:
+        run = await runtime.start(spec, "go")
+        async for event in run.events():
+            if event.type == "tool_use":
+                await anyio.sleep(0.01)  # the tool is waiting now
+                run.cancel()
+        outcome = await run.wait()
+    assert outcome.status == "interrupted"
+    kinds = [e.type async for e in run.events()]
+    assert "tool_result" not in kinds and kinds[-2:] == ["error", "turn_end"]
+
+
+async def test_a_tool_that_swallows_its_timeout_keeps_its_answer_and_the_run_goes_on() -> None:
+    async def stubborn(arguments: dict[str, Any], context: Any) -> str:
+        try:
+            await anyio.sleep(10)
+        except anyio.get_cancelled_exc_class():
+            return "caught it"  # a badly behaved tool
+        return "slept"
+
+    spec = AgentSpec(id="demo:h", tools=("stubborn",), permission_mode="bypassPermissions")
+    tool = Tool("stubborn", "Swallows.", {"type": "object"}, stubborn, timeout=0.05)
+    provider = ScriptedProvider([call("stubborn"), call("stubborn"), "done"])
+    async with Runtime(provider=provider, tools=ToolRegistry([tool])) as runtime:
+        run = await runtime.start(spec, "go")
+        with anyio.fail_after(5):
+            outcome = await run.wait()
+    assert outcome.ok and outcome.text == "done"
+    results = [e async for e in run.events() if e.type == "tool_result"]
+    # Whatever each call answered, the second call and the rest of the turn ran normally:
+    # a swallowed timeout leaves no cancellation behind to hit them.
+    assert len(results) == 2

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 from pydantic_core import to_jsonable_python
 
+from agentkit import _aio
 from agentkit._schema import schema_violations
 from agentkit.actions import Action, ActionContext, action_tool_name
 from agentkit.events import (
@@ -237,6 +238,36 @@ def offered_tools(spec: AgentSpec, runtime: Runtime) -> dict[str, _Offered]:
     return offered
 
 
+_Offers = tuple[dict[str, _Offered], tuple[ToolDefinition, ...]]
+
+
+def _offers(spec: AgentSpec, runtime: Runtime) -> _Offers:
+    """`offered_tools` and their definitions, remembered per spec by the runtime: a spec is
+    immutable, so the answer changes only when the spec is another object or a registry
+    has changed (registries only grow; a tool registry counts its changes)."""
+    tools, actions = runtime.tools, runtime.actions
+    cache = runtime._offers
+    key = id(spec)
+    hit = cache.get(key)
+    if hit is not None:
+        cached_spec, cached_tools, tools_version, cached_actions, action_count, found = hit
+        offers: _Offers = found
+        if (
+            cached_spec is spec
+            and cached_tools is tools
+            and tools_version == tools._version
+            and cached_actions is actions
+            and action_count == len(actions)
+        ):
+            return offers
+    offered = offered_tools(spec, runtime)
+    offers = (offered, tuple(o.definition for o in offered.values()))
+    if len(cache) >= 512:  # many short-lived specs: start over rather than grow
+        cache.clear()
+    cache[key] = (spec, tools, tools._version, actions, len(actions), offers)
+    return offers
+
+
 def structured_output_contract(spec: AgentSpec) -> str:
     """The system-prompt contract appended when `spec` has an output schema."""
     if spec.output_schema is None:
@@ -324,8 +355,7 @@ class _Turn:
         self.runtime = req.runtime
         self.outcome = TurnOutcome()
         self.denials = 0
-        self.offered = offered_tools(req.spec, req.runtime)
-        self.definitions = tuple(o.definition for o in self.offered.values())
+        self.offered, self.definitions = _offers(req.spec, req.runtime)
         self.tool_context = ToolContext(
             working_dir=req.working_dir,
             run_id=req.run_id,
@@ -528,6 +558,9 @@ class _Turn:
         try:
             if tool.timeout is None:
                 return _json_safe(await tool.function(arguments, self.tool_context)), False
+            if self.runtime._native:
+                call = tool.function(arguments, self.tool_context)
+                return _json_safe(await _aio.call_with_timeout(call, tool.timeout)), False
             # anyio.fail_after without its two generator-based context managers: the scope
             # swallows only its own deadline's cancellation, so falling out of it means the
             # call timed out.

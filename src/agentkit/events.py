@@ -255,15 +255,32 @@ _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
-def _trusted(cls: type[_E], fields_set: set[str], values: dict[str, Any]) -> _E:
+_FIELDS_SETS: dict[frozenset[str], set[str]] = {}
+
+
+def _shared_fields_set(names: Any) -> set[str]:
+    """One `set` per distinct set of field names, shared by every trusted model built with
+    it. Models here are frozen, so nothing changes the set in place (`model_copy` copies
+    it first); sharing it spares each event (and the garbage collector) a set of its own."""
+    key = frozenset(names)
+    shared = _FIELDS_SETS.get(key)
+    if shared is None:
+        shared = _FIELDS_SETS[key] = set(key)
+    return shared
+
+
+def _trusted(cls: type[_E], fields_set: Any, values: dict[str, Any]) -> _E:
     """`cls` with `values` (every field, in declaration order) and `fields_set` (the names
     the caller gave explicitly), exactly as validating those values would build it."""
     model = _new(cls)
     _set_dict(model, values)
-    _set_fields_set(model, fields_set)
+    _set_fields_set(model, _shared_fields_set(fields_set))
     _set_extra(model, None)
     _set_private(model, None)
     return model
+
+
+_CONTENT_ONLY = _shared_fields_set(("content",))
 
 
 def _text_delta(content: str) -> TextDelta:
@@ -272,7 +289,7 @@ def _text_delta(content: str) -> TextDelta:
     # _trusted, inlined: this runs once per streamed delta
     delta = _new(TextDelta)
     _set_dict(delta, {"agent": None, "type": "text_delta", "content": content})
-    _set_fields_set(delta, {"content"})
+    _set_fields_set(delta, _CONTENT_ONLY)
     _set_extra(delta, None)
     _set_private(delta, None)
     return delta
@@ -284,7 +301,13 @@ def _event(cls: type[_E], checked: bool, **values: Any) -> _E:
     fields' declaration order."""
     if not checked:
         return cls(**values)
-    return _trusted(cls, set(values), {"agent": None, "type": _TYPE_OF[cls], **values})
+    model = _new(cls)
+    _set_dict(model, {"agent": None, "type": _TYPE_OF[cls], **values})
+    # Each class has one builder below, always giving the same fields.
+    _set_fields_set(model, _GIVEN[cls])
+    _set_extra(model, None)
+    _set_private(model, None)
+    return model
 
 
 def _text(content: str, turn_phase: Literal["commentary", "final"]) -> Text:
@@ -345,4 +368,7 @@ def _result(content: str, accounting: Accounting | None) -> Result:
 _TYPE_OF: dict[type[BaseModel], str] = {
     cls: cls.model_fields["type"].default
     for cls in (Text, ToolUse, ToolResult, TurnStart, SessionInit, TurnEnd, Result)
+}
+_GIVEN: dict[type[BaseModel], set[str]] = {
+    cls: _shared_fields_set(set(cls.model_fields) - {"agent", "type"}) for cls in _TYPE_OF
 }

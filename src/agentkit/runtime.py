@@ -35,9 +35,8 @@ import functools
 import importlib
 import logging
 import os
-import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -46,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 from anyio.abc import TaskGroup
 
+from agentkit import _aio
 from agentkit._engine import (
     Emit,
     RetryPolicy,
@@ -125,30 +125,6 @@ def _new_uuid() -> str:
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
 
-def _on_asyncio() -> bool:
-    """Whether the running event loop is asyncio's (asyncio is imported if it is)."""
-    asyncio = sys.modules.get("asyncio")
-    if asyncio is None:
-        return False
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return bool(asyncio.current_task() is not None)
-
-
-def _asyncio_event() -> Callable[[], Any]:
-    import asyncio
-
-    return asyncio.Event
-
-
-def _create_task(coro: Coroutine[Any, Any, None]) -> Any:
-    import asyncio
-
-    return asyncio.get_running_loop().create_task(coro)
-
-
 class _Abandon(Exception):
     """Internal: the runtime block raised, so its runs are cancelled rather than awaited."""
 
@@ -211,10 +187,11 @@ class Run:
         self.prompt = prompt
         self.working_dir = working_dir
         # On asyncio the run's signals are asyncio's own events (a fraction of the cost of
-        # anyio's wrappers); elsewhere anyio's.
-        new_event: Callable[[], Any] = _asyncio_event() if native else anyio.Event
-        self._log = RunLog(new_event)
-        self._done: anyio.Event | asyncio.Event = new_event()
+        # anyio's wrappers); elsewhere anyio's. Both are made only when someone waits.
+        self._new_event: Callable[[], Any] = _aio.event_class() if native else anyio.Event
+        self._log = RunLog(self._new_event)
+        self._ended = False
+        self._ended_signal: anyio.Event | asyncio.Event | None = None
         self._cancel_requested = False
         self._scope: anyio.CancelScope | None = None
         self._task: Any = None  # the asyncio task running it (kept alive), on asyncio
@@ -227,7 +204,7 @@ class Run:
     @property
     def done(self) -> bool:
         """Whether the run has ended (its last event, `turn_end`, is written)."""
-        return self._done.is_set()
+        return self._ended
 
     @property
     def outcome(self) -> RunOutcome | None:
@@ -255,9 +232,19 @@ class Run:
 
     async def wait(self) -> RunOutcome:
         """Wait for the run to end and return its outcome."""
-        await self._done.wait()
+        if not self._ended:
+            if self._ended_signal is None:
+                self._ended_signal = self._new_event()
+            await self._ended_signal.wait()
         assert self._outcome is not None
         return self._outcome
+
+    def _end(self) -> None:
+        self._ended = True
+        self._task = None  # a finished run keeps its events, not its task
+        self._log.close()
+        if self._ended_signal is not None:
+            self._ended_signal.set()
 
     def _emit(self, event: AgentMessage) -> None:
         offset = self._log.append(event)
@@ -351,6 +338,8 @@ class Runtime:
         self._crashes: list[BaseException] = []
         self._active_sessions: set[str] = set()
         self._runs: dict[str, Run] = {}
+        # What each spec is offered, for the engine (see agentkit._engine._offers).
+        self._offers: dict[int, tuple[Any, ...]] = {}
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -381,7 +370,7 @@ class Runtime:
             for tool in started:
                 registry.add(tool)
             self._tools = registry
-        self._native = _on_asyncio()
+        self._native = _aio.on_asyncio()
         if not self._native:
             self._task_group = anyio.create_task_group()
             await self._task_group.__aenter__()
@@ -559,29 +548,18 @@ class Runtime:
         except BaseException:
             self._active_sessions.discard(session.id)
             raise
-        request = TurnRequest(
-            spec=spec,
-            prompt=user,
-            system_prompt=system,
-            transcript=transcript,
-            session_id=session.id,
-            run_id=run.id,
-            working_dir=run.working_dir,
-            emit=run._emit,
-            emit_delta=run._emit_delta,
-            runtime=self,
-            save_messages=lambda messages: self.store.append_transcript(session.id, messages),
-            flush=lambda: self._flush(run),
-            depth=_depth,
-        )
         self._runs[run.id] = run
+        # The turn's request is built when the run takes its first step: a run waiting for
+        # its turn holds as little as it can (ten thousand may be waiting at once).
         if self._task_group is None:
             # On asyncio a run is a plain task (an anyio task costs several times more);
             # the runtime keeps it in `_runs` and waits for it on exit like a task group.
-            run._task = _create_task(self._execute(run, request))
+            run._task = _aio.create_task(self._execute(run, system, user, transcript, _depth))
         else:
             # An explicit name spares anyio working one out from the function on every start.
-            self._task_group.start_soon(self._execute, run, request, name="agentkit run")
+            self._task_group.start_soon(
+                self._execute, run, system, user, transcript, _depth, name="agentkit run"
+            )
         return run
 
     def stream(
@@ -643,8 +621,25 @@ class Runtime:
             return provider, provider.resolve_model(None, None)
         return provider, provider.resolve_model(selection.tier, selection.model)
 
-    async def _execute(self, run: Run, request: TurnRequest) -> None:
+    async def _execute(
+        self, run: Run, system: str, user: str, transcript: list[Message], depth: int
+    ) -> None:
         started = time.monotonic()
+        request = TurnRequest(
+            spec=run.spec,
+            prompt=user,
+            system_prompt=system,
+            transcript=transcript,
+            session_id=run.session_id,
+            run_id=run.id,
+            working_dir=run.working_dir,
+            emit=run._emit,
+            emit_delta=run._emit_delta,
+            runtime=self,
+            save_messages=functools.partial(self.store.append_transcript, run.session_id),
+            flush=functools.partial(self._flush, run),
+            depth=depth,
+        )
         run._emit(_turn_start(run.turn_id, run.session_id, run.prompt))
         run._emit(
             _session_init(run.session_id, request.system_prompt or None, str(run.working_dir))
@@ -729,8 +724,7 @@ class Runtime:
         finally:
             self._active_sessions.discard(run.session_id)
             self._runs.pop(run.id, None)
-            run._log.close()
-            run._done.set()
+            run._end()
 
     async def _flush(self, run: Run) -> None:
         if run._unsaved:

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from agentkit.events import from_wire
+from agentkit.events import AgentMessage, from_wire
 from agentkit.providers._base import Message
 from agentkit.stores._base import EventEntry, RunRecord, SessionRecord
 
@@ -18,10 +18,12 @@ __all__ = [
     "dump_event",
     "dump_message",
     "dump_metadata",
+    "event_json",
     "events_from_rows",
     "load_event",
     "load_message",
     "load_metadata",
+    "message_json",
     "messages_from_rows",
     "run_from_row",
     "session_from_row",
@@ -33,33 +35,48 @@ def _messages() -> TypeAdapter[Message]:
     return TypeAdapter(Message)
 
 
+def event_json(event: AgentMessage) -> bytes:
+    """The event's wire form as UTF-8 JSON (what `json.dumps(to_wire(event))` gives, faster:
+    the model's serializer is called directly, without `model_dump_json`'s wrapper)."""
+    return type(event).__pydantic_serializer__.to_json(event, by_alias=True, exclude_none=True)
+
+
 def dump_event(entry: EventEntry) -> str:
-    """The event's wire form as JSON text (what `json.dumps(to_wire(event))` gives, faster)."""
-    return entry.event.model_dump_json(by_alias=True, exclude_none=True)
+    """The event's wire form as JSON text."""
+    return event_json(entry.event).decode()
 
 
-def load_event(offset: int, data: str) -> EventEntry:
+def message_json(message: Message) -> bytes:
+    """A transcript message as pydantic JSON (UTF-8)."""
+    return type(message).__pydantic_serializer__.to_json(message)
+
+
+def load_event(offset: int, data: str | bytes) -> EventEntry:
     """An event entry from its stored offset and wire JSON."""
     return EventEntry(offset, from_wire(data))
 
 
 def dump_message(message: Message) -> str:
-    """A transcript message as pydantic JSON."""
-    return message.model_dump_json()
+    """A transcript message as pydantic JSON text."""
+    return message_json(message).decode()
 
 
-def load_message(data: str) -> Message:
+def load_message(data: str | bytes) -> Message:
     """A transcript message from its stored JSON."""
     return _messages().validate_json(data)
 
 
 def dump_metadata(metadata: dict[str, Any] | None) -> str:
     """Session metadata as JSON text (keys keep their order)."""
-    return json.dumps(metadata or {}, ensure_ascii=False)
+    if not metadata:
+        return "{}"
+    return json.dumps(metadata, ensure_ascii=False)
 
 
 def load_metadata(data: str) -> dict[str, Any]:
     """Session metadata from its stored JSON text."""
+    if data == "{}":
+        return {}
     value: dict[str, Any] = json.loads(data)
     return value
 

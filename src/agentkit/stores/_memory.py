@@ -25,11 +25,11 @@ from agentkit.stores._base import (
 )
 from agentkit.stores._codec import (
     check_offsets,
-    dump_event,
-    dump_message,
     dump_metadata,
+    event_json,
     load_event,
     load_message,
+    message_json,
     session_from_row,
 )
 
@@ -39,6 +39,7 @@ __all__ = ["MemoryStore"]
 #   session: (id, agent_id, created_at, updated_at, metadata JSON)
 #   run:     (id, session_id, agent_id, status, created_at, finished_at)
 #   event:   (offset, event JSON)
+# JSON is kept as UTF-8 bytes, as pydantic writes it.
 _SessionRow = tuple[str, str, float, float, str]
 _RunRow = tuple[str, str, str, RunStatus, float, "float | None"]
 
@@ -48,9 +49,9 @@ class MemoryStore:
 
     def __init__(self) -> None:
         self._sessions: dict[str, _SessionRow] = {}
-        self._transcripts: dict[str, list[str]] = {}
+        self._transcripts: dict[str, list[bytes]] = {}
         self._runs: dict[str, _RunRow] = {}
-        self._events: dict[str, list[tuple[int, str]]] = {}
+        self._events: dict[str, list[tuple[int, bytes]]] = {}
 
     async def create_session(
         self, session_id: str, agent_id: str, metadata: dict[str, Any] | None = None
@@ -101,7 +102,7 @@ class MemoryStore:
         old = self._session(session_id)
         # Encode everything before changing anything: a message that cannot be encoded
         # leaves the transcript as it was.
-        encoded = [dump_message(message) for message in messages]
+        encoded = [message_json(message) for message in messages]
         self._transcripts[session_id].extend(encoded)
         self._sessions[session_id] = (old[0], old[1], old[2], time.time(), old[4])
 
@@ -133,7 +134,7 @@ class MemoryStore:
     async def append_events(self, run_id: str, entries: Sequence[EventEntry]) -> None:
         log = self._events.setdefault(run_id, [])
         check_offsets(run_id, log[-1][0] if log else -1, entries)
-        log.extend([(entry.offset, dump_event(entry)) for entry in entries])
+        log.extend([(entry.offset, event_json(entry.event)) for entry in entries])
 
     async def read_events(self, run_id: str, after: int = -1) -> list[EventEntry]:
         return [

@@ -112,6 +112,7 @@ class ToolRegistry:
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._by_name: dict[str, Tool] = {}
+        self._version = 0  # counts changes, so what was derived from the registry can be kept
         for tool in tools:
             self.add(tool)
 
@@ -119,6 +120,7 @@ class ToolRegistry:
         """Register `tool` under its name and aliases (a later tool replaces an earlier one)."""
         for name in (tool.name, *tool.aliases):
             self._by_name[name] = tool
+        self._version += 1
 
     def get(self, name: str) -> Tool | None:
         """The tool called `name`, if any."""
@@ -135,4 +137,5 @@ class ToolRegistry:
         """An independent copy (adding to it leaves this one unchanged)."""
         new = ToolRegistry()
         new._by_name = dict(self._by_name)
+        new._version = self._version
         return new
