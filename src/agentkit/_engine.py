@@ -31,6 +31,8 @@ from agentkit.events import (
     ModelUsage,
     StructuredOutput,
     Thinking,
+    _build,
+    _shared_fields_set,
     _text,
     _text_delta,
     _tool_result,
@@ -111,6 +113,9 @@ class RetryPolicy:
         return base * (0.5 + random.random() / 2)
 
 
+_NOTHING_USED = Accounting()  # frozen, so one instance serves every fresh outcome
+
+
 @dataclass
 class TurnOutcome:
     """How a driver's turn ended: `completed` with `text` (and `payload` for structured
@@ -121,7 +126,7 @@ class TurnOutcome:
     payload: Any = None
     has_payload: bool = False
     error: str | None = None
-    accounting: Accounting = field(default_factory=Accounting)
+    accounting: Accounting = field(default_factory=lambda: _NOTHING_USED)
 
 
 @dataclass
@@ -280,10 +285,23 @@ def structured_output_contract(spec: AgentSpec) -> str:
 # validation (see `agentkit.events._trusted`); anything unexpected takes the validating path.
 
 
+_USER_FIELDS = _shared_fields_set(("content",))
+_ASSISTANT_FIELDS = _shared_fields_set(("thinking", "text", "tool_calls"))
+_TOOL_RESULT_FIELDS = _shared_fields_set(("tool_call_id", "name", "content", "is_error"))
+
+
 def _user_message(content: str) -> UserMessage:
     if type(content) is not str:
         return UserMessage(content=content)
-    return _trusted(UserMessage, {"content"}, {"role": "user", "content": content})
+    return _build(UserMessage, _USER_FIELDS, {"role": "user", "content": content})
+
+
+def _all_of(items: tuple[Any, ...], cls: type) -> bool:
+    # A plain loop: `all()` over a generator costs more than the check for short tuples.
+    for item in items:  # noqa: SIM110
+        if type(item) is not cls:
+            return False
+    return True
 
 
 def _assistant_message(
@@ -291,13 +309,13 @@ def _assistant_message(
 ) -> AssistantMessage:
     if (
         type(text) is not str
-        or not all(type(c) is ToolCall for c in tool_calls)
-        or not all(type(t) is ThinkingBlock for t in thinking)
+        or (tool_calls and not _all_of(tool_calls, ToolCall))
+        or (thinking and not _all_of(thinking, ThinkingBlock))
     ):
         return AssistantMessage(thinking=thinking, text=text, tool_calls=tool_calls)
-    return _trusted(
+    return _build(
         AssistantMessage,
-        {"thinking", "text", "tool_calls"},
+        _ASSISTANT_FIELDS,
         {"role": "assistant", "thinking": thinking, "text": text, "tool_calls": tool_calls},
     )
 
@@ -305,13 +323,18 @@ def _assistant_message(
 def _tool_result_message(
     tool_call_id: str, name: str, content: str, is_error: bool
 ) -> ToolResultMessage:
-    if type(tool_call_id) is not str or type(name) is not str or type(content) is not str:
+    if (
+        type(tool_call_id) is not str
+        or type(name) is not str
+        or type(content) is not str
+        or type(is_error) is not bool
+    ):
         return ToolResultMessage(
             tool_call_id=tool_call_id, name=name, content=content, is_error=is_error
         )
-    return _trusted(
+    return _build(
         ToolResultMessage,
-        {"tool_call_id", "name", "content", "is_error"},
+        _TOOL_RESULT_FIELDS,
         {
             "role": "tool",
             "tool_call_id": tool_call_id,

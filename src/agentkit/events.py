@@ -272,13 +272,26 @@ def _shared_fields_set(names: Any) -> set[str]:
 def _trusted(cls: type[_E], fields_set: Any, values: dict[str, Any]) -> _E:
     """`cls` with `values` (every field, in declaration order) and `fields_set` (the names
     the caller gave explicitly), exactly as validating those values would build it."""
+    return _build(cls, _shared_fields_set(fields_set), values)
+
+
+def _build(cls: type[_E], shared_fields_set: set[str], values: dict[str, Any]) -> _E:
+    """`_trusted` with the shared fields set already looked up (the builders below)."""
     model = _new(cls)
     _set_dict(model, values)
-    _set_fields_set(model, _shared_fields_set(fields_set))
+    _set_fields_set(model, shared_fields_set)
     _set_extra(model, None)
     _set_private(model, None)
     return model
 
+
+def _given(cls: type[BaseModel]) -> set[str]:
+    """The shared fields set of an event whose every field but `agent` and `type` is given."""
+    return _shared_fields_set(set(cls.model_fields) - {"agent", "type"})
+
+
+# Each builder checks the types of what it is given; anything unexpected takes the
+# validating constructor, which raises the error a caller would expect.
 
 _CONTENT_ONLY = _shared_fields_set(("content",))
 
@@ -286,7 +299,7 @@ _CONTENT_ONLY = _shared_fields_set(("content",))
 def _text_delta(content: str) -> TextDelta:
     if type(content) is not str:
         return TextDelta(content=content)
-    # _trusted, inlined: this runs once per streamed delta
+    # _build, inlined: this runs once per streamed delta
     delta = _new(TextDelta)
     _set_dict(delta, {"agent": None, "type": "text_delta", "content": content})
     _set_fields_set(delta, _CONTENT_ONLY)
@@ -295,80 +308,97 @@ def _text_delta(content: str) -> TextDelta:
     return delta
 
 
-def _event(cls: type[_E], checked: bool, **values: Any) -> _E:
-    """`cls(**values)`: built without validation when the caller's type checks passed
-    (`checked`), through the validating constructor otherwise. `values` come in the
-    fields' declaration order."""
-    if not checked:
-        return cls(**values)
-    model = _new(cls)
-    _set_dict(model, {"agent": None, "type": _TYPE_OF[cls], **values})
-    # Each class has one builder below, always giving the same fields.
-    _set_fields_set(model, _GIVEN[cls])
-    _set_extra(model, None)
-    _set_private(model, None)
-    return model
-
-
 def _text(content: str, turn_phase: Literal["commentary", "final"]) -> Text:
-    return _event(Text, type(content) is str, content=content, turn_phase=turn_phase)
+    if type(content) is not str or turn_phase not in ("commentary", "final"):
+        return Text(content=content, turn_phase=turn_phase)
+    values = {"agent": None, "type": "text", "content": content, "turn_phase": turn_phase}
+    return _build(Text, _TEXT, values)
 
 
 def _tool_use(id: str, tool: str, input: dict[str, Any]) -> ToolUse:
-    checked = type(id) is str and type(tool) is str and type(input) is dict
+    if type(id) is not str or type(tool) is not str or type(input) is not dict:
+        return ToolUse(id=id, tool=tool, input=input)
     # validation copies the dict (shallowly): so does this
-    return _event(ToolUse, checked, id=id, tool=tool, input=dict(input) if checked else input)
+    values = {"agent": None, "type": "tool_use", "id": id, "tool": tool, "input": dict(input)}
+    return _build(ToolUse, _TOOL_USE, values)
 
 
 def _tool_result(tool_use_id: str, tool: str, output: Any, is_error: bool) -> ToolResult:
-    checked = type(tool_use_id) is str and type(tool) is str and type(is_error) is bool
-    return _event(
-        ToolResult, checked, tool_use_id=tool_use_id, tool=tool, output=output, is_error=is_error
-    )
+    if type(tool_use_id) is not str or type(tool) is not str or type(is_error) is not bool:
+        return ToolResult(tool_use_id=tool_use_id, tool=tool, output=output, is_error=is_error)
+    values = {
+        "agent": None,
+        "type": "tool_result",
+        "tool_use_id": tool_use_id,
+        "tool": tool,
+        "output": output,
+        "is_error": is_error,
+    }
+    return _build(ToolResult, _TOOL_RESULT, values)
 
 
 def _turn_start(turn_id: str, session_id: str, user_prompt: str) -> TurnStart:
-    checked = type(turn_id) is str and type(session_id) is str and type(user_prompt) is str
-    return _event(
-        TurnStart, checked, turn_id=turn_id, session_id=session_id, user_prompt=user_prompt
-    )
+    if type(turn_id) is not str or type(session_id) is not str or type(user_prompt) is not str:
+        return TurnStart(turn_id=turn_id, session_id=session_id, user_prompt=user_prompt)
+    values = {
+        "agent": None,
+        "type": "turn_start",
+        "turn_id": turn_id,
+        "session_id": session_id,
+        "user_prompt": user_prompt,
+    }
+    return _build(TurnStart, _TURN_START, values)
 
 
 def _session_init(
     session_id: str, system_prompt: str | None, project_path: str | None
 ) -> SessionInit:
-    checked = (
-        type(session_id) is str
-        and (system_prompt is None or type(system_prompt) is str)
-        and (project_path is None or type(project_path) is str)
-    )
-    return _event(
-        SessionInit,
-        checked,
-        session_id=session_id,
-        system_prompt=system_prompt,
-        project_path=project_path,
-    )
+    if (
+        type(session_id) is not str
+        or (system_prompt is not None and type(system_prompt) is not str)
+        or (project_path is not None and type(project_path) is not str)
+    ):
+        return SessionInit(
+            session_id=session_id, system_prompt=system_prompt, project_path=project_path
+        )
+    values = {
+        "agent": None,
+        "type": "session_init",
+        "session_id": session_id,
+        "system_prompt": system_prompt,
+        "project_path": project_path,
+    }
+    return _build(SessionInit, _SESSION_INIT, values)
 
 
 def _turn_end(turn_id: str, status: TurnStatus, duration_ms: int) -> TurnEnd:
-    checked = (
-        type(turn_id) is str
-        and status in ("completed", "interrupted", "error")
-        and type(duration_ms) is int
-    )
-    return _event(TurnEnd, checked, turn_id=turn_id, status=status, duration_ms=duration_ms)
+    if (
+        type(turn_id) is not str
+        or status not in ("completed", "interrupted", "error")
+        or type(duration_ms) is not int
+    ):
+        return TurnEnd(turn_id=turn_id, status=status, duration_ms=duration_ms)
+    values = {
+        "agent": None,
+        "type": "turn_end",
+        "turn_id": turn_id,
+        "status": status,
+        "duration_ms": duration_ms,
+    }
+    return _build(TurnEnd, _TURN_END, values)
 
 
 def _result(content: str, accounting: Accounting | None) -> Result:
-    checked = type(content) is str and (accounting is None or type(accounting) is Accounting)
-    return _event(Result, checked, content=content, accounting=accounting)
+    if type(content) is not str or (accounting is not None and type(accounting) is not Accounting):
+        return Result(content=content, accounting=accounting)
+    values = {"agent": None, "type": "result", "content": content, "accounting": accounting}
+    return _build(Result, _RESULT, values)
 
 
-_TYPE_OF: dict[type[BaseModel], str] = {
-    cls: cls.model_fields["type"].default
-    for cls in (Text, ToolUse, ToolResult, TurnStart, SessionInit, TurnEnd, Result)
-}
-_GIVEN: dict[type[BaseModel], set[str]] = {
-    cls: _shared_fields_set(set(cls.model_fields) - {"agent", "type"}) for cls in _TYPE_OF
-}
+_TEXT = _given(Text)
+_TOOL_USE = _given(ToolUse)
+_TOOL_RESULT = _given(ToolResult)
+_TURN_START = _given(TurnStart)
+_SESSION_INIT = _given(SessionInit)
+_TURN_END = _given(TurnEnd)
+_RESULT = _given(Result)
