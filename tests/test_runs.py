@@ -296,3 +296,24 @@ async def test_streamed_deltas_read_back_as_events_in_order() -> None:
     assert all(d.agent is None for d in deltas)
     assert [e.type for e in early] == ["turn_start", "session_init", *["text_delta"] * 3]
     assert every[:5] == early  # the same events, whichever reader
+
+
+async def test_a_finished_run_reads_back_the_same_events_it_streamed() -> None:
+    from agentkit.testing import ScriptedProvider as Scripted
+
+    script = [
+        {"tool_calls": [{"name": "missing", "input": {"x": [1, {"y": None}]}}]},
+        {"text": "done, with ünïcode", "deltas": 4},
+    ]
+    async with Runtime(provider=Scripted(script)) as runtime:
+        run = await runtime.start(SPEC, "hi")
+        live = [event async for event in run.events()]  # read while it runs
+        assert run.done
+        again = [event async for event in run.events()]
+        tail = [entry async for entry in run.entries(after=len(live) - 3)]
+    assert again == live
+    assert [type(e) for e in again] == [type(e) for e in live]
+    assert [entry.offset for entry in tail] == [len(live) - 2, len(live) - 1]
+    assert [entry.event for entry in tail] == live[-2:]
+    kinds = [e.type for e in live]
+    assert kinds.count("text_delta") == 4 and "tool_result" in kinds

@@ -5,9 +5,13 @@ event set. Readers are cursors: each holds its own offset, drains everything alr
 written without suspending, and only then waits. A reader that stops or is cancelled affects
 nothing but itself.
 
-A text delta is kept as its bare string and turned into a `TextDelta` as a reader reaches
-it: a streamed answer of thousands of deltas then holds no objects the garbage collector
-has to walk again and again while the run is alive.
+The log is kept compact, because a process may hold many runs and the garbage collector
+walks every object they hold, again and again, as the heap grows:
+
+- a text delta is kept as its bare string, and becomes a `TextDelta` as a reader reaches it;
+- when the run ends, every other event is turned into its wire JSON, and a reader of the
+  finished log gets each event parsed anew (equal to the one the run emitted, not the same
+  object).
 """
 
 from __future__ import annotations
@@ -15,10 +19,22 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from agentkit.events import AgentMessage, TextDelta, _text_delta
+from agentkit.events import AgentMessage, TextDelta, _text_delta, _wire_json, from_wire
 from agentkit.stores._base import EventEntry
 
 __all__ = ["RunLog"]
+
+# An item of the log: an event; a text delta as its `str` content; or, once the log is
+# closed, an event as its wire JSON (`bytes`).
+_Item = AgentMessage | str | bytes
+
+
+def _event_of(item: _Item) -> AgentMessage:
+    if isinstance(item, str):
+        return _text_delta(item)
+    if isinstance(item, bytes):
+        return from_wire(item)
+    return item
 
 
 class RunLog:
@@ -27,8 +43,7 @@ class RunLog:
     __slots__ = ("_closed", "_events", "_new_event", "_waiter")
 
     def __init__(self, new_event: Callable[[], Any]) -> None:
-        # Items: events, and text deltas as their `str` content.
-        self._events: list[AgentMessage | str] = []
+        self._events: list[_Item] = []
         self._closed = False
         self._new_event = new_event  # anyio.Event or asyncio.Event: set(), async wait()
         self._waiter: Any = None
@@ -62,7 +77,11 @@ class RunLog:
             waiter.set()
 
     def close(self) -> None:
-        """Mark the log complete; readers finish after draining it."""
+        """Mark the log complete and compact it; readers finish after draining it."""
+        # A new list: readers part-way through the old one finish it as it is.
+        self._events = [
+            item if isinstance(item, str | bytes) else _wire_json(item) for item in self._events
+        ]
         self._closed = True
         waiter = self._waiter
         if waiter is not None:
@@ -71,7 +90,7 @@ class RunLog:
 
     def snapshot(self) -> list[AgentMessage]:
         """Every event written so far."""
-        return [_text_delta(e) if isinstance(e, str) else e for e in self._events]
+        return [_event_of(item) for item in self._events]
 
     async def _wait(self) -> None:
         if self._waiter is None:
@@ -81,15 +100,22 @@ class RunLog:
     async def events(self, after: int = -1) -> AsyncIterator[AgentMessage]:
         """Events with offset greater than `after`: the past first, then live ones."""
         index = max(after, -1) + 1
-        events = self._events
-        delta = _text_delta
         while True:
+            events = self._events  # replaced by its compact form when the log closes
             while index < len(events):
-                event = events[index]
+                item = events[index]
                 index += 1
-                yield delta(event) if isinstance(event, str) else event
+                # the common cases first: live events, then deltas
+                if isinstance(item, str):
+                    yield _text_delta(item)
+                elif isinstance(item, bytes):
+                    yield from_wire(item)
+                else:
+                    yield item
             if self._closed:
-                return
+                if events is self._events:
+                    return
+                continue  # the log closed while this reader was on the old list
             await self._wait()
 
     async def entries(self, after: int = -1) -> AsyncIterator[EventEntry]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from agentkit.events import AgentMessage, from_wire
+from agentkit.events import AgentMessage, _wire_json, from_wire
 from agentkit.providers._base import Message
 from agentkit.stores._base import EventEntry, RunRecord, SessionRecord
 
@@ -36,9 +36,8 @@ def _messages() -> TypeAdapter[Message]:
 
 
 def event_json(event: AgentMessage) -> bytes:
-    """The event's wire form as UTF-8 JSON (what `json.dumps(to_wire(event))` gives, faster:
-    the model's serializer is called directly, without `model_dump_json`'s wrapper)."""
-    return type(event).__pydantic_serializer__.to_json(event, by_alias=True, exclude_none=True)
+    """The event's wire form as UTF-8 JSON."""
+    return _wire_json(event)
 
 
 def dump_event(entry: EventEntry) -> str:
