@@ -317,3 +317,37 @@ async def test_a_finished_run_reads_back_the_same_events_it_streamed() -> None:
     assert [entry.event for entry in tail] == live[-2:]
     kinds = [e.type for e in live]
     assert kinds.count("text_delta") == 4 and "tool_result" in kinds
+
+
+class _Crash(BaseException):
+    """Not an Exception: nothing in a run may turn it into a tool error."""
+
+
+async def test_a_crash_inside_a_run_ends_it_stops_the_others_and_leaves_the_runtime() -> None:
+    from agentkit.testing import FunctionProvider
+    from agentkit.tools import Tool, ToolRegistry
+
+    async def explode(arguments: dict[str, Any], context: Any) -> str:
+        await anyio.sleep(0.05)  # the other run is waiting by now
+        raise _Crash("boom")
+
+    async def respond(request: ModelRequest) -> Any:
+        if request.tools:  # the crashing agent
+            return {"tool_calls": [{"name": "explode", "input": {}}]}
+        await anyio.sleep_forever()  # the other one waits for its model
+
+    spec = AgentSpec(id="demo:crash", tools=["explode"], permission_mode="bypassPermissions")
+    tools = ToolRegistry([Tool("explode", "Explodes.", {"type": "object"}, explode)])
+    with pytest.raises(BaseExceptionGroup) as caught:
+        async with Runtime(provider=FunctionProvider(respond), tools=tools) as runtime:
+            waiting = await runtime.start(SPEC, "hi")
+            crashed = await runtime.start(spec, "go")
+            await crashed.wait()
+            await waiting.wait()
+    assert caught.value.subgroup(_Crash) is not None
+    assert crashed.outcome is not None and crashed.outcome.status == "error"
+    assert "boom" in (crashed.outcome.error or "")
+    assert waiting.outcome is not None and waiting.outcome.status == "interrupted"
+    for run in (crashed, waiting):
+        kinds = [e.type async for e in run.events()]
+        assert kinds[0] == "turn_start" and kinds[-1] == "turn_end"

@@ -646,6 +646,7 @@ class Runtime:
         )
         outcome: TurnOutcome | None = None
         interrupted = False
+        crash: BaseException | None = None
         try:
             if run._cancel_requested:  # cancelled before its first step
                 interrupted = True
@@ -660,9 +661,12 @@ class Runtime:
         except Exception as exc:
             outcome = TurnOutcome(status="error", error=f"{type(exc).__name__}: {exc}")
         except BaseException as exc:
-            if self._task_group is None:
-                self._crashes.append(exc)  # re-raised when the runtime closes
-            raise
+            # Not an error of the turn: something that must stop the program (or a bug).
+            # The run still ends properly; then it goes to whoever owns the run's task.
+            outcome = TurnOutcome(status="error", error=f"{type(exc).__name__}: {exc}")
+            if self._task_group is not None or isinstance(exc, KeyboardInterrupt | SystemExit):
+                raise
+            crash = exc
         finally:
             run._scope = None
             if self._task_group is None:
@@ -672,6 +676,12 @@ class Runtime:
             else:
                 with anyio.CancelScope(shield=True):
                     await self._finish(run, request, outcome, interrupted, started)
+        if crash is not None:
+            # What a task group does with a crashed child: the other runs are cancelled
+            # and the runtime raises the crash when it closes.
+            self._crashes.append(crash)
+            for other in list(self._runs.values()):
+                other.cancel()
 
     async def _finish(
         self,
