@@ -17,9 +17,20 @@ walks every object they hold, again and again, as the heap grows:
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, cast
 
-from agentkit.events import AgentMessage, TextDelta, _text_delta, _wire_json, from_wire
+from agentkit.events import (
+    _CONTENT_ONLY,
+    AgentMessage,
+    TextDelta,
+    _set_dict,
+    _set_extra,
+    _set_fields_set,
+    _set_private,
+    _text_delta,
+    _wire_json,
+    from_wire,
+)
 from agentkit.stores._base import EventEntry
 
 __all__ = ["RunLog"]
@@ -100,18 +111,27 @@ class RunLog:
     async def events(self, after: int = -1) -> AsyncIterator[AgentMessage]:
         """Events with offset greater than `after`: the past first, then live ones."""
         index = max(after, -1) + 1
+        # `_text_delta`, inlined with its names bound locally: a streamed answer is mostly
+        # deltas, and this loop is what a reader of one pays per delta.
+        new, delta_class, only_content = object.__new__, TextDelta, _CONTENT_ONLY
+        set_dict, set_fields_set = _set_dict, _set_fields_set
+        set_extra, set_private = _set_extra, _set_private
         while True:
             events = self._events  # replaced by its compact form when the log closes
             while index < len(events):
                 item = events[index]
                 index += 1
-                # the common cases first: live events, then deltas
-                if isinstance(item, str):
-                    yield _text_delta(item)
-                elif isinstance(item, bytes):
+                if type(item) is str:
+                    delta = new(delta_class)
+                    set_dict(delta, {"agent": None, "type": "text_delta", "content": item})
+                    set_fields_set(delta, only_content)
+                    set_extra(delta, None)
+                    set_private(delta, None)
+                    yield delta
+                elif type(item) is bytes:
                     yield from_wire(item)
                 else:
-                    yield item
+                    yield cast(AgentMessage, item)
             if self._closed:
                 if events is self._events:
                     return

@@ -251,9 +251,6 @@ class Run:
         if type(event) is not TextDelta:
             self._unsaved.append(EventEntry(offset, event))
 
-    def _emit_delta(self, content: str) -> None:
-        self._log.append_delta(content)
-
 
 class Runtime:
     """Owns runs: provider, store, tools, actions, agents and the task group runs live in.
@@ -634,7 +631,7 @@ class Runtime:
             run_id=run.id,
             working_dir=run.working_dir,
             emit=run._emit,
-            emit_delta=run._emit_delta,
+            emit_delta=run._log.append_delta,
             runtime=self,
             save_messages=functools.partial(self.store.append_transcript, run.session_id),
             flush=functools.partial(self._flush, run),
