@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -190,3 +193,47 @@ def test_a_reader_closing_the_pipe_is_quiet(
     )
     assert done.stdout.startswith('{"type": "turn_start"')
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT is a POSIX signal")
+@pytest.mark.parametrize("fmt", ["jsonl", "text"])
+def test_ctrl_c_ends_the_run_properly_and_exits_130(
+    python: str, cli_env: dict[str, str], tmp_path: Path, fmt: str
+) -> None:
+    (tmp_path / "slow.py").write_text(
+        "from agentkit import AgentSpec\n"
+        "agent = AgentSpec(id='demo:slow', tools=('Bash',),\n"
+        "                  permission_mode='bypassPermissions')\n"
+    )
+    script = tmp_path / "script.json"
+    script.write_text(
+        json.dumps([{"tool_calls": [{"name": "Bash", "input": {"command": "sleep 30"}}]}])
+    )
+    process = subprocess.Popen(
+        [python, "-m", "agentkit", "run", "slow:agent", "go", "--provider", "scripted",
+         "--script", str(script), "--format", fmt],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+        text=True, env=cli_env, cwd=tmp_path,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    lines = []
+    if fmt == "jsonl":
+        for line in process.stdout:  # wait until the tool is running
+            lines.append(line)
+            if '"tool_use"' in line:
+                break
+    else:
+        for line in process.stderr:
+            lines.append(line)
+            if "Bash" in line:
+                break
+    time.sleep(0.3)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=20)
+    assert process.returncode == 130, err
+    if fmt == "jsonl":
+        events = [json.loads(line) for line in [*lines, *out.splitlines()]]
+        assert [e["type"] for e in events][-2:] == ["error", "turn_end"]
+        assert events[-1]["status"] == "interrupted"
+    else:
+        assert "interrupted" in err

@@ -21,7 +21,7 @@ import importlib
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -246,10 +246,22 @@ def _run_command(args: argparse.Namespace) -> int:
                     run = await runtime.start(spec, args.prompt, session_id=args.session)
                 except (SessionNotFoundError, ValueError) as exc:
                     raise UsageError(str(exc)) from None
-                async for event in run.events():
-                    out.event(event)
+                interrupted = False
+
+                def interrupt() -> None:
+                    nonlocal interrupted
+                    interrupted = True
+                    run.cancel()
+
+                async with anyio.create_task_group() as group:
+                    group.start_soon(_on_ctrl_c, interrupt)
+                    async for event in run.events():
+                        out.event(event)
+                    group.cancel_scope.cancel()
                 outcome = await run.wait()
                 out.finish(outcome.session_id)
+                if interrupted:
+                    return 130
                 return 0 if outcome.ok else 1
         except StoreError as exc:
             raise UsageError(f"the session store failed: {exc}") from None
@@ -266,6 +278,26 @@ def _run_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return code
+
+
+async def _on_ctrl_c(interrupt: Callable[[], None]) -> None:
+    """The first Ctrl-C calls `interrupt` (the run then ends with its `error` and
+    `turn_end` printed like any other end); a second one stops at once."""
+    import signal
+
+    import anyio
+
+    try:
+        receiver = anyio.open_signal_receiver(signal.SIGINT)
+    except NotImplementedError:  # Windows: Ctrl-C stops at once, as it always does there
+        return
+    asked = False
+    with receiver as signals:
+        async for _ in signals:
+            if asked:
+                raise KeyboardInterrupt
+            asked = True
+            interrupt()
 
 
 def _make_runtime(
