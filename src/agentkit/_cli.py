@@ -253,11 +253,17 @@ def _run_command(args: argparse.Namespace) -> int:
                     interrupted = True
                     run.cancel()
 
+                failure: Exception | None = None
                 async with anyio.create_task_group() as group:
                     group.start_soon(_on_ctrl_c, interrupt)
-                    async for event in run.events():
-                        out.event(event)
+                    try:
+                        async for event in run.events():
+                            out.event(event)
+                    except Exception as exc:  # raised below as itself, not in a group
+                        failure = exc
                     group.cancel_scope.cancel()
+                if failure is not None:
+                    raise failure
                 outcome = await run.wait()
                 out.finish(outcome.session_id)
                 if interrupted:
@@ -282,7 +288,7 @@ def _run_command(args: argparse.Namespace) -> int:
 
 async def _on_ctrl_c(interrupt: Callable[[], None]) -> None:
     """The first Ctrl-C calls `interrupt` (the run then ends with its `error` and
-    `turn_end` printed like any other end); a second one stops at once."""
+    `turn_end` printed like any other end); after it, Ctrl-C stops at once again."""
     import signal
 
     import anyio
@@ -291,13 +297,10 @@ async def _on_ctrl_c(interrupt: Callable[[], None]) -> None:
         receiver = anyio.open_signal_receiver(signal.SIGINT)
     except NotImplementedError:  # Windows: Ctrl-C stops at once, as it always does there
         return
-    asked = False
     with receiver as signals:
         async for _ in signals:
-            if asked:
-                raise KeyboardInterrupt
-            asked = True
             interrupt()
+            return  # leaving the receiver puts the usual Ctrl-C handling back
 
 
 def _make_runtime(
