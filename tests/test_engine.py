@@ -791,3 +791,27 @@ async def test_a_tool_that_swallows_its_timeout_keeps_its_answer_and_the_run_goe
     # Whatever each call answered, the second call and the rest of the turn ran normally:
     # a swallowed timeout leaves no cancellation behind to hit them.
     assert len(results) == 2
+
+
+async def test_allowlist_entries_naming_nothing_are_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from agentkit.testing import FunctionProvider
+
+    spec = AgentSpec(
+        id="demo:typos",
+        tools=["add", "Raed", "mcp__nowhere"],
+        actions=["demo:missing"],
+        allowed_subagents=["demo:ghost"],
+    )
+    provider = FunctionProvider(lambda request: "ok")
+    registry = ToolRegistry([Tool("add", "Add.", ADD_SCHEMA, _add)])
+    with caplog.at_level("WARNING", logger="agentkit.engine"):
+        async with Runtime(provider=provider, tools=registry) as runtime:
+            for _ in range(3):
+                await (await runtime.start(spec, "hi")).wait()
+    warnings = [r.getMessage() for r in caplog.records if r.name == "agentkit.engine"]
+    assert len(warnings) == 2  # once per spec, not once per run
+    assert "Raed, mcp__nowhere, demo:missing" in warnings[0]
+    assert "demo:ghost" in warnings[1]
+    assert [t.name for t in provider.requests[-1].tools] == ["add", "summon"]

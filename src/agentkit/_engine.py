@@ -12,6 +12,7 @@ invariants.
 from __future__ import annotations
 
 import json
+import logging
 import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -75,6 +76,8 @@ __all__ = [
 
 SUBMIT_OUTPUT = "submit_output"
 SUMMON = "summon"
+
+_logger = logging.getLogger("agentkit.engine")
 
 Emit = Callable[[AgentMessage], None]
 
@@ -266,11 +269,33 @@ def _offers(spec: AgentSpec, runtime: Runtime) -> _Offers:
         ):
             return offers
     offered = offered_tools(spec, runtime)
+    _warn_unresolved(spec, runtime)
     offers = (offered, tuple(o.definition for o in offered.values()))
     if len(cache) >= 512:  # many short-lived specs: start over rather than grow
         cache.clear()
     cache[key] = (spec, tools, tools._version, actions, len(actions), offers)
     return offers
+
+
+def _warn_unresolved(spec: AgentSpec, runtime: Runtime) -> None:
+    """Log the allowlist entries of `spec` that name nothing this runtime has: they are
+    not offered, and a typo there would otherwise only show as a model that never calls
+    the tool. Once per spec and registry version (see `_offers`)."""
+    tools = [entry for entry in spec.tools if not entry_tool_names(entry, runtime.tools)]
+    actions = [a for a in spec.actions if a != "*" and runtime.actions.get(a) is None]
+    agents = [name for name in spec.allowed_subagents if name not in runtime.agents]
+    if tools or actions:
+        _logger.warning(
+            "agent %s allows what this runtime does not have, so it is not offered: %s",
+            spec.id,
+            ", ".join([*tools, *actions]),
+        )
+    if agents:
+        _logger.warning(
+            "agent %s may summon agents this runtime does not have (yet): %s",
+            spec.id,
+            ", ".join(agents),
+        )
 
 
 def structured_output_contract(spec: AgentSpec) -> str:
