@@ -9,46 +9,94 @@ providers live in [`agentkit.testing`][agentkit.testing]. Client libraries are i
 when a provider is built.
 """
 
-from agentkit.providers._anthropic import THINKING_BUDGETS, AnthropicProvider
-from agentkit.providers._base import (
-    AssistantMessage,
-    Chunk,
-    Message,
-    ModelRequest,
-    Provider,
-    ProviderError,
-    Stop,
-    StopReason,
-    TextChunk,
-    ThinkingBlock,
-    ThinkingChunk,
-    ToolCall,
-    ToolCallChunk,
-    ToolDefinition,
-    ToolResultMessage,
-    Usage,
-    UserMessage,
-)
-from agentkit.providers._catalog import (
-    DEFAULT_CATALOGS,
-    LOCAL_MODEL,
-    ModelCatalog,
-    UnknownModelError,
-)
-from agentkit.providers._cost import UsageCounts, estimate_cost
-from agentkit.providers._local import LocalProvider
-from agentkit.providers._openai import OpenAIProvider, openai_compatible
-from agentkit.providers._registry import (
-    NO_PROVIDER_HELP,
-    NoProviderError,
-    ProviderConfigError,
-    ProviderFactory,
-    available_providers,
-    create_provider,
-    default_provider_name,
-    local_model_available,
-    register_provider,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentkit.providers._anthropic import THINKING_BUDGETS, AnthropicProvider
+    from agentkit.providers._base import (
+        AssistantMessage,
+        Chunk,
+        Message,
+        ModelRequest,
+        Provider,
+        ProviderError,
+        Stop,
+        StopReason,
+        TextChunk,
+        ThinkingBlock,
+        ThinkingChunk,
+        ToolCall,
+        ToolCallChunk,
+        ToolDefinition,
+        ToolResultMessage,
+        Usage,
+        UserMessage,
+    )
+    from agentkit.providers._catalog import (
+        DEFAULT_CATALOGS,
+        LOCAL_MODEL,
+        ModelCatalog,
+        UnknownModelError,
+    )
+    from agentkit.providers._cost import UsageCounts, estimate_cost
+    from agentkit.providers._local import LocalProvider
+    from agentkit.providers._openai import OpenAIProvider, openai_compatible
+    from agentkit.providers._registry import (
+        NO_PROVIDER_HELP,
+        NoProviderError,
+        ProviderConfigError,
+        ProviderFactory,
+        available_providers,
+        create_provider,
+        default_provider_name,
+        local_model_available,
+        register_provider,
+    )
+
+# Every public name, by the module that defines it: imported on first use, so importing
+# `agentkit.providers` for one name does not load every module of the package.
+_EXPORTS: dict[str, str] = {
+    "AnthropicProvider": "agentkit.providers._anthropic",
+    "AssistantMessage": "agentkit.providers._base",
+    "Chunk": "agentkit.providers._base",
+    "DEFAULT_CATALOGS": "agentkit.providers._catalog",
+    "LOCAL_MODEL": "agentkit.providers._catalog",
+    "LocalProvider": "agentkit.providers._local",
+    "Message": "agentkit.providers._base",
+    "ModelCatalog": "agentkit.providers._catalog",
+    "ModelRequest": "agentkit.providers._base",
+    "NO_PROVIDER_HELP": "agentkit.providers._registry",
+    "NoProviderError": "agentkit.providers._registry",
+    "OpenAIProvider": "agentkit.providers._openai",
+    "Provider": "agentkit.providers._base",
+    "ProviderConfigError": "agentkit.providers._registry",
+    "ProviderError": "agentkit.providers._base",
+    "ProviderFactory": "agentkit.providers._registry",
+    "Stop": "agentkit.providers._base",
+    "StopReason": "agentkit.providers._base",
+    "THINKING_BUDGETS": "agentkit.providers._anthropic",
+    "TextChunk": "agentkit.providers._base",
+    "ThinkingBlock": "agentkit.providers._base",
+    "ThinkingChunk": "agentkit.providers._base",
+    "ToolCall": "agentkit.providers._base",
+    "ToolCallChunk": "agentkit.providers._base",
+    "ToolDefinition": "agentkit.providers._base",
+    "ToolResultMessage": "agentkit.providers._base",
+    "UnknownModelError": "agentkit.providers._catalog",
+    "Usage": "agentkit.providers._base",
+    "UsageCounts": "agentkit.providers._cost",
+    "UserMessage": "agentkit.providers._base",
+    "available_providers": "agentkit.providers._registry",
+    "create_provider": "agentkit.providers._registry",
+    "default_provider_name": "agentkit.providers._registry",
+    "estimate_cost": "agentkit.providers._cost",
+    "local_model_available": "agentkit.providers._registry",
+    "openai_compatible": "agentkit.providers._openai",
+    "register_provider": "agentkit.providers._registry",
+}
 
 __all__ = [
     "DEFAULT_CATALOGS",
@@ -89,3 +137,16 @@ __all__ = [
     "openai_compatible",
     "register_provider",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentkit.providers' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

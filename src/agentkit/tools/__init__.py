@@ -14,55 +14,124 @@ unless a [`FetchPolicy`][agentkit.tools.FetchPolicy] allows them;
 [`mcp_tools`][agentkit.tools.mcp_tools] turns `mcpServers` into tools.
 """
 
-from agentkit.tools._base import (
-    Effect,
-    Tool,
-    ToolContext,
-    ToolError,
-    ToolFunction,
-    ToolRegistry,
-    parse_tool_entry,
-)
-from agentkit.tools._builtin import (
-    CLAUDE_TOOL_NAMES,
-    EXTENSION_CAPABILITIES,
-    RHO_CAPABILITIES,
-    Vocabulary,
-    builtin_tools,
-)
-from agentkit.tools._fetch import FetchPolicy, FetchResult, address_refusal, fetch_tool, fetch_url
-from agentkit.tools._files import (
-    edit_tool,
-    glob_tool,
-    grep_tool,
-    list_dir_tool,
-    read_tool,
-    write_tool,
-)
-from agentkit.tools._host import QuestionnaireCallback, agent_tool, agents_tool, questionnaire_tool
-from agentkit.tools._mcp import (
-    McpConfigError,
-    McpServerConfig,
-    McpServerError,
-    mcp_tool_name,
-    mcp_tools,
-    parse_mcp_servers,
-)
-from agentkit.tools._rules import (
-    command_matches,
-    entry_allows,
-    entry_tool_names,
-    is_simple_command,
-    path_matches,
-)
-from agentkit.tools._sandbox import Sandbox
-from agentkit.tools._search import (
-    SearchBackend,
-    SearchResult,
-    get_search_content_tool,
-    web_search_tool,
-)
-from agentkit.tools._shell import ProcessTable, bash_tool, powershell_tool, process_tool
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentkit.tools._base import (
+        Effect,
+        Tool,
+        ToolContext,
+        ToolError,
+        ToolFunction,
+        ToolRegistry,
+        parse_tool_entry,
+    )
+    from agentkit.tools._builtin import (
+        CLAUDE_TOOL_NAMES,
+        EXTENSION_CAPABILITIES,
+        RHO_CAPABILITIES,
+        Vocabulary,
+        builtin_tools,
+    )
+    from agentkit.tools._fetch import (
+        FetchPolicy,
+        FetchResult,
+        address_refusal,
+        fetch_tool,
+        fetch_url,
+    )
+    from agentkit.tools._files import (
+        edit_tool,
+        glob_tool,
+        grep_tool,
+        list_dir_tool,
+        read_tool,
+        write_tool,
+    )
+    from agentkit.tools._host import (
+        QuestionnaireCallback,
+        agent_tool,
+        agents_tool,
+        questionnaire_tool,
+    )
+    from agentkit.tools._mcp import (
+        McpConfigError,
+        McpServerConfig,
+        McpServerError,
+        mcp_tool_name,
+        mcp_tools,
+        parse_mcp_servers,
+    )
+    from agentkit.tools._rules import (
+        command_matches,
+        entry_allows,
+        entry_tool_names,
+        is_simple_command,
+        path_matches,
+    )
+    from agentkit.tools._sandbox import Sandbox
+    from agentkit.tools._search import (
+        SearchBackend,
+        SearchResult,
+        get_search_content_tool,
+        web_search_tool,
+    )
+    from agentkit.tools._shell import ProcessTable, bash_tool, powershell_tool, process_tool
+
+# Every public name, by the module that defines it: imported on first use, so importing
+# `agentkit.tools` for one name does not load every module of the package.
+_EXPORTS: dict[str, str] = {
+    "CLAUDE_TOOL_NAMES": "agentkit.tools._builtin",
+    "EXTENSION_CAPABILITIES": "agentkit.tools._builtin",
+    "Effect": "agentkit.tools._base",
+    "FetchPolicy": "agentkit.tools._fetch",
+    "FetchResult": "agentkit.tools._fetch",
+    "McpConfigError": "agentkit.tools._mcp",
+    "McpServerConfig": "agentkit.tools._mcp",
+    "McpServerError": "agentkit.tools._mcp",
+    "ProcessTable": "agentkit.tools._shell",
+    "QuestionnaireCallback": "agentkit.tools._host",
+    "RHO_CAPABILITIES": "agentkit.tools._builtin",
+    "Sandbox": "agentkit.tools._sandbox",
+    "SearchBackend": "agentkit.tools._search",
+    "SearchResult": "agentkit.tools._search",
+    "Tool": "agentkit.tools._base",
+    "ToolContext": "agentkit.tools._base",
+    "ToolError": "agentkit.tools._base",
+    "ToolFunction": "agentkit.tools._base",
+    "ToolRegistry": "agentkit.tools._base",
+    "Vocabulary": "agentkit.tools._builtin",
+    "address_refusal": "agentkit.tools._fetch",
+    "agent_tool": "agentkit.tools._host",
+    "agents_tool": "agentkit.tools._host",
+    "bash_tool": "agentkit.tools._shell",
+    "builtin_tools": "agentkit.tools._builtin",
+    "command_matches": "agentkit.tools._rules",
+    "edit_tool": "agentkit.tools._files",
+    "entry_allows": "agentkit.tools._rules",
+    "entry_tool_names": "agentkit.tools._rules",
+    "fetch_tool": "agentkit.tools._fetch",
+    "fetch_url": "agentkit.tools._fetch",
+    "get_search_content_tool": "agentkit.tools._search",
+    "glob_tool": "agentkit.tools._files",
+    "grep_tool": "agentkit.tools._files",
+    "is_simple_command": "agentkit.tools._rules",
+    "list_dir_tool": "agentkit.tools._files",
+    "mcp_tool_name": "agentkit.tools._mcp",
+    "mcp_tools": "agentkit.tools._mcp",
+    "parse_mcp_servers": "agentkit.tools._mcp",
+    "parse_tool_entry": "agentkit.tools._base",
+    "path_matches": "agentkit.tools._rules",
+    "powershell_tool": "agentkit.tools._shell",
+    "process_tool": "agentkit.tools._shell",
+    "questionnaire_tool": "agentkit.tools._host",
+    "read_tool": "agentkit.tools._files",
+    "web_search_tool": "agentkit.tools._search",
+    "write_tool": "agentkit.tools._files",
+}
 
 __all__ = [
     "CLAUDE_TOOL_NAMES",
@@ -113,3 +182,16 @@ __all__ = [
     "web_search_tool",
     "write_tool",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentkit.tools' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
