@@ -479,3 +479,44 @@ async def test_openai_responses_incomplete_and_failed() -> None:
             await collect(provider.stream(_request()))
         assert info.value.retryable and "The model failed." in info.value.message
         await provider.aclose()
+
+
+REDACTED = (
+    "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpPkNRj2YfWXGmKDxH4mPnZ5sQ7"
+    "vB5URj2pLmN4Za6Tk0rzwg2eKhC1b9Dr"
+)
+
+
+@pytest.mark.anyio
+async def test_anthropic_redacted_thinking_goes_back_unchanged_and_is_never_shown() -> None:
+    from agentkit import AgentSpec, Runtime
+    from agentkit.stores import MemoryStore
+    from agentkit.tools import Tool, ToolRegistry
+
+    async def lookup(arguments: dict[str, Any], context: Any) -> str:
+        return "found"
+
+    with ReplayServer() as server:
+        provider = AnthropicProvider(api_key="sk-ant-test", base_url=server.base_url)
+        server.queue(_stream("anthropic", "redacted_thinking"))
+        server.queue(_stream("anthropic", "text"))
+        spec = AgentSpec(id="demo:redacted", tools=["lookup"])
+        tools = ToolRegistry([Tool("lookup", "Look up.", {"type": "object"}, lookup)])
+        store = MemoryStore()
+        async with Runtime(provider=provider, tools=tools, store=store) as runtime:
+            run = await runtime.start(spec, "find x")
+            outcome = await run.wait()
+        assert outcome.ok, outcome.error
+        thinking = [e async for e in run.events() if e.type == "thinking"]
+        assert [t.content for t in thinking] == ["Now the lookup."]  # nothing for the redacted
+        # The second request carries both blocks back, in order, the redacted one unchanged.
+        sent = server.requests[-1].body["messages"][1]["content"]
+        assert sent[:2] == [
+            {"type": "redacted_thinking", "data": REDACTED},
+            {"type": "thinking", "thinking": "Now the lookup.", "signature": "EqQBCgIYAhIMsig2=="},
+        ]
+        # And the stored transcript keeps it for the next turn.
+        transcript = await store.load_transcript(outcome.session_id)
+        assert isinstance(transcript[1], AssistantMessage)
+        assert transcript[1].thinking[0] == ThinkingBlock(content="", redacted=REDACTED)
+        await provider.aclose()

@@ -470,6 +470,11 @@ class _Turn:
                     emit_delta(chunk.text)
                 elif type(chunk) is ThinkingChunk:
                     produced[0] = True
+                    if chunk.redacted is not None:
+                        # Kept for the transcript only: there is nothing to show.
+                        close_thinking()
+                        thinking.append(ThinkingBlock(content="", redacted=chunk.redacted))
+                        continue
                     thinking_parts.append(chunk.text)
                     if chunk.signature is not None:
                         close_thinking(chunk.signature)

@@ -243,6 +243,9 @@ class _StreamState:
             self.blocks[index] = {"type": kind, "signature": block.signature or None}
             if block.thinking:
                 return [ThinkingChunk(block.thinking)]
+        elif kind == "redacted_thinking":
+            self.blocks[index] = {"type": kind}
+            return [ThinkingChunk("", redacted=block.data)]
         elif kind == "text":
             self.blocks[index] = {"type": kind}
             if block.text:
@@ -309,7 +312,9 @@ def to_anthropic_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:
 def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
     for thought in message.thinking:
-        if thought.signature:  # the API rejects thinking it cannot verify
+        if thought.redacted is not None:  # passed back exactly as the API sent it
+            blocks.append({"type": "redacted_thinking", "data": thought.redacted})
+        elif thought.signature:  # the API rejects thinking it cannot verify
             blocks.append(
                 {"type": "thinking", "thinking": thought.content, "signature": thought.signature}
             )

@@ -46,10 +46,16 @@ class UserMessage(_Msg):
 
 
 class ThinkingBlock(_Msg):
-    """Reasoning the model produced; `signature` is kept so providers can verify it."""
+    """Reasoning the model produced; `signature` is kept so providers can verify it.
+
+    `redacted` holds reasoning the provider returned only in encrypted form (Anthropic's
+    `redacted_thinking` `data`): nothing readable, but it must be sent back unchanged for
+    the conversation to go on; `content` is then empty.
+    """
 
     content: str
     signature: str | None = None
+    redacted: str | None = None
 
 
 class ToolCall(_Msg):
@@ -121,10 +127,12 @@ class TextChunk:
 
 @dataclass(frozen=True, slots=True)
 class ThinkingChunk:
-    """A piece of reasoning; a `signature` closes a thinking block."""
+    """A piece of reasoning; a `signature` closes a thinking block. A chunk with `redacted`
+    set is a whole block of encrypted reasoning on its own (see `ThinkingBlock`)."""
 
     text: str
     signature: str | None = None
+    redacted: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
