@@ -161,7 +161,8 @@ class ToolResult(_Event):
     type: Literal["tool_result"] = "tool_result"
     tool_use_id: str
     tool: str
-    output: Any
+    output: Any = None
+    """`None` (a tool that returned nothing) is left out of the wire form, like every null."""
     is_error: bool = False
 
 
@@ -169,7 +170,8 @@ class StructuredOutput(_Event):
     """A `submit_output` payload that passed the output schema."""
 
     type: Literal["structured_output"] = "structured_output"
-    payload: Any
+    payload: Any = None
+    """`null` (a schema may allow it) is left out of the wire form, like every null."""
 
 
 class Result(_Event):
