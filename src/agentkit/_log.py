@@ -48,6 +48,15 @@ def _event_of(item: _Item) -> AgentMessage:
     return item
 
 
+def _compact(event: AgentMessage) -> _Item:
+    try:
+        return _wire_json(event)
+    except Exception:
+        # JSON cannot hold everything a `str` can (a lone surrogate, from a file name that
+        # is not UTF-8): such an event stays as it is rather than failing the close.
+        return event
+
+
 class RunLog:
     """The events of one run, in order. Offsets are list indexes."""
 
@@ -91,7 +100,7 @@ class RunLog:
         """Mark the log complete and compact it; readers finish after draining it."""
         # A new list: readers part-way through the old one finish it as it is.
         self._events = [
-            item if isinstance(item, str | bytes) else _wire_json(item) for item in self._events
+            item if isinstance(item, str | bytes) else _compact(item) for item in self._events
         ]
         self._closed = True
         waiter = self._waiter

@@ -125,6 +125,10 @@ def _new_uuid() -> str:
     return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
 
+def _elapsed_ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
+
+
 class _Abandon(Exception):
     """Internal: the runtime block raised, so its runs are cancelled rather than awaited."""
 
@@ -242,9 +246,11 @@ class Run:
     def _end(self) -> None:
         self._ended = True
         self._task = None  # a finished run keeps its events, not its task
-        self._log.close()
-        if self._ended_signal is not None:
-            self._ended_signal.set()
+        try:
+            self._log.close()
+        finally:
+            if self._ended_signal is not None:
+                self._ended_signal.set()
 
     def _emit(self, event: AgentMessage) -> None:
         offset = self._log.append(event)
@@ -416,10 +422,13 @@ class Runtime:
             while self._runs:
                 await next(iter(self._runs.values())).wait()
         except BaseException as exc:
-            for run in list(self._runs.values()):
-                run.cancel()
             with anyio.CancelScope(shield=True):
                 while self._runs:
+                    # Again on every round: a run may start while others are being
+                    # cancelled (a tool was inside `start`), and a task group would
+                    # cancel it too.
+                    for run in list(self._runs.values()):
+                        run.cancel()
                     await next(iter(self._runs.values())).wait()
             if not isinstance(exc, _Abandon):
                 raise
@@ -688,6 +697,40 @@ class Runtime:
         interrupted: bool,
         started: float,
     ) -> None:
+        try:
+            try:
+                self._write_ending(run, request, outcome, interrupted, started)
+            except Exception as exc:
+                # A driver's malformed outcome (say, `text=None`): the run still ends, as an
+                # error, so that nobody waits for it forever.
+                _logger.exception("could not write the end of run %s", run.id)
+                error = f"the run could not be ended normally: {type(exc).__name__}: {exc}"
+                run._emit(ErrorEvent(error=error))
+                run._emit(_turn_end(run.turn_id, "error", _elapsed_ms(started)))
+                run._outcome = RunOutcome(
+                    run_id=run.id, session_id=run.session_id, status="error", error=error
+                )
+            assert run._outcome is not None
+            await self._flush(run)
+            await self.store.finish_run(run.id, run._outcome.status, time.time())
+        except Exception:
+            # The run has ended for its readers either way; a failing store must not take
+            # the runtime (and every other run) down with it.
+            _logger.exception("could not save the end of run %s", run.id)
+        finally:
+            self._active_sessions.discard(run.session_id)
+            self._runs.pop(run.id, None)
+            run._end()
+
+    def _write_ending(
+        self,
+        run: Run,
+        request: TurnRequest,
+        outcome: TurnOutcome | None,
+        interrupted: bool,
+        started: float,
+    ) -> None:
+        """Emit the run's `result` or `error` and its `turn_end`, and set its outcome."""
         if interrupted or outcome is None:
             progress = request.progress
             outcome = TurnOutcome(
@@ -699,7 +742,12 @@ class Runtime:
                     else Accounting(models=dict(request.usage))
                 ),
             )
-        accounting = self._priced(outcome.accounting)
+        try:
+            accounting = self._priced(outcome.accounting)
+        except Exception:
+            # A host's estimator that fails leaves the run unpriced, not unfinished.
+            _logger.exception("could not price run %s", run.id)
+            accounting = outcome.accounting
         status: TurnStatus
         if interrupted:
             status = "interrupted"
@@ -711,7 +759,7 @@ class Runtime:
             run._emit(_result(outcome.text, accounting))
         else:
             run._emit(ErrorEvent(error=outcome.error or "the run failed", accounting=accounting))
-        run._emit(_turn_end(run.turn_id, status, int((time.monotonic() - started) * 1000)))
+        run._emit(_turn_end(run.turn_id, status, _elapsed_ms(started)))
         run._outcome = RunOutcome(
             run_id=run.id,
             session_id=run.session_id,
@@ -721,17 +769,6 @@ class Runtime:
             error=None if status == "completed" else (outcome.error or "the run failed"),
             accounting=accounting,
         )
-        try:
-            await self._flush(run)
-            await self.store.finish_run(run.id, status, time.time())
-        except Exception:
-            # The run has ended for its readers either way; a failing store must not take
-            # the runtime (and every other run) down with it.
-            _logger.exception("could not save the end of run %s", run.id)
-        finally:
-            self._active_sessions.discard(run.session_id)
-            self._runs.pop(run.id, None)
-            run._end()
 
     async def _flush(self, run: Run) -> None:
         if run._unsaved:
