@@ -9,12 +9,10 @@ be called with an asyncio loop running (asyncio is then imported already).
 from __future__ import annotations
 
 import sys
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any
 
-__all__ = ["call_with_timeout", "create_task", "event_class", "on_asyncio"]
-
-_T = TypeVar("_T")
+__all__ = ["create_task", "event_class", "on_asyncio"]
 
 
 def on_asyncio() -> bool:
@@ -41,36 +39,3 @@ def create_task(coro: Coroutine[Any, Any, None]) -> Any:
     import asyncio
 
     return asyncio.get_running_loop().create_task(coro)
-
-
-async def call_with_timeout(awaitable: Awaitable[_T], seconds: float) -> _T:
-    """Await `awaitable`, raising `TimeoutError` if it takes longer than `seconds`.
-
-    What `asyncio.timeout` does, without its context manager: one timer that cancels this
-    task, and the same bookkeeping of the task's cancellation count, so a cancellation
-    that is not the timer's (the run being cancelled, an anyio scope) still propagates.
-    """
-    import asyncio
-
-    task = asyncio.current_task()
-    assert task is not None
-    fired = False
-
-    def expire() -> None:
-        nonlocal fired
-        fired = True
-        task.cancel()
-
-    cancelling = task.cancelling()
-    handle = asyncio.get_running_loop().call_later(seconds, expire)
-    try:
-        result = await awaitable
-    except asyncio.CancelledError:
-        if fired and task.uncancel() <= cancelling:
-            raise TimeoutError from None
-        raise
-    finally:
-        handle.cancel()
-    if fired:  # the awaitable swallowed the timer's cancellation: take it back
-        task.uncancel()
-    return result

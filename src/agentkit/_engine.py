@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 from pydantic_core import to_jsonable_python
 
-from agentkit import _aio
 from agentkit._schema import schema_violations
 from agentkit.actions import Action, ActionContext, action_tool_name
 from agentkit.events import (
@@ -611,9 +610,9 @@ class _Turn:
         try:
             if tool.timeout is None:
                 return _json_safe(await tool.function(arguments, self.tool_context)), False
-            if self.runtime._native:
-                call = tool.function(arguments, self.tool_context)
-                return _json_safe(await _aio.call_with_timeout(call, tool.timeout)), False
+            # Not a timer that cancels the task (`asyncio.timeout`'s way) on asyncio: it cancels
+            # through any shielded section the tool is in (reaping a process, say); anyio's
+            # deadline waits for the shield to end, as it does on trio.
             # anyio.fail_after without its two generator-based context managers: the scope
             # swallows only its own deadline's cancellation, so falling out of it means the
             # call timed out.
