@@ -161,3 +161,57 @@ async def test_a_driver_outcome_that_cannot_be_written_still_ends_the_run() -> N
     assert outcome.status == "error"
     kinds = [event.type async for event in run.events()]
     assert kinds[-2:] == ["error", "turn_end"]
+
+
+async def test_a_lone_surrogate_in_a_tool_output_reaches_everyone_as_u_fffd(
+    tmp_path: Path,
+) -> None:
+    from agentkit.stores import MemoryStore
+
+    _touch_latin1_name(tmp_path)
+    provider = ScriptedProvider(
+        [{"tool_calls": [{"name": "Glob", "input": {"pattern": "*.txt"}}]}, "done"]
+    )
+    store = MemoryStore()
+    async with Runtime(provider=provider, working_dir=tmp_path, store=store) as runtime:
+        run = await runtime.start(AgentSpec(id="demo:glob", tools=("Glob",)), "go")
+        outcome = await run.wait()
+    assert outcome.ok, outcome.error
+    (result,) = [e async for e in run.events() if e.type == "tool_result"]
+    assert "caf\ufffd.txt" in result.output
+    stored = [e.event for e in await store.read_events(run.id) if e.event.type == "tool_result"]
+    assert stored == [result]
+    # The model was sent the same text.
+    last = provider.requests[-1].messages[-1]
+    assert "caf\ufffd.txt" in last.content
+
+
+async def test_a_prompt_with_a_lone_surrogate_is_refused_before_anything_starts() -> None:
+    async with Runtime(provider=ScriptedProvider([])) as runtime:
+        with pytest.raises(ValueError, match="lone surrogate at position 3"):
+            await runtime.start(AgentSpec(id="demo:p"), "caf\udce9")
+        assert not runtime._runs
+
+
+async def test_a_run_that_fails_inside_the_engine_still_reports_what_it_used() -> None:
+    from agentkit.tools import Tool, ToolRegistry
+
+    class Bug(BaseException):
+        pass
+
+    async def broken(arguments: dict[str, Any], context: ToolContext) -> str:
+        raise Bug("deep inside")
+
+    tools = ToolRegistry([Tool("broken", "Breaks.", {"type": "object"}, broken)])
+    provider = ScriptedProvider(
+        [{"tool_calls": [{"name": "broken", "input": {}}], "input_tokens": 7, "output_tokens": 2}]
+    )
+    spec = AgentSpec(id="demo:bug", tools=("broken",), permission_mode="bypassPermissions")
+    with pytest.raises(BaseExceptionGroup):
+        async with Runtime(provider=provider, tools=tools) as runtime:
+            run = await runtime.start(spec, "go")
+            await run.wait()
+    assert run.outcome is not None and run.outcome.status == "error"
+    accounting = run.outcome.accounting
+    assert accounting.model_calls == 1 and accounting.tool_calls == 1
+    assert accounting.total.input_tokens == 7

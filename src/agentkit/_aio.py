@@ -1,6 +1,6 @@
 """asyncio's own primitives, for the hot paths when the event loop is asyncio's.
 
-agentkit runs on any anyio backend. anyio's portable task groups, events and deadline scopes
+agentkit runs on any anyio backend. anyio's portable task groups and events
 cost several times what asyncio's primitives cost, and a run uses a handful of them, so on
 asyncio the runtime uses these instead; on trio it uses anyio's. Everything here expects to
 be called with an asyncio loop running (asyncio is then imported already).

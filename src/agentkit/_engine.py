@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -378,12 +379,37 @@ def _checked(instance: Any, schema: dict[str, Any]) -> list[str]:
         return [f"the schema could not be applied: {type(exc).__name__}: {exc}"]
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _text_safe(text: str) -> str:
+    """`text` with each lone surrogate (what a file name that is not UTF-8 becomes in
+    Python) replaced by U+FFFD: JSON, the stores and the model APIs cannot carry them."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _LONE_SURROGATE.sub("\ufffd", text)
+    return text
+
+
+def _texts_safe(value: Any) -> Any:
+    if type(value) is str:
+        return _text_safe(value)
+    if type(value) is dict:
+        return {_text_safe(k): _texts_safe(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_texts_safe(item) for item in value]
+    return value
+
+
 def _json_safe(output: Any) -> Any:
-    """A tool's output as JSON can hold it (what it cannot encode becomes its `str`), so
-    every store keeps the same event the live readers saw."""
+    """A tool's output as JSON can hold it (what it cannot encode becomes its `str`, a lone
+    surrogate U+FFFD), so every store, and the model, get the event the live readers saw."""
     if type(output) is str:
-        return output
-    return to_jsonable_python(output, fallback=str)
+        return _text_safe(output)
+    return _texts_safe(to_jsonable_python(output, fallback=str))
 
 
 def _as_text(output: Any) -> str:
@@ -760,4 +786,10 @@ def resolve_context(
             )
             parts.append(f"<{tag}>\n{body}\n</{tag}>")
     user = "\n\n".join([*parts, prompt]) if parts else prompt
+    for what, text in (("the prompt and its context", user), ("the system prompt", system)):
+        found = None if text.isascii() else _LONE_SURROGATE.search(text)
+        if found is not None:
+            raise ValueError(
+                f"{what} is not valid Unicode text: a lone surrogate at position {found.start()}"
+            )
     return system, user

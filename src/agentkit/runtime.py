@@ -129,6 +129,13 @@ def _elapsed_ms(started: float) -> int:
     return int((time.monotonic() - started) * 1000)
 
 
+def _failed(request: TurnRequest, error: str) -> TurnOutcome:
+    """An error outcome for a turn that did not end by itself, with what it used so far."""
+    progress = request.progress
+    used = progress.accounting if progress is not None else Accounting(models=dict(request.usage))
+    return TurnOutcome(status="error", error=error, accounting=used)
+
+
 class _Abandon(Exception):
     """Internal: the runtime block raised, so its runs are cancelled rather than awaited."""
 
@@ -665,11 +672,11 @@ class Runtime:
             interrupted = True
             raise
         except Exception as exc:
-            outcome = TurnOutcome(status="error", error=f"{type(exc).__name__}: {exc}")
+            outcome = _failed(request, f"{type(exc).__name__}: {exc}")
         except BaseException as exc:
             # Not an error of the turn: something that must stop the program (or a bug).
             # The run still ends properly; then it goes to whoever owns the run's task.
-            outcome = TurnOutcome(status="error", error=f"{type(exc).__name__}: {exc}")
+            outcome = _failed(request, f"{type(exc).__name__}: {exc}")
             if self._task_group is not None or isinstance(exc, KeyboardInterrupt | SystemExit):
                 raise
             crash = exc
@@ -732,16 +739,7 @@ class Runtime:
     ) -> None:
         """Emit the run's `result` or `error` and its `turn_end`, and set its outcome."""
         if interrupted or outcome is None:
-            progress = request.progress
-            outcome = TurnOutcome(
-                status="error",
-                error="the run was interrupted",
-                accounting=(
-                    progress.accounting
-                    if progress is not None
-                    else Accounting(models=dict(request.usage))
-                ),
-            )
+            outcome = _failed(request, "the run was interrupted")
         try:
             accounting = self._priced(outcome.accounting)
         except Exception:
