@@ -351,3 +351,18 @@ async def test_a_crash_inside_a_run_ends_it_stops_the_others_and_leaves_the_runt
     for run in (crashed, waiting):
         kinds = [e.type async for e in run.events()]
         assert kinds[0] == "turn_start" and kinds[-1] == "turn_end"
+
+
+@pytest.mark.filterwarnings("error")
+async def test_a_reader_that_stops_early_leaves_nothing_to_clean_up() -> None:
+    import gc
+
+    async with Runtime(provider=ScriptedProvider([{"text": "a b c", "deltas": 3}])) as runtime:
+        run = await runtime.start(SPEC, "hi")
+        for _ in range(3):
+            async for _event in run.events():
+                break  # no aclosing() needed, on any backend
+            async for _entry in run.entries(after=1):
+                break
+        await run.wait()
+    gc.collect()  # an abandoned async generator would warn here (trio) or on loop close

@@ -17,12 +17,13 @@ walks every object they hold, again and again, as the heap grows:
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from typing import Any, cast
+from typing import Any
 
 from agentkit.events import (
     _CONTENT_ONLY,
     AgentMessage,
     TextDelta,
+    _new,
     _set_dict,
     _set_extra,
     _set_fields_set,
@@ -98,7 +99,6 @@ class RunLog:
 
     def close(self) -> None:
         """Mark the log complete and compact it; readers finish after draining it."""
-        # A new list: readers part-way through the old one finish it as it is.
         self._events = [
             item if isinstance(item, str | bytes) else _compact(item) for item in self._events
         ]
@@ -117,39 +117,57 @@ class RunLog:
             self._waiter = self._new_event()
         await self._waiter.wait()
 
-    async def events(self, after: int = -1) -> AsyncIterator[AgentMessage]:
+    def events(self, after: int = -1) -> AsyncIterator[AgentMessage]:
         """Events with offset greater than `after`: the past first, then live ones."""
-        index = max(after, -1) + 1
-        # `_text_delta`, inlined with its names bound locally: a streamed answer is mostly
-        # deltas, and this loop is what a reader of one pays per delta.
-        new, delta_class, only_content = object.__new__, TextDelta, _CONTENT_ONLY
-        set_dict, set_fields_set = _set_dict, _set_fields_set
-        set_extra, set_private = _set_extra, _set_private
-        while True:
-            events = self._events  # replaced by its compact form when the log closes
-            while index < len(events):
-                item = events[index]
-                index += 1
-                if type(item) is str:
-                    delta = new(delta_class)
-                    set_dict(delta, {"agent": None, "type": "text_delta", "content": item})
-                    set_fields_set(delta, only_content)
-                    set_extra(delta, None)
-                    set_private(delta, None)
-                    yield delta
-                elif type(item) is bytes:
-                    yield from_wire(item)
-                else:
-                    yield cast(AgentMessage, item)
-            if self._closed:
-                if events is self._events:
-                    return
-                continue  # the log closed while this reader was on the old list
-            await self._wait()
+        return _Cursor(self, after, False)
 
-    async def entries(self, after: int = -1) -> AsyncIterator[EventEntry]:
+    def entries(self, after: int = -1) -> AsyncIterator[EventEntry]:
         """Like `events`, with each event's offset."""
-        offset = max(after, -1)
-        async for event in self.events(offset):
-            offset += 1
-            yield EventEntry(offset, event)
+        return _Cursor(self, after, True)
+
+
+class _Cursor:
+    """A reader of a `RunLog`: an async iterator holding nothing but its position.
+
+    Not an async generator, on purpose: a reader that stops early (`break`, an error, a
+    cancelled task) leaves nothing to finalise, on any backend.
+    """
+
+    __slots__ = ("_entries", "_log", "_next")
+
+    def __init__(self, log: RunLog, after: int, entries: bool) -> None:
+        self._log = log
+        self._next = max(after, -1) + 1
+        self._entries = entries
+
+    def __aiter__(self) -> _Cursor:
+        return self
+
+    async def aclose(self) -> None:
+        """Nothing to release; here so `contextlib.aclosing(run.events())` works."""
+
+    async def __anext__(self) -> Any:
+        log = self._log
+        while True:
+            # Offsets are indexes of the log's list, which keeps them when it is compacted.
+            events = log._events
+            index = self._next
+            if index < len(events):
+                self._next = index + 1
+                item = events[index]
+                if type(item) is str:
+                    # `_text_delta`, inlined: a streamed answer is mostly deltas, and this
+                    # is what a reader pays per delta.
+                    event: Any = _new(TextDelta)
+                    _set_dict(event, {"agent": None, "type": "text_delta", "content": item})
+                    _set_fields_set(event, _CONTENT_ONLY)
+                    _set_extra(event, None)
+                    _set_private(event, None)
+                elif type(item) is bytes:
+                    event = from_wire(item)
+                else:
+                    event = item
+                return EventEntry(index, event) if self._entries else event
+            if log._closed:
+                raise StopAsyncIteration
+            await log._wait()

@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 import traceback
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -77,7 +77,7 @@ class RunStream:
         self._started = anyio.Event()
         self._run: Run | None = None
         self._error: BaseException | None = None
-        self._offset = -1
+        self._events: AsyncIterator[AgentMessage] | None = None
 
     async def started(self) -> Run:
         """Wait until the turn has started and return its [`Run`][agentkit.runtime.Run]
@@ -92,14 +92,9 @@ class RunStream:
         return self
 
     async def __anext__(self) -> AgentMessage:
-        run = await self.started()
-        events = run.events(after=self._offset)
-        try:
-            event = await events.__anext__()
-        finally:
-            await events.aclose()  # type: ignore[attr-defined]
-        self._offset += 1
-        return event
+        if self._events is None:
+            self._events = (await self.started()).events()
+        return await self._events.__anext__()
 
 
 class AgentRunner:
