@@ -366,3 +366,42 @@ async def test_a_reader_that_stops_early_leaves_nothing_to_clean_up() -> None:
                 break
         await run.wait()
     gc.collect()  # an abandoned async generator would warn here (trio) or on loop close
+
+
+async def test_a_crash_inside_a_run_cancels_the_body_of_the_runtime_block() -> None:
+    from agentkit.testing import FunctionProvider
+    from agentkit.tools import Tool, ToolRegistry
+
+    async def explode(arguments: dict[str, Any], context: Any) -> str:
+        raise _Crash("boom")
+
+    spec = AgentSpec(id="demo:crash", tools=["explode"], permission_mode="bypassPermissions")
+    tools = ToolRegistry([Tool("explode", "Explodes.", {"type": "object"}, explode)])
+    provider = FunctionProvider(lambda request: {"tool_calls": [{"name": "explode"}]})
+    reached = False
+    with anyio.fail_after(5), pytest.raises(BaseExceptionGroup) as caught:
+        async with Runtime(provider=provider, tools=tools) as runtime:
+            await runtime.start(spec, "go")
+            await anyio.sleep_forever()  # cancelled by the crash, as in a task group
+            reached = True
+    assert not reached
+    assert caught.value.subgroup(_Crash) is not None
+    assert caught.value.subgroup(anyio.get_cancelled_exc_class()) is None
+
+
+async def test_leaving_normally_after_a_crash_still_raises_it() -> None:
+    from agentkit.testing import FunctionProvider
+    from agentkit.tools import Tool, ToolRegistry
+
+    async def explode(arguments: dict[str, Any], context: Any) -> str:
+        raise _Crash("boom")
+
+    spec = AgentSpec(id="demo:crash", tools=["explode"], permission_mode="bypassPermissions")
+    tools = ToolRegistry([Tool("explode", "Explodes.", {"type": "object"}, explode)])
+    provider = FunctionProvider(lambda request: {"tool_calls": [{"name": "explode"}]})
+    with pytest.raises(BaseExceptionGroup) as caught:
+        async with Runtime(provider=provider, tools=tools) as runtime:
+            run = await runtime.start(spec, "go")
+            with anyio.CancelScope(shield=True):
+                await run.wait()  # the body is shielded: it ends normally
+    assert caught.value.subgroup(_Crash) is not None

@@ -346,6 +346,7 @@ class Runtime:
         self._running = False
         self._native = False
         self._crashes: list[BaseException] = []
+        self._host_scope: anyio.CancelScope | None = None
         self._active_sessions: set[str] = set()
         self._runs: dict[str, Run] = {}
         # What each spec is offered, for the engine (see agentkit._engine._offers).
@@ -381,7 +382,11 @@ class Runtime:
                 registry.add(tool)
             self._tools = registry
         self._native = _aio.on_asyncio()
-        if not self._native:
+        if self._native:
+            # What a task group gives its body: a scope a crashing run can cancel.
+            self._host_scope = anyio.CancelScope()
+            self._host_scope.__enter__()
+        else:
             self._task_group = anyio.create_task_group()
             await self._task_group.__aenter__()
         self._running = True
@@ -396,8 +401,7 @@ class Runtime:
         assert self._running
         try:
             if self._task_group is None:
-                await self._close_native_runs(exc is not None)
-                return None
+                return await self._exit_native(exc)
             if exc is not None:
                 # The host's own exception propagates as it is (not wrapped in a group);
                 # the runs are cancelled and still end with `turn_end` (interrupted).
@@ -420,6 +424,27 @@ class Runtime:
                 with anyio.CancelScope(shield=True):
                     await self.store.aclose()
 
+    async def _exit_native(self, exc: BaseException | None) -> bool | None:
+        """Leave the runtime on asyncio as a task group is left: wait for (or cancel) the
+        runs, leave the host's scope, and raise what crashed inside runs as a group."""
+        scope, self._host_scope = self._host_scope, None
+        assert scope is not None
+        raised = exc
+        try:
+            await self._close_native_runs(exc is not None)
+        except BaseException as error:
+            raised = error
+        if raised is None:
+            scope.__exit__(None, None, None)
+        elif scope.__exit__(type(raised), raised, raised.__traceback__):
+            raised = None  # the scope's own cancellation: a crash cancelled the body
+        crashes, self._crashes = self._crashes, []
+        if crashes:
+            raise BaseExceptionGroup("runs failed inside the runtime", crashes)
+        if raised is not None and raised is not exc:
+            raise raised
+        return True if exc is not None and raised is None else None
+
     async def _close_native_runs(self, cancel: bool) -> None:
         """Leave the runtime on asyncio: wait for the runs still going (cancel them first when
         the block raised, or when the wait itself is cancelled), like a task group."""
@@ -439,9 +464,6 @@ class Runtime:
                     await next(iter(self._runs.values())).wait()
             if not isinstance(exc, _Abandon):
                 raise
-        if self._crashes:
-            crashes, self._crashes = self._crashes, []
-            raise BaseExceptionGroup("runs failed inside the runtime", crashes)
 
     # --- agents -----------------------------------------------------------------------
 
@@ -690,11 +712,14 @@ class Runtime:
                 with anyio.CancelScope(shield=True):
                     await self._finish(run, request, outcome, interrupted, started)
         if crash is not None:
-            # What a task group does with a crashed child: the other runs are cancelled
-            # and the runtime raises the crash when it closes.
+            # What a task group does with a crashed child: the other runs and the body of
+            # `async with Runtime` are cancelled, and the runtime raises the crash when it
+            # closes.
             self._crashes.append(crash)
             for other in list(self._runs.values()):
                 other.cancel()
+            if self._host_scope is not None:
+                self._host_scope.cancel()
 
     async def _finish(
         self,
