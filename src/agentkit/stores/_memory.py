@@ -24,7 +24,6 @@ from agentkit.stores._base import (
     StoreError,
 )
 from agentkit.stores._codec import (
-    check_offsets,
     dump_metadata,
     event_json,
     load_event,
@@ -133,8 +132,16 @@ class MemoryStore:
 
     async def append_events(self, run_id: str, entries: Sequence[EventEntry]) -> None:
         log = self._events.setdefault(run_id, [])
-        check_offsets(run_id, log[-1][0] if log else -1, entries)
-        log.extend([(entry.offset, event_json(entry.event)) for entry in entries])
+        last = log[-1][0] if log else -1
+        rows = []
+        # `check_offsets` and `event_json` in one pass: this runs after every model call.
+        for entry in entries:
+            offset = entry.offset
+            if offset <= last:
+                raise ValueError(f"offset {offset} does not follow {last} in run {run_id}")
+            last = offset
+            rows.append((offset, event_json(entry.event)))
+        log.extend(rows)  # all or nothing: a bad offset leaves the log as it was
 
     async def read_events(self, run_id: str, after: int = -1) -> list[EventEntry]:
         return [
