@@ -591,7 +591,7 @@ class _Turn:
                     depth=self.req.depth,
                 ),
             )
-            payload = result.model_dump(exclude_none=True)
+            payload = _texts_safe(result.model_dump(exclude_none=True))
             return payload, result.status == "error"
         return await self.summon(arguments)
 
@@ -648,9 +648,9 @@ class _Turn:
         except TimeoutError:
             return f"{tool.name} timed out after {tool.timeout:g} seconds", True
         except ToolError as exc:
-            return str(exc), True
+            return _text_safe(str(exc)), True
         except Exception as exc:
-            return f"{tool.name} failed: {type(exc).__name__}: {exc}", True
+            return _text_safe(f"{tool.name} failed: {type(exc).__name__}: {exc}"), True
 
     def submit(self, arguments: dict[str, Any]) -> tuple[Any, bool]:
         spec = self.req.spec
@@ -677,7 +677,7 @@ class _Turn:
             depth=self.req.depth + 1,
             working_dir=self.req.working_dir,
         )
-        payload = result.model_dump(exclude_none=True)
+        payload = _texts_safe(result.model_dump(exclude_none=True))
         return payload, result.status == "error"
 
 

@@ -51,6 +51,7 @@ from agentkit._engine import (
     RetryPolicy,
     TurnOutcome,
     TurnRequest,
+    _text_safe,
     resolve_context,
     run_engine_turn,
 )
@@ -133,7 +134,8 @@ def _failed(request: TurnRequest, error: str) -> TurnOutcome:
     """An error outcome for a turn that did not end by itself, with what it used so far."""
     progress = request.progress
     used = progress.accounting if progress is not None else Accounting(models=dict(request.usage))
-    return TurnOutcome(status="error", error=error, accounting=used)
+    # An exception's message may hold a lone surrogate (a file name that is not UTF-8).
+    return TurnOutcome(status="error", error=_text_safe(error), accounting=used)
 
 
 class _Abandon(Exception):
@@ -778,10 +780,11 @@ class Runtime:
             status = "completed"
         else:
             status = "error"
-        if status == "completed":
+        error = None if status == "completed" else _text_safe(outcome.error or "the run failed")
+        if error is None:
             run._emit(_result(outcome.text, accounting))
         else:
-            run._emit(ErrorEvent(error=outcome.error or "the run failed", accounting=accounting))
+            run._emit(ErrorEvent(error=error, accounting=accounting))
         run._emit(_turn_end(run.turn_id, status, _elapsed_ms(started)))
         run._outcome = RunOutcome(
             run_id=run.id,
@@ -789,7 +792,7 @@ class Runtime:
             status=status,
             text=outcome.text if status == "completed" else "",
             payload=outcome.payload,
-            error=None if status == "completed" else (outcome.error or "the run failed"),
+            error=error,
             accounting=accounting,
         )
 
