@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-__all__ = ["create_task", "event_class", "on_asyncio"]
+__all__ = ["create_task", "current_task", "event_class", "on_asyncio"]
 
 
 def on_asyncio() -> bool:
@@ -39,3 +39,10 @@ def create_task(coro: Coroutine[Any, Any, None]) -> Any:
     import asyncio
 
     return asyncio.get_running_loop().create_task(coro)
+
+
+def current_task() -> Any:
+    """The running asyncio task."""
+    import asyncio
+
+    return asyncio.current_task()

@@ -349,6 +349,7 @@ class Runtime:
         self._native = False
         self._crashes: list[BaseException] = []
         self._host_scope: anyio.CancelScope | None = None
+        self._host_task: Any = None
         self._active_sessions: set[str] = set()
         self._runs: dict[str, Run] = {}
         # What each spec is offered, for the engine (see agentkit._engine._offers).
@@ -388,6 +389,7 @@ class Runtime:
             # What a task group gives its body: a scope a crashing run can cancel.
             self._host_scope = anyio.CancelScope()
             self._host_scope.__enter__()
+            self._host_task = _aio.current_task()
         else:
             self._task_group = anyio.create_task_group()
             await self._task_group.__aenter__()
@@ -430,13 +432,20 @@ class Runtime:
         """Leave the runtime on asyncio as a task group is left: wait for (or cancel) the
         runs, leave the host's scope, and raise what crashed inside runs as a group."""
         scope, self._host_scope = self._host_scope, None
+        host, self._host_task = self._host_task, None
         assert scope is not None
         raised = exc
         try:
             await self._close_native_runs(exc is not None)
         except BaseException as error:
             raised = error
-        if raised is None:
+        if _aio.current_task() is not host:
+            # Left from another task than the one that entered it (a pytest-asyncio
+            # fixture's setup and teardown, say): a task group could not be, but a runtime
+            # on asyncio always could. The scope belongs to that task and cannot be left
+            # from here; it has cancelled nothing in this one.
+            pass
+        elif raised is None:
             scope.__exit__(None, None, None)
         elif scope.__exit__(type(raised), raised, raised.__traceback__):
             raised = None  # the scope's own cancellation: a crash cancelled the body
