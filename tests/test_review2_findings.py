@@ -3,6 +3,7 @@ host scope, lazy packages)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -127,3 +128,40 @@ def test_mypy_still_sees_a_misspelt_name_imported_from_a_lazy_package(tmp_path: 
     )
     for name in ("Runtme", "Tol", "Provder", "MemoryStor"):
         assert f'has no attribute "{name}"' in found.stdout, found.stdout
+
+
+_ESCAPED = json.loads('"caf\\udce9.txt"')  # what a model's JSON escape "\udce9" parses to
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        {"tool_calls": [{"name": "t", "input": {"path": _ESCAPED}}]},
+        {"tool_calls": [{"name": _ESCAPED, "input": {}}]},
+        {"text": _ESCAPED},
+        {"thinking": _ESCAPED, "text": "x"},
+    ],
+)
+async def test_a_lone_surrogate_from_the_model_does_not_lose_the_run(
+    tmp_path: Path, response: dict[str, Any]
+) -> None:
+    async def echo(arguments: dict[str, Any], context: ToolContext) -> str:
+        return str(arguments)
+
+    tools = ToolRegistry([Tool("t", "A tool.", {"type": "object"}, echo)])
+    provider = ScriptedProvider([response, "done"])
+    outcome, live, _ = await _run_and_read(tmp_path, SPEC, provider, tools=tools)
+    assert outcome.ok, outcome.error  # was: PydanticSerializationError, nothing stored
+    assert "caf\ufffd.txt" in str(live)
+
+
+async def test_a_lone_surrogate_in_a_structured_output_does_not_lose_the_run(
+    tmp_path: Path,
+) -> None:
+    spec = AgentSpec(id="demo:r2", output_schema={"type": "object"})
+    provider = ScriptedProvider(
+        [{"tool_calls": [{"name": "submit_output", "input": {"f": _ESCAPED}}]}]
+    )
+    outcome, _, _ = await _run_and_read(tmp_path, spec, provider)
+    assert outcome.ok, outcome.error
+    assert outcome.payload == {"f": "caf\ufffd.txt"}

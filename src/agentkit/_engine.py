@@ -412,6 +412,18 @@ def _json_safe(output: Any) -> Any:
     return _texts_safe(to_jsonable_python(output, fallback=str))
 
 
+def _call_safe(call: ToolCall) -> ToolCall:
+    """`call` with any lone surrogate in its name or arguments replaced by U+FFFD: a model
+    copying a file name it was shown as a `repr` (`'caf\\udce9'`) sends one as a JSON
+    escape, and the `tool_use` event and the transcript could then not be stored."""
+    arguments = call.arguments
+    safe = _texts_safe(arguments)
+    name = _text_safe(call.name)
+    if safe == arguments and name == call.name:
+        return call
+    return call.model_copy(update={"arguments": safe, "name": name})
+
+
 def _as_text(output: Any) -> str:
     if isinstance(output, str):
         return output
@@ -475,7 +487,8 @@ class _Turn:
 
         def close_thinking(signature: str | None = None) -> None:
             if thinking_parts or signature:
-                block = ThinkingBlock(content="".join(thinking_parts), signature=signature)
+                content = _text_safe("".join(thinking_parts))
+                block = ThinkingBlock(content=content, signature=signature)
                 thinking.append(block)
                 thinking_parts.clear()
                 emit(Thinking(content=block.content, signature=signature))
@@ -507,7 +520,7 @@ class _Turn:
                     if thinking_parts:
                         close_thinking()
                     produced[0] = True
-                    calls.append(chunk.call)
+                    calls.append(_call_safe(chunk.call))
                 elif type(chunk) is Usage:
                     current = usage.get(chunk.model, ModelUsage())
                     usage[chunk.model] = current + ModelUsage(
@@ -529,7 +542,9 @@ class _Turn:
                 with anyio.CancelScope(shield=True):
                     await aclose()
         close_thinking()
-        return _assistant_message(tuple(thinking), "".join(text_parts), tuple(calls))
+        # The deltas went out as they came; what is kept (event, transcript) must encode.
+        text = _text_safe("".join(text_parts))
+        return _assistant_message(tuple(thinking), text, tuple(calls))
 
     # --- tool calls -------------------------------------------------------------------
 
@@ -542,7 +557,7 @@ class _Turn:
             return f"tool {call.name!r} is not available to this agent (available: {names})", True
         if isinstance(call.arguments, str):
             try:
-                arguments = json.loads(call.arguments)
+                arguments = _texts_safe(json.loads(call.arguments))  # "\udce9" parses
             except ValueError as exc:
                 return f"the arguments are not valid JSON: {exc}", True
             if not isinstance(arguments, dict):
