@@ -395,12 +395,19 @@ def _text_safe(text: str) -> str:
 
 
 def _texts_safe(value: Any) -> Any:
+    """`_text_safe` through JSON-like data; `value` itself when nothing needed replacing."""
     if type(value) is str:
         return _text_safe(value)
     if type(value) is dict:
-        return {_text_safe(k): _texts_safe(v) for k, v in value.items()}
+        for key, item in value.items():
+            if _texts_safe(key) is not key or _texts_safe(item) is not item:
+                return {_texts_safe(k): _texts_safe(v) for k, v in value.items()}
+        return value
     if type(value) is list:
-        return [_texts_safe(item) for item in value]
+        for item in value:
+            if _texts_safe(item) is not item:
+                return [_texts_safe(i) for i in value]
+        return value
     return value
 
 
@@ -419,7 +426,7 @@ def _call_safe(call: ToolCall) -> ToolCall:
     arguments = call.arguments
     safe = _texts_safe(arguments)
     name = _text_safe(call.name)
-    if safe == arguments and name == call.name:
+    if safe is arguments and name is call.name:
         return call
     return call.model_copy(update={"arguments": safe, "name": name})
 
