@@ -9,9 +9,9 @@ The log is kept compact, because a process may hold many runs and the garbage co
 walks every object they hold, again and again, as the heap grows:
 
 - a text delta is kept as its bare string, and becomes a `TextDelta` as a reader reaches it;
-- when the run ends, every other event is turned into its wire JSON, and a reader of the
-  finished log gets each event parsed anew (equal to the one the run emitted, not the same
-  object).
+- every other event is turned into its wire JSON once it is saved (the store gets the
+  same bytes, so the event is encoded once) or when the run ends, and a reader gets such
+  an event parsed anew (equal to the one the run emitted, not the same object).
 """
 
 from __future__ import annotations
@@ -96,6 +96,29 @@ class RunLog:
         if waiter is not None:
             self._waiter = None
             waiter.set()
+
+    def saved(self, offsets: list[int]) -> list[EventEntry]:
+        """Entries for the store of the events at `offsets` (no text deltas), each with its
+        wire JSON, which the log keeps from now on instead of the event: encoded once, for
+        both. An event that cannot be encoded stays as it is, and its entry has no wire."""
+        events = self._events
+        entries = []
+        for offset in offsets:
+            item = events[offset]
+            if type(item) is bytes:  # saved before (a store that failed, retried)
+                entries.append(EventEntry(offset, from_wire(item), item))
+                continue
+            event: Any = item
+            try:
+                wire = type(event).__pydantic_serializer__.to_json(
+                    event, by_alias=True, exclude_none=True
+                )
+            except Exception:  # a lone surrogate, say: see `_compact`
+                entries.append(EventEntry(offset, event))
+                continue
+            events[offset] = wire
+            entries.append(EventEntry(offset, event, wire))
+        return entries
 
     def close(self) -> None:
         """Mark the log complete and compact it; readers finish after draining it."""

@@ -209,7 +209,7 @@ class Run:
         self._scope: anyio.CancelScope | None = None
         self._task: Any = None  # the asyncio task running it (kept alive), on asyncio
         self._outcome: RunOutcome | None = None
-        self._unsaved: list[EventEntry] = []
+        self._unsaved: list[int] = []  # offsets of events not yet in the store
 
     def __repr__(self) -> str:
         return f"<Run {self.id} agent={self.spec.id} done={self.done}>"
@@ -264,7 +264,7 @@ class Run:
     def _emit(self, event: AgentMessage) -> None:
         offset = self._log.append(event)
         if type(event) is not TextDelta:
-            self._unsaved.append(EventEntry(offset, event))
+            self._unsaved.append(offset)
 
 
 class Runtime:
@@ -808,8 +808,11 @@ class Runtime:
     async def _flush(self, run: Run) -> None:
         if run._unsaved:
             batch, run._unsaved = run._unsaved, []
+            # Each event is encoded once: the log keeps the bytes from now on, and the
+            # store gets them with the event.
+            entries = run._log.saved(batch)
             try:
-                await self.store.append_events(run.id, batch)
+                await self.store.append_events(run.id, entries)
             except BaseException:
                 run._unsaved[:0] = batch  # kept for the next attempt, in order
                 raise

@@ -62,10 +62,16 @@ class RunRecord:
 @dataclass(frozen=True, slots=True)
 class EventEntry:
     """An event at its offset in a run's log. Offsets count every event the run produced,
-    `text_delta` included, so stored offsets keep gaps where deltas were."""
+    `text_delta` included, so stored offsets keep gaps where deltas were.
+
+    `wire` is the event's wire form as UTF-8 JSON when the writer has it already (the
+    runtime does): a store may keep it instead of encoding the event again. It takes no
+    part in equality.
+    """
 
     offset: int
     event: AgentMessage
+    wire: bytes | None = field(default=None, compare=False, repr=False)
 
 
 @runtime_checkable

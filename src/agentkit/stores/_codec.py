@@ -18,6 +18,7 @@ __all__ = [
     "dump_event",
     "dump_message",
     "dump_metadata",
+    "entry_json",
     "event_json",
     "events_from_rows",
     "load_event",
@@ -40,9 +41,15 @@ def event_json(event: AgentMessage) -> bytes:
     return _wire_json(event)
 
 
+def entry_json(entry: EventEntry) -> bytes:
+    """The entry's event as wire JSON: the writer's own encoding when it gave one."""
+    wire = entry.wire
+    return wire if wire is not None else _wire_json(entry.event)
+
+
 def dump_event(entry: EventEntry) -> str:
     """The event's wire form as JSON text."""
-    return event_json(entry.event).decode()
+    return entry_json(entry).decode()
 
 
 def message_json(message: Message) -> bytes:

@@ -134,13 +134,14 @@ class MemoryStore:
         log = self._events.setdefault(run_id, [])
         last = log[-1][0] if log else -1
         rows = []
-        # `check_offsets` and `event_json` in one pass: this runs after every model call.
+        # `check_offsets` and `entry_json` in one pass: this runs after every model call.
         for entry in entries:
             offset = entry.offset
             if offset <= last:
                 raise ValueError(f"offset {offset} does not follow {last} in run {run_id}")
             last = offset
-            rows.append((offset, event_json(entry.event)))
+            wire = entry.wire
+            rows.append((offset, wire if wire is not None else event_json(entry.event)))
         log.extend(rows)  # all or nothing: a bad offset leaves the log as it was
 
     async def read_events(self, run_id: str, after: int = -1) -> list[EventEntry]:

@@ -30,6 +30,7 @@ This module does not import pytest, so importing it costs nothing outside tests.
 from __future__ import annotations
 
 import inspect
+import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -451,6 +452,28 @@ async def check_stored_values_are_copies(store: Store) -> None:
         (entry,) = await store.read_events("r1")
         assert isinstance(entry.event, ToolUse) and entry.event.input == {"pattern": "*.py"}
         entry.event.input["pattern"] = "changed by a reader"
+
+
+@_check
+async def check_events_with_their_wire_form(store: Store) -> None:
+    """An entry may carry its event's wire JSON (`EventEntry.wire`, as the runtime's do): it
+    reads back the same as one without."""
+    from agentkit.events import to_wire
+
+    await store.create_session("s1", "app:agent")
+    await store.create_run(_run("r1", "s1"))
+    entries = [
+        EventEntry(
+            i,
+            event,
+            json.dumps(to_wire(event), ensure_ascii=False).encode() if i % 2 else None,
+        )
+        for i, event in enumerate(_SAMPLE_EVENTS)
+    ]
+    await store.append_events("r1", entries)
+    loaded = await store.read_events("r1")
+    assert loaded == entries
+    assert [e.event for e in loaded] == list(_SAMPLE_EVENTS)
 
 
 @_check
