@@ -11,8 +11,9 @@ when a provider is built.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agentkit._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from agentkit.providers._anthropic import THINKING_BUDGETS, AnthropicProvider
@@ -142,15 +143,4 @@ __all__ = [
 # Hidden from type checkers: a module `__getattr__` would make every misspelt name
 # imported from this package type as `Any` instead of an error.
 if not TYPE_CHECKING:
-
-    def __getattr__(name: str) -> Any:
-        module = _EXPORTS.get(name)
-        if module is None:
-            raise AttributeError(f"module 'agentkit.providers' has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
-        globals()[name] = value
-        return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)

@@ -7,8 +7,9 @@ process; `SQLiteStore` is the embedded default (a file path, or `:memory:`);
 first use, so importing this package stays cheap.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agentkit._lazy import lazy_exports
 from agentkit.stores._base import (
     EventEntry,
     RunRecord,
@@ -51,17 +52,4 @@ _LAZY = {
 # Hidden from type checkers: a module `__getattr__` would make every misspelt name
 # imported from this package type as `Any` instead of an error.
 if not TYPE_CHECKING:
-
-    def __getattr__(name: str) -> Any:
-        module = _LAZY.get(name)
-        if module is None:
-            raise AttributeError(f"module 'agentkit.stores' has no attribute {name!r}")
-        import importlib
-
-        value = getattr(importlib.import_module(module), name)
-        globals()[name] = value
-        return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+    __getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)
