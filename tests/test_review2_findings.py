@@ -161,3 +161,14 @@ async def test_a_lone_surrogate_in_a_structured_output_does_not_lose_the_run(
     outcome, _, _ = await _run_and_read(tmp_path, spec, provider)
     assert outcome.ok, outcome.error
     assert outcome.payload == {"f": "caf\ufffd.txt"}
+
+
+async def test_a_lone_surrogate_in_streamed_text_is_replaced_in_every_delta() -> None:
+    provider = ScriptedProvider([{"text": "caf\udce9 au lait", "deltas": 3}])
+    async with Runtime(provider=provider) as runtime:
+        run = await runtime.start(AgentSpec(id="demo:r2"), "go")
+        live = [event async for event in run.events()]
+        outcome = await run.wait()
+    deltas = "".join(e.content for e in live if e.type == "text_delta")
+    assert deltas == "caf\ufffd au lait" == outcome.text
+    assert all(e.content.encode() for e in live if e.type == "text_delta")

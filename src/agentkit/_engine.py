@@ -511,8 +511,11 @@ class _Turn:
                     if thinking_parts:
                         close_thinking()
                     produced[0] = True
-                    add_text(chunk.text)
-                    emit_delta(chunk.text)
+                    text = chunk.text
+                    if not text.isascii():  # a lone surrogate would break every consumer
+                        text = _text_safe(text)
+                    add_text(text)
+                    emit_delta(text)
                 elif type(chunk) is ThinkingChunk:
                     produced[0] = True
                     if chunk.redacted is not None:
@@ -549,9 +552,7 @@ class _Turn:
                 with anyio.CancelScope(shield=True):
                     await aclose()
         close_thinking()
-        # The deltas went out as they came; what is kept (event, transcript) must encode.
-        text = _text_safe("".join(text_parts))
-        return _assistant_message(tuple(thinking), text, tuple(calls))
+        return _assistant_message(tuple(thinking), "".join(text_parts), tuple(calls))
 
     # --- tool calls -------------------------------------------------------------------
 
