@@ -368,20 +368,27 @@ async def test_a_reader_that_stops_early_leaves_nothing_to_clean_up() -> None:
     gc.collect()  # an abandoned async generator would warn here (trio) or on loop close
 
 
-async def test_a_crash_inside_a_run_cancels_the_body_of_the_runtime_block() -> None:
+CRASHING = AgentSpec(id="demo:crash", tools=["explode"], permission_mode="bypassPermissions")
+
+
+def _crashing_runtime() -> Runtime:
+    """A runtime whose every model call asks for `explode`, a tool that crashes."""
     from agentkit.testing import FunctionProvider
     from agentkit.tools import Tool, ToolRegistry
 
     async def explode(arguments: dict[str, Any], context: Any) -> str:
         raise _Crash("boom")
 
-    spec = AgentSpec(id="demo:crash", tools=["explode"], permission_mode="bypassPermissions")
     tools = ToolRegistry([Tool("explode", "Explodes.", {"type": "object"}, explode)])
     provider = FunctionProvider(lambda request: {"tool_calls": [{"name": "explode"}]})
+    return Runtime(provider=provider, tools=tools)
+
+
+async def test_a_crash_inside_a_run_cancels_the_body_of_the_runtime_block() -> None:
     reached = False
     with anyio.fail_after(5), pytest.raises(BaseExceptionGroup) as caught:
-        async with Runtime(provider=provider, tools=tools) as runtime:
-            await runtime.start(spec, "go")
+        async with _crashing_runtime() as runtime:
+            await runtime.start(CRASHING, "go")
             await anyio.sleep_forever()  # cancelled by the crash, as in a task group
             reached = True
     assert not reached
@@ -390,18 +397,9 @@ async def test_a_crash_inside_a_run_cancels_the_body_of_the_runtime_block() -> N
 
 
 async def test_leaving_normally_after_a_crash_still_raises_it() -> None:
-    from agentkit.testing import FunctionProvider
-    from agentkit.tools import Tool, ToolRegistry
-
-    async def explode(arguments: dict[str, Any], context: Any) -> str:
-        raise _Crash("boom")
-
-    spec = AgentSpec(id="demo:crash", tools=["explode"], permission_mode="bypassPermissions")
-    tools = ToolRegistry([Tool("explode", "Explodes.", {"type": "object"}, explode)])
-    provider = FunctionProvider(lambda request: {"tool_calls": [{"name": "explode"}]})
     with pytest.raises(BaseExceptionGroup) as caught:
-        async with Runtime(provider=provider, tools=tools) as runtime:
-            run = await runtime.start(spec, "go")
+        async with _crashing_runtime() as runtime:
+            run = await runtime.start(CRASHING, "go")
             with anyio.CancelScope(shield=True):
                 await run.wait()  # the body is shielded: it ends normally
     assert caught.value.subgroup(_Crash) is not None
