@@ -100,10 +100,10 @@ async def test_a_tool_timeout_respects_a_shielded_section() -> None:
 
 
 class _SlowCreateRun(MemoryStore):
-    async def create_run(self, run: RunRecord) -> None:
+    async def create_run(self, run: RunRecord, events: Any = ()) -> None:
         with anyio.CancelScope(shield=True):  # a store call in a worker thread
             await anyio.sleep(0.1)
-        await super().create_run(run)
+        await super().create_run(run, events)
 
 
 async def test_a_run_started_while_the_runtime_cancels_its_runs_is_cancelled_too() -> None:

@@ -199,18 +199,54 @@ async def test_stream_helper_yields_the_events() -> None:
     assert kinds[0] == "turn_start" and kinds[-1] == "turn_end" and "result" in kinds
 
 
-async def test_a_failing_store_does_not_take_the_runtime_down() -> None:
+async def test_a_failing_store_does_not_take_the_runtime_down(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr("agentkit.runtime._ENDING_RETRY_DELAY", 0.001)
+
     class Failing(MemoryStore):
-        async def finish_run(self, run_id: str, status: Any, finished_at: float) -> None:
+        async def finish_run(self, run_id: str, status: Any, finished_at: float, **_: Any) -> bool:
             raise OSError("disk full")
 
-    async with Runtime(provider=ScriptedProvider(["one", "two"]), store=Failing()) as runtime:
+    store = Failing()
+    async with Runtime(provider=ScriptedProvider(["one", "two"]), store=store) as runtime:
         first = await runtime.start(SPEC, "hi")
         second = await runtime.start(SPEC, "hi")
         assert (await first.wait()).ok and (await second.wait()).ok
+    # Said in one line each, without a traceback; the runs stay `running` in the store
+    # until their lease expires and a sweep ends them.
+    errors = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 2 and all(r.exc_info is None for r in errors)
+    assert "disk full" in errors[0].getMessage()
+    record = await store.get_run(first.id)
+    assert record is not None and record.status == "running"
+
+
+async def test_the_end_of_a_run_is_retried_while_the_store_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("agentkit.runtime._ENDING_RETRY_DELAY", 0.001)
+
+    class Flaky(MemoryStore):
+        failures = 3
+
+        async def finish_run(self, run_id: str, *args: Any, **kwargs: Any) -> bool:
+            if self.failures:
+                self.failures -= 1
+                raise OSError("disk full, for now")
+            return await super().finish_run(run_id, *args, **kwargs)
+
+    store = Flaky()
+    async with Runtime(provider=ScriptedProvider(["one", "two"]), store=store) as runtime:
+        first = await runtime.start(SPEC, "hi")
+        assert (await first.wait()).ok
+        record = await store.get_run(first.id)
+        assert record is not None and record.status == "completed"
+        events = await store.read_events(first.id)
+        assert [e.event.type for e in events][-2:] == ["result", "turn_end"]
         # the session is free again
-        third = await runtime.start(SPEC, "again", session_id=first.session_id)
-        await third.wait()
+        again = await runtime.start(SPEC, "again", session_id=first.session_id)
+        assert (await again.wait()).ok
 
 
 async def test_offsets_below_minus_one_replay_once() -> None:

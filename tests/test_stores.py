@@ -213,7 +213,8 @@ async def test_sqlite_file_is_wal_with_schema_version(tmp_path: Path) -> None:
     conn = sqlite3.connect(path)
     try:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        assert conn.execute("SELECT version FROM agentkit_schema_version").fetchall() == [(1,)]
+        versions = conn.execute("SELECT version FROM agentkit_schema_version").fetchall()
+        assert versions == [(1,), (2,)]
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         assert {"agentkit_sessions", "agentkit_transcript", "agentkit_runs"} <= tables
         assert "agentkit_events" in tables

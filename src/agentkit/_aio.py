@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-__all__ = ["create_task", "current_task", "event_class", "on_asyncio"]
+__all__ = ["cancel_and_wait", "create_task", "current_task", "event_class", "on_asyncio"]
 
 
 def on_asyncio() -> bool:
@@ -46,3 +46,11 @@ def current_task() -> Any:
     import asyncio
 
     return asyncio.current_task()
+
+
+async def cancel_and_wait(task: Any) -> None:
+    """Cancel an asyncio task and wait until it has ended (without raising its outcome)."""
+    import asyncio
+
+    task.cancel()
+    await asyncio.wait({task})

@@ -55,6 +55,12 @@ from agentkit._engine import (
     resolve_context,
     run_engine_turn,
 )
+from agentkit._lease import (
+    DEFAULT_HEARTBEAT_INTERVAL,
+    DEFAULT_LEASE_DURATION,
+    LeaseKeeper,
+    end_expired_runs,
+)
 from agentkit._log import RunLog
 from agentkit.actions import ActionContext, ActionRegistry, ActionResult
 from agentkit.events import (
@@ -69,7 +75,7 @@ from agentkit.events import (
     _turn_start,
 )
 from agentkit.permissions import PermissionHandler
-from agentkit.providers._base import Message, Provider
+from agentkit.providers._base import Provider
 from agentkit.providers._registry import (
     NO_PROVIDER_HELP,
     NoProviderError,
@@ -80,6 +86,7 @@ from agentkit.spec import AgentSpec
 from agentkit.stores._base import (
     EventEntry,
     RunRecord,
+    SessionBusyError,
     SessionNotFoundError,
     SessionRecord,
     Store,
@@ -110,6 +117,10 @@ CostEstimator = Callable[[str, Any], float | None]
 _logger = logging.getLogger("agentkit.runtime")
 
 SUMMON_ACTION = "system:summon"
+
+_ENDING_ATTEMPTS = 5
+_ENDING_RETRY_DELAY = 0.1
+"""Recording a run's end is tried 5 times, 0.1, 0.3, 0.9 and 2.7 s apart."""
 
 PRICED_PROVIDERS = frozenset({"anthropic", "openai", "local"})
 """Providers whose runs are priced by default (through genai-prices, the `prices` extra)."""
@@ -144,10 +155,6 @@ class _Abandon(Exception):
 
 class AgentNotFoundError(LookupError):
     """No agent with this canonical id is registered with the runtime."""
-
-
-class SessionBusyError(RuntimeError):
-    """The session already has a run going; one run at a time per session."""
 
 
 @dataclass(frozen=True)
@@ -266,6 +273,16 @@ class Run:
         if type(event) is not TextDelta:
             self._unsaved.append(offset)
 
+    def _take_unsaved(self) -> list[EventEntry]:
+        """Entries for the store of the events not saved yet; each event is encoded once:
+        the log keeps the bytes from now on, and the store gets them with the event. A
+        caller whose store write fails puts them back with `_put_back`."""
+        batch, self._unsaved = self._unsaved, []
+        return self._log.saved(batch)
+
+    def _put_back(self, entries: list[EventEntry]) -> None:
+        self._unsaved[:0] = [entry.offset for entry in entries]
+
 
 class Runtime:
     """Owns runs: provider, store, tools, actions, agents and the task group runs live in.
@@ -298,6 +315,20 @@ class Runtime:
             runs on `anthropic`, `openai` and `local` are priced with
             `agentkit.providers.estimate_cost`.
         max_subagent_depth: How deep summons may nest.
+        heartbeat_interval: Seconds between two renewals of the leases of the runs this
+            runtime executes (and two sweeps for runs whose lease expired).
+        lease_duration: Seconds a run's lease lasts without renewal. When it expires (the
+            process died, or lost its store that long), any runtime sharing the store ends
+            the run with `status == "error"` and the reason "interrupted: its process
+            stopped". Leases are kept in every store but the in-memory one, which no other
+            process can share.
+
+    Every run is durable from acceptance: `start` returns once the run's record, its
+    `turn_start` (with the prompt) and `session_init` are stored, and the store itself
+    refuses a second running run on a session, so `SessionBusyError` holds across
+    processes. Each later event is stored no later than the end of the model step that
+    produced it (text deltas never are), and the run's ending is stored with its final
+    events in one transaction, retried when the store fails.
     """
 
     def __init__(
@@ -318,7 +349,14 @@ class Runtime:
         drivers: Mapping[str, Driver] | None = None,
         cost_estimator: CostEstimator | None = None,
         max_subagent_depth: int = 4,
+        heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
+        lease_duration: float = DEFAULT_LEASE_DURATION,
     ) -> None:
+        if not 0 < heartbeat_interval < lease_duration:
+            raise ValueError(
+                "heartbeat_interval must be positive and shorter than lease_duration "
+                f"(got {heartbeat_interval!r} and {lease_duration!r})"
+            )
         self._provider_arg = provider
         self._provider: Provider | None = provider if not isinstance(provider, str) else None
         self._owns_store = store is None or isinstance(store, str)
@@ -350,8 +388,14 @@ class Runtime:
         self._crashes: list[BaseException] = []
         self._host_scope: anyio.CancelScope | None = None
         self._host_task: Any = None
-        self._active_sessions: set[str] = set()
         self._runs: dict[str, Run] = {}
+        self.instance_id = _new_id()
+        """This runtime's id, recorded as the owner of the runs it executes."""
+        self.heartbeat_interval = heartbeat_interval
+        self.lease_duration = lease_duration
+        self._leases: LeaseKeeper | None = None
+        self._lease_task: Any = None  # the lease keeper's asyncio task, on asyncio
+        self._lease_group: TaskGroup | None = None  # the lease keeper's task group, on trio
         # What each spec is offered, for the engine (see agentkit._engine._offers).
         self._offers: dict[int, tuple[Any, ...]] = {}
 
@@ -370,6 +414,24 @@ class Runtime:
     async def __aenter__(self) -> Runtime:
         if self._running:
             raise RuntimeError("this Runtime is already running")
+        if not isinstance(self.store, MemoryStore):
+            try:
+                # What a process that died left `running` ends now (once its lease is over),
+                # before this runtime starts anything.
+                await end_expired_runs(self.store, time.time())
+            except BaseException:
+                if self._owns_store:
+                    with anyio.CancelScope(shield=True):
+                        await self.store.aclose()
+                raise
+            self._leases = LeaseKeeper(
+                self.store,
+                self.instance_id,
+                self.heartbeat_interval,
+                self.lease_duration,
+                self._runs.keys,
+                self._lease_lost,
+            )
         if self._mcp_servers:
             from agentkit.tools import mcp_tools
 
@@ -390,11 +452,27 @@ class Runtime:
             self._host_scope = anyio.CancelScope()
             self._host_scope.__enter__()
             self._host_task = _aio.current_task()
+            if self._leases is not None:
+                self._lease_task = _aio.create_task(self._leases.run())
         else:
+            if self._leases is not None:
+                # Entered before the runs' task group, so it is left after it: the leases
+                # are kept until the last run has ended.
+                self._lease_group = anyio.create_task_group()
+                await self._lease_group.__aenter__()
+                self._lease_group.start_soon(self._leases.run, name="agentkit leases")
             self._task_group = anyio.create_task_group()
             await self._task_group.__aenter__()
         self._running = True
         return self
+
+    def _lease_lost(self, run_id: str) -> None:
+        run = self._runs.get(run_id)
+        if run is not None and not run.done:
+            _logger.warning(
+                "run %s was ended by another runtime (its lease had expired); stopping it", run_id
+            )
+            run.cancel()
 
     async def __aexit__(
         self,
@@ -416,6 +494,7 @@ class Runtime:
         finally:
             self._task_group = None
             self._running = False
+            await self._stop_leases()
             if self._processes is not None:
                 with anyio.CancelScope(shield=True):
                     await self._processes.stop_all()
@@ -427,6 +506,18 @@ class Runtime:
             if self._owns_store:
                 with anyio.CancelScope(shield=True):
                     await self.store.aclose()
+
+    async def _stop_leases(self) -> None:
+        """Stop renewing leases, once every run has ended."""
+        self._leases = None
+        if self._lease_task is not None:
+            task, self._lease_task = self._lease_task, None
+            with anyio.CancelScope(shield=True):
+                await _aio.cancel_and_wait(task)
+        if self._lease_group is not None:
+            group, self._lease_group = self._lease_group, None
+            group.cancel_scope.cancel()
+            await group.__aexit__(None, None, None)
 
     async def _exit_native(self, exc: BaseException | None) -> bool | None:
         """Leave the runtime on asyncio as a task group is left: wait for (or cancel) the
@@ -551,6 +642,7 @@ class Runtime:
             thread_context=thread_context,
         )
         definition = spec.metadata.get("definition")
+        resumed = session_id is not None
         if session_id is None:
             metadata = dict(session_metadata or {})
             if definition is not None:
@@ -558,7 +650,6 @@ class Runtime:
                 # so a changed definition is refused on resume (see agentkit.defs).
                 metadata.setdefault("definition", definition)
             session = await self.create_session(spec, metadata=metadata)
-            transcript: list[Message] = []
         else:
             found = await self.store.get_session(session_id)
             if found is None:
@@ -572,12 +663,6 @@ class Runtime:
                 from agentkit.defs import check_resume
 
                 check_resume(session.metadata["definition"], spec)
-            if session.id in self._active_sessions:
-                raise SessionBusyError(f"session {session.id!r} already has a run going")
-            transcript = await self.store.load_transcript(session.id)
-        if session.id in self._active_sessions:
-            raise SessionBusyError(f"session {session.id!r} already has a run going")
-        self._active_sessions.add(session.id)
         run = Run(
             run_id=_new_id(),
             turn_id=_new_id(),
@@ -587,24 +672,36 @@ class Runtime:
             working_dir=Path(working_dir) if working_dir is not None else self.working_dir,
             native=self._native,
         )
-        try:
-            await self.store.create_run(
-                RunRecord(run.id, session.id, spec.id, "running", time.time())
-            )
-        except BaseException:
-            self._active_sessions.discard(session.id)
-            raise
+        run._emit(_turn_start(run.turn_id, session.id, prompt))
+        run._emit(_session_init(session.id, system or None, str(run.working_dir)))
+        now = time.time()
+        # Accepted once stored: the record (owned by this runtime, under a lease) with the
+        # prompt's `turn_start`, in one transaction that also refuses a second running run
+        # on the session, in any process.
+        await self.store.create_run(
+            RunRecord(
+                run.id,
+                session.id,
+                spec.id,
+                "running",
+                now,
+                owner=self.instance_id,
+                heartbeat_at=now,
+                lease_expires_at=now + self.lease_duration,
+            ),
+            run._take_unsaved(),
+        )
         self._runs[run.id] = run
         # The turn's request is built when the run takes its first step: a run waiting for
         # its turn holds as little as it can (ten thousand may be waiting at once).
         if self._task_group is None:
             # On asyncio a run is a plain task (an anyio task costs several times more);
             # the runtime keeps it in `_runs` and waits for it on exit like a task group.
-            run._task = _aio.create_task(self._execute(run, system, user, transcript, _depth))
+            run._task = _aio.create_task(self._execute(run, system, user, resumed, _depth))
         else:
             # An explicit name spares anyio working one out from the function on every start.
             self._task_group.start_soon(
-                self._execute, run, system, user, transcript, _depth, name="agentkit run"
+                self._execute, run, system, user, resumed, _depth, name="agentkit run"
             )
         return run
 
@@ -668,14 +765,14 @@ class Runtime:
         return provider, provider.resolve_model(selection.tier, selection.model)
 
     async def _execute(
-        self, run: Run, system: str, user: str, transcript: list[Message], depth: int
+        self, run: Run, system: str, user: str, resumed: bool, depth: int
     ) -> None:
         started = time.monotonic()
         request = TurnRequest(
             spec=run.spec,
             prompt=user,
             system_prompt=system,
-            transcript=transcript,
+            transcript=[],
             session_id=run.session_id,
             run_id=run.id,
             working_dir=run.working_dir,
@@ -686,10 +783,6 @@ class Runtime:
             flush=functools.partial(self._flush, run),
             depth=depth,
         )
-        run._emit(_turn_start(run.turn_id, run.session_id, run.prompt))
-        run._emit(
-            _session_init(run.session_id, request.system_prompt or None, str(run.working_dir))
-        )
         outcome: TurnOutcome | None = None
         interrupted = False
         crash: BaseException | None = None
@@ -699,6 +792,10 @@ class Runtime:
             else:
                 with anyio.CancelScope() as scope:
                     run._scope = scope
+                    if resumed:
+                        # Read once the run holds the session: every run before it has
+                        # ended, with all it said saved.
+                        request.transcript = await self.store.load_transcript(run.session_id)
                     outcome = await self._driver_for(run.spec)(request)
                 interrupted = scope.cancelled_caught
         except anyio.get_cancelled_exc_class():
@@ -753,17 +850,50 @@ class Runtime:
                 run._outcome = RunOutcome(
                     run_id=run.id, session_id=run.session_id, status="error", error=error
                 )
-            assert run._outcome is not None
-            await self._flush(run)
-            await self.store.finish_run(run.id, run._outcome.status, time.time())
-        except Exception:
-            # The run has ended for its readers either way; a failing store must not take
-            # the runtime (and every other run) down with it.
-            _logger.exception("could not save the end of run %s", run.id)
+            await self._record_ending(run)
         finally:
-            self._active_sessions.discard(run.session_id)
             self._runs.pop(run.id, None)
             run._end()
+
+    async def _record_ending(self, run: Run) -> None:
+        """Store the run's last events and its status in one transaction, retrying while
+        the store fails. Should it keep failing, the run is left to the lease sweep, which
+        ends it as interrupted once its lease (no longer renewed) expires."""
+        outcome = run._outcome
+        assert outcome is not None
+        entries = run._take_unsaved()
+        delay = _ENDING_RETRY_DELAY
+        for attempt in range(1, _ENDING_ATTEMPTS + 1):
+            try:
+                recorded = await self.store.finish_run(
+                    run.id,
+                    outcome.status,
+                    time.time(),
+                    events=entries,
+                    error=outcome.error,
+                    owner=self.instance_id,
+                )
+            except Exception as exc:
+                # A failing store must not take the runtime (and every other run) down;
+                # it is said in one line, with no traceback for what is not a bug here.
+                if attempt == _ENDING_ATTEMPTS:
+                    _logger.error(
+                        "could not record the end of run %s (%s); it will be ended as "
+                        "interrupted once its lease expires",
+                        run.id,
+                        exc,
+                    )
+                    return
+                await anyio.sleep(delay)
+                delay *= 3
+            else:
+                if not recorded:
+                    _logger.warning(
+                        "run %s was no longer running in the store when it ended "
+                        "(another runtime ended it after its lease expired)",
+                        run.id,
+                    )
+                return
 
     def _write_ending(
         self,
@@ -807,14 +937,11 @@ class Runtime:
 
     async def _flush(self, run: Run) -> None:
         if run._unsaved:
-            batch, run._unsaved = run._unsaved, []
-            # Each event is encoded once: the log keeps the bytes from now on, and the
-            # store gets them with the event.
-            entries = run._log.saved(batch)
+            entries = run._take_unsaved()
             try:
                 await self.store.append_events(run.id, entries)
             except BaseException:
-                run._unsaved[:0] = batch  # kept for the next attempt, in order
+                run._put_back(entries)  # kept for the next attempt, in order
                 raise
 
     def _priced(self, accounting: Accounting) -> Accounting:

@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING
 from agentkit._lazy import lazy_exports
 from agentkit.stores._base import (
     EventEntry,
+    RunEndedError,
     RunRecord,
     RunStatus,
+    SessionBusyError,
     SessionExistsError,
     SessionNotFoundError,
     SessionRecord,
@@ -31,9 +33,11 @@ __all__ = [
     "EventEntry",
     "MemoryStore",
     "PostgresStore",
+    "RunEndedError",
     "RunRecord",
     "RunStatus",
     "SQLiteStore",
+    "SessionBusyError",
     "SessionExistsError",
     "SessionNotFoundError",
     "SessionRecord",

@@ -11,8 +11,10 @@ from agentkit.providers._base import Message
 
 __all__ = [
     "EventEntry",
+    "RunEndedError",
     "RunRecord",
     "RunStatus",
+    "SessionBusyError",
     "SessionExistsError",
     "SessionNotFoundError",
     "SessionRecord",
@@ -35,6 +37,16 @@ class SessionExistsError(StoreError):
     """A session with this id already exists."""
 
 
+class SessionBusyError(StoreError, RuntimeError):
+    """The session already has a run going: one run at a time per session, across every
+    process that shares the store."""
+
+
+class RunEndedError(StoreError):
+    """The run has already ended, so nothing more can be written to it (for example, its
+    lease expired and another runtime ended it as interrupted)."""
+
+
 @dataclass(frozen=True)
 class SessionRecord:
     """A session: the agent it belongs to and free-form metadata (for example the
@@ -49,7 +61,16 @@ class SessionRecord:
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One run (one user turn) of a session."""
+    """One run (one user turn) of a session.
+
+    A running run is owned by the runtime executing it (`owner`, its instance id), which
+    renews the run's lease (`heartbeat_at`, `lease_expires_at`) while it runs. A running
+    run whose lease has expired (or that has none) belongs to nobody: any runtime sharing
+    the store ends it as interrupted (see [Runtime][agentkit.runtime.Runtime]).
+
+    Attributes:
+        error: Why the run did not complete, once it has ended that way.
+    """
 
     id: str
     session_id: str
@@ -57,6 +78,10 @@ class RunRecord:
     status: RunStatus
     created_at: float
     finished_at: float | None = None
+    owner: str | None = None
+    heartbeat_at: float | None = None
+    lease_expires_at: float | None = None
+    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,12 +142,42 @@ class Store(Protocol):
         """Keep only the first `length` messages."""
         ...
 
-    async def create_run(self, run: RunRecord) -> None:
-        """Record a new run."""
+    async def create_run(self, run: RunRecord, events: Sequence[EventEntry] = ()) -> None:
+        """Record a new run with its first events, atomically.
+
+        `SessionNotFoundError` when its session is missing; `SessionBusyError` when the
+        session already has a `running` run (checked atomically with the insert, so it
+        holds between processes); `StoreError` when the run id is taken.
+        """
         ...
 
-    async def finish_run(self, run_id: str, status: RunStatus, finished_at: float) -> None:
-        """Record how a run ended."""
+    async def finish_run(
+        self,
+        run_id: str,
+        status: RunStatus,
+        finished_at: float,
+        *,
+        events: Sequence[EventEntry] = (),
+        error: str | None = None,
+        owner: str | None = None,
+        expired_by: float | None = None,
+    ) -> bool:
+        """End a run that is still `running`: append its last `events` and record its
+        status, atomically. Returns whether it did; `False` (and nothing written) when the
+        run is missing or has ended already, when `owner` is given and does not own it,
+        or when `expired_by` is given and its lease had not expired by then."""
+        ...
+
+    async def renew_leases(
+        self, owner: str, run_ids: Sequence[str], now: float, expires_at: float
+    ) -> set[str]:
+        """Renew the leases of `owner`'s running runs among `run_ids` (heartbeat `now`,
+        lease until `expires_at`); returns the ids renewed. An id missing from the answer
+        is a run that `owner` no longer holds (it ended, or another runtime ended it)."""
+        ...
+
+    async def expired_runs(self, now: float) -> list[RunRecord]:
+        """Running runs whose lease expired before `now` (or that have none), oldest first."""
         ...
 
     async def get_run(self, run_id: str) -> RunRecord | None:
@@ -134,7 +189,8 @@ class Store(Protocol):
         ...
 
     async def append_events(self, run_id: str, entries: Sequence[EventEntry]) -> None:
-        """Append events atomically; offsets only grow within a run."""
+        """Append events atomically; offsets only grow within a run. `RunEndedError` when
+        the run is recorded and no longer `running`."""
         ...
 
     async def read_events(self, run_id: str, after: int = -1) -> list[EventEntry]:

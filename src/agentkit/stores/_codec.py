@@ -101,8 +101,9 @@ def session_from_row(row: Sequence[Any]) -> SessionRecord:
 
 
 def run_from_row(row: Sequence[Any]) -> RunRecord:
-    """A run from a row of `id, session_id, agent_id, status, created_at, finished_at`."""
-    return RunRecord(row[0], row[1], row[2], row[3], row[4], row[5])
+    """A run from a row of `id, session_id, agent_id, status, created_at, finished_at,
+    owner, heartbeat_at, lease_expires_at, error`."""
+    return RunRecord(*row)
 
 
 def messages_from_rows(rows: Iterable[Sequence[Any]]) -> list[Message]:

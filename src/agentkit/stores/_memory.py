@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from agentkit.providers._base import Message
 from agentkit.stores._base import (
     EventEntry,
+    RunEndedError,
     RunRecord,
     RunStatus,
+    SessionBusyError,
     SessionExistsError,
     SessionNotFoundError,
     SessionRecord,
@@ -36,11 +39,10 @@ __all__ = ["MemoryStore"]
 
 # Rows, as the SQL stores have them:
 #   session: (id, agent_id, created_at, updated_at, metadata JSON)
-#   run:     (id, session_id, agent_id, status, created_at, finished_at)
+#   run:     a `RunRecord` (immutable already)
 #   event:   (offset, event JSON)
 # JSON is kept as UTF-8 bytes, as pydantic writes it.
 _SessionRow = tuple[str, str, float, float, str]
-_RunRow = tuple[str, str, str, RunStatus, float, "float | None"]
 
 
 class MemoryStore:
@@ -49,7 +51,8 @@ class MemoryStore:
     def __init__(self) -> None:
         self._sessions: dict[str, _SessionRow] = {}
         self._transcripts: dict[str, list[bytes]] = {}
-        self._runs: dict[str, _RunRow] = {}
+        self._runs: dict[str, RunRecord] = {}
+        self._running: dict[str, str] = {}  # session id -> its running run's id
         self._events: dict[str, list[tuple[int, bytes]]] = {}
 
     async def create_session(
@@ -89,9 +92,10 @@ class MemoryStore:
     async def delete_session(self, session_id: str) -> None:
         self._sessions.pop(session_id, None)
         self._transcripts.pop(session_id, None)
-        for run_id in [row[0] for row in self._runs.values() if row[1] == session_id]:
+        for run_id in [run.id for run in self._runs.values() if run.session_id == session_id]:
             del self._runs[run_id]
             self._events.pop(run_id, None)
+        self._running.pop(session_id, None)
 
     async def load_transcript(self, session_id: str) -> list[Message]:
         self._session(session_id)
@@ -109,40 +113,82 @@ class MemoryStore:
         self._session(session_id)
         del self._transcripts[session_id][length:]
 
-    async def create_run(self, run: RunRecord) -> None:
+    async def create_run(self, run: RunRecord, events: Sequence[EventEntry] = ()) -> None:
         self._session(run.session_id)
         if run.id in self._runs:
             raise StoreError(f"run {run.id!r} already exists")
-        self._runs[run.id] = (
-            run.id, run.session_id, run.agent_id, run.status, run.created_at, run.finished_at
-        )
-        self._events[run.id] = []
+        running = run.status == "running"
+        if running and run.session_id in self._running:
+            raise SessionBusyError(f"session {run.session_id!r} already has a run going")
+        rows = _rows(run.id, -1, events)  # before any change: all or nothing
+        self._runs[run.id] = run
+        self._events[run.id] = rows
+        if running:
+            self._running[run.session_id] = run.id
 
-    async def finish_run(self, run_id: str, status: RunStatus, finished_at: float) -> None:
-        row = self._runs.get(run_id)
-        if row is not None:
-            self._runs[run_id] = (row[0], row[1], row[2], status, row[4], finished_at)
+    async def finish_run(
+        self,
+        run_id: str,
+        status: RunStatus,
+        finished_at: float,
+        *,
+        events: Sequence[EventEntry] = (),
+        error: str | None = None,
+        owner: str | None = None,
+        expired_by: float | None = None,
+    ) -> bool:
+        run = self._runs.get(run_id)
+        if (
+            run is None
+            or run.status != "running"
+            or (owner is not None and run.owner != owner)
+            or (
+                expired_by is not None
+                and run.lease_expires_at is not None
+                and run.lease_expires_at >= expired_by
+            )
+        ):
+            return False
+        log = self._events.setdefault(run_id, [])
+        log.extend(_rows(run_id, log[-1][0] if log else -1, events))
+        self._runs[run_id] = replace(run, status=status, finished_at=finished_at, error=error)
+        if self._running.get(run.session_id) == run_id:
+            del self._running[run.session_id]
+        return True
+
+    async def renew_leases(
+        self, owner: str, run_ids: Sequence[str], now: float, expires_at: float
+    ) -> set[str]:
+        renewed = set()
+        for run_id in run_ids:
+            run = self._runs.get(run_id)
+            if run is not None and run.owner == owner and run.status == "running":
+                self._runs[run_id] = replace(
+                    run, heartbeat_at=now, lease_expires_at=expires_at
+                )
+                renewed.add(run_id)
+        return renewed
+
+    async def expired_runs(self, now: float) -> list[RunRecord]:
+        return [
+            run
+            for run in self._runs.values()
+            if run.status == "running"
+            and (run.lease_expires_at is None or run.lease_expires_at < now)
+        ]
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        row = self._runs.get(run_id)
-        return None if row is None else RunRecord(*row)
+        return self._runs.get(run_id)
 
     async def list_runs(self, session_id: str) -> list[RunRecord]:
-        return [RunRecord(*row) for row in self._runs.values() if row[1] == session_id]
+        return [run for run in self._runs.values() if run.session_id == session_id]
 
     async def append_events(self, run_id: str, entries: Sequence[EventEntry]) -> None:
+        run = self._runs.get(run_id)
+        if run is not None and run.status != "running":
+            raise RunEndedError(f"run {run_id} has ended ({run.status}): no more events")
         log = self._events.setdefault(run_id, [])
-        last = log[-1][0] if log else -1
-        rows = []
-        # `check_offsets` and `entry_json` in one pass: this runs after every model call.
-        for entry in entries:
-            offset = entry.offset
-            if offset <= last:
-                raise ValueError(f"offset {offset} does not follow {last} in run {run_id}")
-            last = offset
-            wire = entry.wire
-            rows.append((offset, wire if wire is not None else event_json(entry.event)))
-        log.extend(rows)  # all or nothing: a bad offset leaves the log as it was
+        log.extend(_rows(run_id, log[-1][0] if log else -1, entries))
 
     async def read_events(self, run_id: str, after: int = -1) -> list[EventEntry]:
         return [
@@ -153,3 +199,17 @@ class MemoryStore:
 
     async def aclose(self) -> None:
         return None
+
+
+def _rows(run_id: str, last: int, entries: Sequence[EventEntry]) -> list[tuple[int, bytes]]:
+    """`entries` as stored rows, checked to follow offset `last` and to grow."""
+    rows = []
+    # `check_offsets` and `entry_json` in one pass: this runs after every model call.
+    for entry in entries:
+        offset = entry.offset
+        if offset <= last:
+            raise ValueError(f"offset {offset} does not follow {last} in run {run_id}")
+        last = offset
+        wire = entry.wire
+        rows.append((offset, wire if wire is not None else event_json(entry.event)))
+    return rows

@@ -15,8 +15,10 @@ import anyio
 from agentkit.providers._base import Message
 from agentkit.stores._base import (
     EventEntry,
+    RunEndedError,
     RunRecord,
     RunStatus,
+    SessionBusyError,
     SessionExistsError,
     SessionNotFoundError,
     SessionRecord,
@@ -32,14 +34,12 @@ from agentkit.stores._codec import (
     run_from_row,
     session_from_row,
 )
+from agentkit.stores._migrations import MIGRATIONS, SCHEMA_VERSION, newer_database_message
 
 if TYPE_CHECKING:
     import psycopg
 
 __all__ = ["SCHEMA_VERSION", "PostgresStore"]
-
-SCHEMA_VERSION = 1
-"""The version of the table layout this code writes (kept in `agentkit_schema_version`)."""
 
 _T = TypeVar("_T")
 
@@ -57,37 +57,14 @@ class _SQL:
         runs, events = f"{p}agentkit_runs", f"{p}agentkit_events"
         version = f"{p}agentkit_schema_version"
         session_cols = "id, agent_id, created_at, updated_at, metadata"
-        run_cols = "id, session_id, agent_id, status, created_at, finished_at"
-        self.create = [
-            *([f"CREATE SCHEMA IF NOT EXISTS {_quote(schema)}"] if schema else []),
-            f"CREATE TABLE IF NOT EXISTS {version} (version integer NOT NULL)",
-            f"""CREATE TABLE IF NOT EXISTS {sessions} (
-                seq bigserial PRIMARY KEY,
-                id text NOT NULL UNIQUE,
-                agent_id text NOT NULL,
-                created_at double precision NOT NULL,
-                updated_at double precision NOT NULL,
-                metadata text NOT NULL)""",
-            f"CREATE INDEX IF NOT EXISTS agentkit_sessions_agent ON {sessions} (agent_id, seq)",
-            f"""CREATE TABLE IF NOT EXISTS {transcript} (
-                session_id text NOT NULL REFERENCES {sessions} (id) ON DELETE CASCADE,
-                pos integer NOT NULL,
-                data text NOT NULL,
-                PRIMARY KEY (session_id, pos))""",
-            f"""CREATE TABLE IF NOT EXISTS {runs} (
-                seq bigserial PRIMARY KEY,
-                id text NOT NULL UNIQUE,
-                session_id text NOT NULL REFERENCES {sessions} (id) ON DELETE CASCADE,
-                agent_id text NOT NULL,
-                status text NOT NULL,
-                created_at double precision NOT NULL,
-                finished_at double precision)""",
-            f"CREATE INDEX IF NOT EXISTS agentkit_runs_session ON {runs} (session_id, seq)",
-            f"""CREATE TABLE IF NOT EXISTS {events} (
-                run_id text NOT NULL,
-                pos bigint NOT NULL,
-                data text NOT NULL,
-                PRIMARY KEY (run_id, pos))""",
+        run_cols = (
+            "id, session_id, agent_id, status, created_at, finished_at, owner, heartbeat_at, "
+            "lease_expires_at, error"
+        )
+        self.create_schema = f"CREATE SCHEMA IF NOT EXISTS {_quote(schema)}" if schema else None
+        self.create_version = f"CREATE TABLE IF NOT EXISTS {version} (version integer NOT NULL)"
+        self.migrations = [
+            (m.version, [statement.format(p=p) for statement in m.postgres]) for m in MIGRATIONS
         ]
         self.get_version = f"SELECT max(version) FROM {version}"
         self.set_version = f"INSERT INTO {version} VALUES (%s)"
@@ -123,8 +100,28 @@ class _SQL:
         self.truncate_transcript = (
             f"DELETE FROM {transcript} WHERE session_id = %s AND pos >= %s"
         )
-        self.insert_run = f"INSERT INTO {runs} ({run_cols}) VALUES (%s, %s, %s, %s, %s, %s)"
-        self.finish_run = f"UPDATE {runs} SET status = %s, finished_at = %s WHERE id = %s"
+        self.insert_run = (
+            f"INSERT INTO {runs} ({run_cols}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+        )
+        self.running_in_session = (
+            f"SELECT 1 FROM {runs} WHERE session_id = %s AND status = 'running' LIMIT 1"
+        )
+        self.lock_run = (
+            f"SELECT status, owner, lease_expires_at FROM {runs} WHERE id = %s FOR UPDATE"
+        )
+        # Shared with other appends, exclusive with `lock_run`: no event lands after the end.
+        self.run_status = f"SELECT status FROM {runs} WHERE id = %s FOR SHARE"
+        self.finish_run = (
+            f"UPDATE {runs} SET status = %s, finished_at = %s, error = %s WHERE id = %s"
+        )
+        self.renew_leases = (
+            f"UPDATE {runs} SET heartbeat_at = %s, lease_expires_at = %s "
+            "WHERE owner = %s AND status = 'running' AND id = ANY(%s) RETURNING id"
+        )
+        self.expired_runs = (
+            f"SELECT {run_cols} FROM {runs} WHERE status = 'running' "
+            "AND (lease_expires_at IS NULL OR lease_expires_at < %s) ORDER BY seq"
+        )
         self.get_run = f"SELECT {run_cols} FROM {runs} WHERE id = %s"
         self.list_runs = f"SELECT {run_cols} FROM {runs} WHERE session_id = %s ORDER BY seq"
         self.events_end = f"SELECT coalesce(max(pos), -1) FROM {events} WHERE run_id = %s"
@@ -153,7 +150,7 @@ class PostgresStore:
     connection of its own, reused afterwards. Every append is one transaction; appends to
     one transcript or one run log are serialised across processes by row and advisory
     locks, so any number of processes and hosts can share the database.
-    Needs the `postgres` extra (`pip install 'agentkit[postgres]'`).
+    Needs the `postgres` extra (`pip install 'typed-agentkit[postgres]'`).
     """
 
     def __init__(self, dsn: str, *, schema: str | None = None, max_connections: int = 4):
@@ -176,12 +173,8 @@ class PostgresStore:
 
     def _connect(self) -> psycopg.Connection[Any]:
         """A new autocommit connection; the first one also creates the tables."""
-        try:
-            import psycopg
-        except ImportError:  # pragma: no cover - depends on the installation
-            raise StoreError(
-                "PostgresStore needs psycopg: pip install 'agentkit[postgres]'"
-            ) from None
+        import psycopg  # present: `_work` checked
+
         conn = psycopg.connect(self.dsn, autocommit=True)
         try:
             with self._ready_lock:
@@ -194,20 +187,22 @@ class PostgresStore:
         return conn
 
     def _create_schema(self, conn: psycopg.Connection[Any]) -> None:
+        """Bring the layout up to `SCHEMA_VERSION`, in one transaction."""
         with conn.transaction():
-            # Concurrent `CREATE TABLE IF NOT EXISTS` can still collide; take turns.
+            # Processes opening the same database take turns: each migration runs once.
             conn.execute("SELECT pg_advisory_xact_lock(hashtext('agentkit.schema'))")
-            for statement in self._sql.create:
-                conn.execute(statement)
+            if self._sql.create_schema is not None:
+                conn.execute(self._sql.create_schema)
+            conn.execute(self._sql.create_version)
             row = conn.execute(self._sql.get_version).fetchone()
-            version = None if row is None else row[0]
-            if version is None:
-                conn.execute(self._sql.set_version, (SCHEMA_VERSION,))
-            elif version > SCHEMA_VERSION:
-                raise StoreError(
-                    f"PostgreSQL schema version {version} is newer than this agentkit "
-                    f"supports ({SCHEMA_VERSION}); upgrade agentkit"
-                )
+            version = (None if row is None else row[0]) or 0
+            if version > SCHEMA_VERSION:
+                raise StoreError(newer_database_message("PostgreSQL", version))
+            for number, statements in self._sql.migrations:
+                if number > version:
+                    for statement in statements:
+                        conn.execute(statement)
+                    conn.execute(self._sql.set_version, (number,))
 
     async def _call(self, fn: Callable[..., _T], *args: Any) -> _T:
         """Run `fn(connection, sql, *args)` in a worker thread on a pooled connection."""
@@ -228,8 +223,12 @@ class PostgresStore:
     def _work(
         self, slot: list[psycopg.Connection[Any] | None], fn: Callable[..., _T], args: Any
     ) -> _T:
-        import psycopg
-
+        try:
+            import psycopg
+        except ImportError:  # without the extra: say what to install, not a traceback
+            raise StoreError(
+                "PostgresStore needs psycopg: pip install 'typed-agentkit[postgres]'"
+            ) from None
         try:
             conn = slot[0]
             if conn is None or conn.closed or conn.broken:
@@ -292,13 +291,44 @@ class PostgresStore:
 
     # --- runs -------------------------------------------------------------------------
 
-    async def create_run(self, run: RunRecord) -> None:
-        """Record a new run; `SessionNotFoundError` when its session is missing."""
-        await self._call(_create_run, run)
+    async def create_run(self, run: RunRecord, events: Sequence[EventEntry] = ()) -> None:
+        """Record a new run with its first events in one transaction;
+        `SessionBusyError` while the session has a running run (in any process)."""
+        await self._call(_create_run, run, *_event_columns(run.id, events))
 
-    async def finish_run(self, run_id: str, status: RunStatus, finished_at: float) -> None:
-        """Record how a run ended."""
-        await self._call(_execute, "finish_run", (status, finished_at, run_id))
+    async def finish_run(
+        self,
+        run_id: str,
+        status: RunStatus,
+        finished_at: float,
+        *,
+        events: Sequence[EventEntry] = (),
+        error: str | None = None,
+        owner: str | None = None,
+        expired_by: float | None = None,
+    ) -> bool:
+        """End a running run with its last events, in one transaction (see
+        [`Store.finish_run`][agentkit.stores.Store.finish_run])."""
+        offsets, data = _event_columns(run_id, events)
+        return await self._call(
+            _finish_run, run_id, status, finished_at, offsets, data, error, owner, expired_by
+        )
+
+    async def renew_leases(
+        self, owner: str, run_ids: Sequence[str], now: float, expires_at: float
+    ) -> set[str]:
+        """Renew `owner`'s leases on those of `run_ids` that are still running."""
+        if not run_ids:
+            return set()
+        rows = await self._call(
+            _fetchall, "renew_leases", (now, expires_at, owner, list(run_ids))
+        )
+        return {row[0] for row in rows}
+
+    async def expired_runs(self, now: float) -> list[RunRecord]:
+        """Running runs whose lease expired before `now` (or that have none)."""
+        rows = await self._call(_fetchall, "expired_runs", (now,))
+        return [run_from_row(row) for row in rows]
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The run, or `None`."""
@@ -316,10 +346,7 @@ class PostgresStore:
         """Append events in one transaction; offsets must grow past the stored ones."""
         if not entries:
             return
-        check_offsets(run_id, entries[0].offset - 1, entries)
-        offsets = [entry.offset for entry in entries]
-        data = [dump_event(entry) for entry in entries]
-        await self._call(_append_events, run_id, offsets, data)
+        await self._call(_append_events, run_id, *_event_columns(run_id, entries))
 
     async def read_events(self, run_id: str, after: int = -1) -> list[EventEntry]:
         """A run's stored events with offset greater than `after`, in order."""
@@ -402,28 +429,100 @@ def _truncate_transcript(
         conn.execute(sql.truncate_transcript, (session_id, length))
 
 
-def _create_run(conn: psycopg.Connection[Any], sql: _SQL, run: RunRecord) -> None:
+def _event_columns(run_id: str, entries: Sequence[EventEntry]) -> tuple[list[int], list[str]]:
+    """Offsets and JSON of `entries`, checked to grow (their order against the stored
+    events is checked in the transaction that appends them)."""
+    if not entries:
+        return [], []
+    check_offsets(run_id, entries[0].offset - 1, entries)
+    return [entry.offset for entry in entries], [dump_event(entry) for entry in entries]
+
+
+def _insert_events(
+    conn: psycopg.Connection[Any], sql: _SQL, run_id: str, offsets: list[int], data: list[str]
+) -> None:
+    # One writer per run log at a time, across processes and hosts.
+    conn.execute("SELECT pg_advisory_xact_lock(hashtext('agentkit.events ' || %s))", (run_id,))
+    row = conn.execute(sql.events_end, (run_id,)).fetchone()
+    last = -1 if row is None else row[0]
+    if offsets[0] <= last:
+        raise ValueError(f"offset {offsets[0]} does not follow {last} in run {run_id}")
+    conn.execute(sql.append_events, (run_id, offsets, data))
+
+
+def _create_run(
+    conn: psycopg.Connection[Any],
+    sql: _SQL,
+    run: RunRecord,
+    offsets: list[int],
+    data: list[str],
+) -> None:
     from psycopg import errors
 
-    try:
-        conn.execute(
-            sql.insert_run,
-            (run.id, run.session_id, run.agent_id, run.status, run.created_at, run.finished_at),
-        )
-    except errors.ForeignKeyViolation:
-        raise SessionNotFoundError(f"no session {run.session_id!r}") from None
-    except errors.UniqueViolation:
-        raise StoreError(f"run {run.id!r} already exists") from None
+    with conn.transaction():
+        # The session's row lock makes the check and the insert one step for every process:
+        # a second start on the session waits here, then sees the first run.
+        if conn.execute(sql.lock_session, (run.session_id,)).fetchone() is None:
+            raise SessionNotFoundError(f"no session {run.session_id!r}")
+        if run.status == "running" and conn.execute(
+            sql.running_in_session, (run.session_id,)
+        ).fetchone():
+            raise SessionBusyError(f"session {run.session_id!r} already has a run going")
+        try:
+            with conn.transaction():  # a savepoint: the error below leaves the rest usable
+                conn.execute(
+                    sql.insert_run,
+                    (
+                        run.id,
+                        run.session_id,
+                        run.agent_id,
+                        run.status,
+                        run.created_at,
+                        run.finished_at,
+                        run.owner,
+                        run.heartbeat_at,
+                        run.lease_expires_at,
+                        run.error,
+                    ),
+                )
+        except errors.UniqueViolation:
+            raise StoreError(f"run {run.id!r} already exists") from None
+        if offsets:
+            _insert_events(conn, sql, run.id, offsets, data)
+
+
+def _finish_run(
+    conn: psycopg.Connection[Any],
+    sql: _SQL,
+    run_id: str,
+    status: RunStatus,
+    finished_at: float,
+    offsets: list[int],
+    data: list[str],
+    error: str | None,
+    owner: str | None,
+    expired_by: float | None,
+) -> bool:
+    with conn.transaction():
+        row = conn.execute(sql.lock_run, (run_id,)).fetchone()
+        if (
+            row is None
+            or row[0] != "running"
+            or (owner is not None and row[1] != owner)
+            or (expired_by is not None and row[2] is not None and row[2] >= expired_by)
+        ):
+            return False
+        if offsets:
+            _insert_events(conn, sql, run_id, offsets, data)
+        conn.execute(sql.finish_run, (status, finished_at, error, run_id))
+        return True
 
 
 def _append_events(
     conn: psycopg.Connection[Any], sql: _SQL, run_id: str, offsets: list[int], data: list[str]
 ) -> None:
     with conn.transaction():
-        # One writer per run log at a time, across processes and hosts.
-        conn.execute("SELECT pg_advisory_xact_lock(hashtext('agentkit.events ' || %s))", (run_id,))
-        row = conn.execute(sql.events_end, (run_id,)).fetchone()
-        last = -1 if row is None else row[0]
-        if offsets[0] <= last:
-            raise ValueError(f"offset {offsets[0]} does not follow {last} in run {run_id}")
-        conn.execute(sql.append_events, (run_id, offsets, data))
+        row = conn.execute(sql.run_status, (run_id,)).fetchone()
+        if row is not None and row[0] != "running":
+            raise RunEndedError(f"run {run_id} has ended ({row[0]}): no more events")
+        _insert_events(conn, sql, run_id, offsets, data)

@@ -13,8 +13,10 @@ import anyio
 from agentkit.providers._base import Message
 from agentkit.stores._base import (
     EventEntry,
+    RunEndedError,
     RunRecord,
     RunStatus,
+    SessionBusyError,
     SessionExistsError,
     SessionNotFoundError,
     SessionRecord,
@@ -30,55 +32,21 @@ from agentkit.stores._codec import (
     run_from_row,
     session_from_row,
 )
+from agentkit.stores._migrations import MIGRATIONS, SCHEMA_VERSION, newer_database_message
 
 if TYPE_CHECKING:
     import sqlite3
 
 __all__ = ["CHECKPOINT_BYTES", "SCHEMA_VERSION", "SQLiteStore"]
 
-SCHEMA_VERSION = 1
-"""The version of the table layout this code writes (kept in `agentkit_schema_version`)."""
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS agentkit_schema_version (version INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS agentkit_sessions (
-    seq INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
-    agent_id TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL,
-    metadata TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS agentkit_sessions_agent ON agentkit_sessions (agent_id, seq);
-CREATE TABLE IF NOT EXISTS agentkit_transcript (
-    session_id TEXT NOT NULL REFERENCES agentkit_sessions (id) ON DELETE CASCADE,
-    pos INTEGER NOT NULL,
-    data TEXT NOT NULL,
-    PRIMARY KEY (session_id, pos)
-);
-CREATE TABLE IF NOT EXISTS agentkit_runs (
-    seq INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
-    session_id TEXT NOT NULL REFERENCES agentkit_sessions (id) ON DELETE CASCADE,
-    agent_id TEXT NOT NULL,
-    status TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    finished_at REAL
-);
-CREATE INDEX IF NOT EXISTS agentkit_runs_session ON agentkit_runs (session_id, seq);
-CREATE TABLE IF NOT EXISTS agentkit_events (
-    run_id TEXT NOT NULL,
-    pos INTEGER NOT NULL,
-    data TEXT NOT NULL,
-    PRIMARY KEY (run_id, pos)
-);
-"""
-
 CHECKPOINT_BYTES = 2 * 1024 * 1024
 """Bytes of data appended between two WAL checkpoints (each run in a background thread)."""
 
 _SESSION_COLUMNS = "id, agent_id, created_at, updated_at, metadata"
-_RUN_COLUMNS = "id, session_id, agent_id, status, created_at, finished_at"
+_RUN_COLUMNS = (
+    "id, session_id, agent_id, status, created_at, finished_at, owner, heartbeat_at, "
+    "lease_expires_at, error"
+)
 
 _T = TypeVar("_T")
 
@@ -158,6 +126,10 @@ class SQLiteStore:
 
         if self._closed:
             raise StoreError(f"{self} is closed")
+        if self.path != ":memory:" and os.path.exists(self.path) and not os.path.isfile(self.path):
+            # SQLite would open a device or a FIFO and write its journal beside it
+            # (`/dev/null-journal`): a store is a regular file.
+            raise StoreError(f"{self.path}: not a regular file, so it cannot hold a database")
         # timeout=0: a locked database raises SQLITE_BUSY at once; `_call` waits for it
         # asynchronously instead of blocking the event loop inside SQLite.
         conn = sqlite3.connect(
@@ -172,19 +144,7 @@ class SQLiteStore:
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute("BEGIN IMMEDIATE")
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            row = conn.execute("SELECT max(version) FROM agentkit_schema_version").fetchone()
-            if row[0] is None:
-                conn.execute(
-                    "INSERT INTO agentkit_schema_version VALUES (?)", (SCHEMA_VERSION,)
-                )
-            elif row[0] > SCHEMA_VERSION:
-                raise StoreError(
-                    f"{self.path}: database schema version {row[0]} is newer than this "
-                    f"agentkit supports ({SCHEMA_VERSION}); upgrade agentkit"
-                )
+            _migrate(conn, self.path)
             conn.execute("COMMIT")
         except BaseException:
             conn.close()
@@ -308,13 +268,45 @@ class SQLiteStore:
 
     # --- runs -------------------------------------------------------------------------
 
-    async def create_run(self, run: RunRecord) -> None:
-        """Record a new run; `SessionNotFoundError` when its session is missing."""
-        await self._call(_create_run, run)
+    async def create_run(self, run: RunRecord, events: Sequence[EventEntry] = ()) -> None:
+        """Record a new run with its first events in one transaction;
+        `SessionBusyError` while the session has a running run."""
+        rows = _event_rows(run.id, events)
+        await self._call(_create_run, run, rows)
+        self._wrote(sum(len(row[2]) for row in rows))
 
-    async def finish_run(self, run_id: str, status: RunStatus, finished_at: float) -> None:
-        """Record how a run ended."""
-        await self._call(_execute, _FINISH_RUN, (status, finished_at, run_id))
+    async def finish_run(
+        self,
+        run_id: str,
+        status: RunStatus,
+        finished_at: float,
+        *,
+        events: Sequence[EventEntry] = (),
+        error: str | None = None,
+        owner: str | None = None,
+        expired_by: float | None = None,
+    ) -> bool:
+        """End a running run with its last events, in one transaction (see
+        [`Store.finish_run`][agentkit.stores.Store.finish_run])."""
+        rows = _event_rows(run_id, events)
+        done = await self._call(
+            _finish_run, run_id, status, finished_at, rows, error, owner, expired_by
+        )
+        self._wrote(sum(len(row[2]) for row in rows))
+        return done
+
+    async def renew_leases(
+        self, owner: str, run_ids: Sequence[str], now: float, expires_at: float
+    ) -> set[str]:
+        """Renew `owner`'s leases on those of `run_ids` that are still running."""
+        if not run_ids:
+            return set()
+        return await self._call(_renew_leases, owner, list(run_ids), now, expires_at)
+
+    async def expired_runs(self, now: float) -> list[RunRecord]:
+        """Running runs whose lease expired before `now` (or that have none)."""
+        rows = await self._call(_fetchall, _EXPIRED_RUNS, (now,))
+        return [run_from_row(row) for row in rows]
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The run, or `None`."""
@@ -332,10 +324,8 @@ class SQLiteStore:
         """Append events in one transaction; offsets must grow past the stored ones."""
         if not entries:
             return
-        first = entries[0].offset
-        check_offsets(run_id, first - 1, entries)
-        rows = [(run_id, entry.offset, dump_event(entry)) for entry in entries]
-        await self._call(_append_events, run_id, first, rows)
+        rows = _event_rows(run_id, entries)
+        await self._call(_append_events, run_id, rows)
         self._wrote(sum(len(row[2]) for row in rows))
 
     async def read_events(self, run_id: str, after: int = -1) -> list[EventEntry]:
@@ -366,7 +356,10 @@ _LIST_SESSIONS = f"SELECT {_SESSION_COLUMNS} FROM agentkit_sessions ORDER BY seq
 _LIST_AGENT_SESSIONS = (
     f"SELECT {_SESSION_COLUMNS} FROM agentkit_sessions WHERE agent_id = ? ORDER BY seq"
 )
-_FINISH_RUN = "UPDATE agentkit_runs SET status = ?, finished_at = ? WHERE id = ?"
+_EXPIRED_RUNS = (
+    f"SELECT {_RUN_COLUMNS} FROM agentkit_runs WHERE status = 'running' "
+    "AND (lease_expires_at IS NULL OR lease_expires_at < ?) ORDER BY seq"
+)
 _GET_RUN = f"SELECT {_RUN_COLUMNS} FROM agentkit_runs WHERE id = ?"
 _LIST_RUNS = f"SELECT {_RUN_COLUMNS} FROM agentkit_runs WHERE session_id = ? ORDER BY seq"
 _READ_EVENTS = "SELECT pos, data FROM agentkit_events WHERE run_id = ? AND pos > ? ORDER BY pos"
@@ -458,28 +451,138 @@ def _truncate_transcript(conn: sqlite3.Connection, session_id: str, length: int)
     conn.execute("COMMIT")
 
 
-def _create_run(conn: sqlite3.Connection, run: RunRecord) -> None:
+def _migrate(conn: sqlite3.Connection, path: str) -> None:
+    """Bring the layout up to `SCHEMA_VERSION` (inside the caller's write transaction)."""
+    conn.execute("CREATE TABLE IF NOT EXISTS agentkit_schema_version (version INTEGER NOT NULL)")
+    (version,) = conn.execute("SELECT max(version) FROM agentkit_schema_version").fetchone()
+    version = version or 0
+    if version > SCHEMA_VERSION:
+        raise StoreError(newer_database_message(path, version))
+    for migration in MIGRATIONS:
+        if migration.version > version:
+            for statement in migration.sqlite:
+                conn.execute(statement)
+            conn.execute("INSERT INTO agentkit_schema_version VALUES (?)", (migration.version,))
+
+
+def _event_rows(run_id: str, entries: Sequence[EventEntry]) -> list[tuple[str, int, str]]:
+    """The rows of `entries`, checked to grow (their order against the stored events is
+    checked in the transaction that appends them)."""
+    if not entries:
+        return []
+    check_offsets(run_id, entries[0].offset - 1, entries)
+    return [(run_id, entry.offset, dump_event(entry)) for entry in entries]
+
+
+def _insert_events(
+    conn: sqlite3.Connection, run_id: str, rows: list[tuple[str, int, str]]
+) -> None:
+    (last,) = conn.execute(
+        "SELECT coalesce(max(pos), -1) FROM agentkit_events WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    if rows[0][1] <= last:
+        raise ValueError(f"offset {rows[0][1]} does not follow {last} in run {run_id}")
+    conn.executemany("INSERT INTO agentkit_events (run_id, pos, data) VALUES (?, ?, ?)", rows)
+
+
+def _create_run(
+    conn: sqlite3.Connection, run: RunRecord, rows: list[tuple[str, int, str]]
+) -> None:
     import sqlite3
 
+    conn.execute("BEGIN IMMEDIATE")
+    # The write lock is held: no other connection can start a run on this session between
+    # the check and the insert.
+    busy = conn.execute(
+        "SELECT 1 FROM agentkit_runs WHERE session_id = ? AND status = 'running' LIMIT 1",
+        (run.session_id,),
+    ).fetchone()
+    if busy is not None and run.status == "running":
+        raise SessionBusyError(f"session {run.session_id!r} already has a run going")
     try:
         conn.execute(
-            f"INSERT INTO agentkit_runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
-            (run.id, run.session_id, run.agent_id, run.status, run.created_at, run.finished_at),
+            f"INSERT INTO agentkit_runs ({_RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                run.id,
+                run.session_id,
+                run.agent_id,
+                run.status,
+                run.created_at,
+                run.finished_at,
+                run.owner,
+                run.heartbeat_at,
+                run.lease_expires_at,
+                run.error,
+            ),
         )
     except sqlite3.IntegrityError as exc:
         if "FOREIGN KEY" in str(exc):
             raise SessionNotFoundError(f"no session {run.session_id!r}") from None
         raise StoreError(f"run {run.id!r} already exists") from None
+    if rows:
+        _insert_events(conn, run.id, rows)
+    conn.execute("COMMIT")
+
+
+def _finish_run(
+    conn: sqlite3.Connection,
+    run_id: str,
+    status: RunStatus,
+    finished_at: float,
+    rows: list[tuple[str, int, str]],
+    error: str | None,
+    owner: str | None,
+    expired_by: float | None,
+) -> bool:
+    conn.execute("BEGIN IMMEDIATE")
+    row = conn.execute(
+        "SELECT status, owner, lease_expires_at FROM agentkit_runs WHERE id = ?", (run_id,)
+    ).fetchone()
+    if (
+        row is None
+        or row[0] != "running"
+        or (owner is not None and row[1] != owner)
+        or (expired_by is not None and row[2] is not None and row[2] >= expired_by)
+    ):
+        conn.execute("ROLLBACK")
+        return False
+    if rows:
+        _insert_events(conn, run_id, rows)
+    conn.execute(
+        "UPDATE agentkit_runs SET status = ?, finished_at = ?, error = ? WHERE id = ?",
+        (status, finished_at, error, run_id),
+    )
+    conn.execute("COMMIT")
+    return True
+
+
+_RENEW_CHUNK = 500  # ids per statement, well under SQLite's limit on bound parameters
+
+
+def _renew_leases(
+    conn: sqlite3.Connection, owner: str, run_ids: list[str], now: float, expires_at: float
+) -> set[str]:
+    renewed: set[str] = set()
+    conn.execute("BEGIN IMMEDIATE")
+    for start in range(0, len(run_ids), _RENEW_CHUNK):
+        chunk = run_ids[start : start + _RENEW_CHUNK]
+        marks = ", ".join("?" * len(chunk))
+        cursor = conn.execute(
+            "UPDATE agentkit_runs SET heartbeat_at = ?, lease_expires_at = ? "
+            f"WHERE owner = ? AND status = 'running' AND id IN ({marks}) RETURNING id",
+            (now, expires_at, owner, *chunk),
+        )
+        renewed.update(row[0] for row in cursor.fetchall())
+    conn.execute("COMMIT")
+    return renewed
 
 
 def _append_events(
-    conn: sqlite3.Connection, run_id: str, first: int, rows: list[tuple[str, int, str]]
+    conn: sqlite3.Connection, run_id: str, rows: list[tuple[str, int, str]]
 ) -> None:
     conn.execute("BEGIN IMMEDIATE")
-    (last,) = conn.execute(
-        "SELECT coalesce(max(pos), -1) FROM agentkit_events WHERE run_id = ?", (run_id,)
-    ).fetchone()
-    if first <= last:
-        raise ValueError(f"offset {first} does not follow {last} in run {run_id}")
-    conn.executemany("INSERT INTO agentkit_events (run_id, pos, data) VALUES (?, ?, ?)", rows)
+    row = conn.execute("SELECT status FROM agentkit_runs WHERE id = ?", (run_id,)).fetchone()
+    if row is not None and row[0] != "running":
+        raise RunEndedError(f"run {run_id} has ended ({row[0]}): no more events")
+    _insert_events(conn, run_id, rows)
     conn.execute("COMMIT")

@@ -29,6 +29,7 @@ This module does not import pytest, so importing it costs nothing outside tests.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import time
@@ -63,7 +64,9 @@ from agentkit.providers._base import (
 )
 from agentkit.stores._base import (
     EventEntry,
+    RunEndedError,
     RunRecord,
+    SessionBusyError,
     SessionExistsError,
     SessionNotFoundError,
     Store,
@@ -128,7 +131,7 @@ _SAMPLE_EVENTS: tuple[AgentMessage, ...] = (
     TurnEnd(turn_id="t1", status="completed", duration_ms=12),
 )
 
-_UNICODE = "héllo wörld ✓ 日本語 עברית 🦀🎉 \u0000 nul \u2028 sep \\ \"quotes\" \ud7ff"
+_UNICODE = 'héllo wörld ✓ 日本語 עברית 🦀🎉 \u0000 nul \u2028 sep \\ "quotes" \ud7ff'
 
 
 def _entries(offsets: list[int], prefix: str = "e") -> list[EventEntry]:
@@ -370,17 +373,20 @@ async def check_runs_lifecycle(store: Store) -> None:
     await store.create_session("s1", "app:agent")
     await store.create_session("s2", "app:agent")
     now = time.time()
-    first = RunRecord("r1", "s1", "app:agent", "running", now)
+    first = RunRecord("r1", "s1", "app:agent", "running", now, None, "owner-1", now, now + 30)
     await store.create_run(first)
     assert await store.get_run("r1") == first
+    assert await store.finish_run("r1", "completed", now + 0.5)
     await store.create_run(RunRecord("r2", "s1", "app:agent", "running", now + 1))
     await store.create_run(RunRecord("other", "s2", "app:agent", "running", now))
+    assert await store.finish_run("r2", "interrupted", now + 1.5, error="stopped")
     await store.create_run(RunRecord("r3", "s1", "app:sub", "running", now + 2))
-    await store.finish_run("r1", "completed", now + 0.5)
-    await store.finish_run("r2", "interrupted", now + 1.5)
-    await store.finish_run("r3", "error", now + 2.5)
+    assert await store.finish_run("r3", "error", now + 2.5, error="it failed")
     assert await store.get_run("r1") == RunRecord(
-        "r1", "s1", "app:agent", "completed", now, now + 0.5
+        "r1", "s1", "app:agent", "completed", now, now + 0.5, "owner-1", now, now + 30
+    )
+    assert (await store.get_run("r3")) == RunRecord(
+        "r3", "s1", "app:sub", "error", now + 2, now + 2.5, error="it failed"
     )
     runs = await store.list_runs("s1")
     assert [(r.id, r.status, r.finished_at) for r in runs] == [
@@ -392,7 +398,7 @@ async def check_runs_lifecycle(store: Store) -> None:
     assert [r.id for r in await store.list_runs("s2")] == ["other"]
     assert await store.list_runs("missing") == []
     assert await store.get_run("missing") is None
-    await store.finish_run("missing", "completed", now)  # not an error
+    assert not await store.finish_run("missing", "completed", now)  # not an error
     assert await store.get_run("missing") is None
 
 
@@ -401,6 +407,167 @@ async def check_run_needs_session(store: Store) -> None:
     """A run of a missing session raises `SessionNotFoundError`."""
     await _expect(SessionNotFoundError, store.create_run(_run("r1", "nope")), "create_run")
     assert await store.get_run("r1") is None
+
+
+@_check
+async def check_run_one_running_per_session(store: Store) -> None:
+    """A session holds at most one running run: a second is refused with
+    `SessionBusyError` (and not recorded) until the first has ended; runs created already
+    ended are not limited."""
+    await store.create_session("s1", "app:agent")
+    await store.create_session("s2", "app:agent")
+    await store.create_run(_run("r1", "s1"))
+    await _expect(SessionBusyError, store.create_run(_run("r2", "s1")), "second running run")
+    assert await store.get_run("r2") is None
+    assert [r.id for r in await store.list_runs("s1")] == ["r1"]
+    await store.create_run(_run("r3", "s2"))  # another session is not affected
+    finished = RunRecord("r4", "s1", "app:agent", "completed", time.time(), time.time())
+    await store.create_run(finished)
+    assert await store.finish_run("r1", "completed", time.time())
+    await store.create_run(_run("r2", "s1"))
+    assert (await store.get_run("r2")) is not None
+
+
+@_check
+async def check_run_concurrent_starts_one_wins(store: Store) -> None:
+    """Many runs started at once on one session: exactly one is accepted."""
+    await store.create_session("s1", "app:agent")
+    accepted: list[str] = []
+    refused: list[str] = []
+
+    async def start(run_id: str) -> None:
+        try:
+            await store.create_run(_run(run_id, "s1"))
+        except SessionBusyError:
+            refused.append(run_id)
+        else:
+            accepted.append(run_id)
+
+    async with anyio.create_task_group() as tg:
+        for r in range(8):
+            tg.start_soon(start, f"r{r}")
+    assert len(accepted) == 1 and len(refused) == 7, (accepted, refused)
+    assert [r.id for r in await store.list_runs("s1")] == accepted
+
+
+@_check
+async def check_run_created_with_events(store: Store) -> None:
+    """`create_run` stores the run's first events with it; bad offsets store neither."""
+    await store.create_session("s1", "app:agent")
+    entries = [EventEntry(i, event) for i, event in enumerate(_SAMPLE_EVENTS[:2])]
+    await store.create_run(_run("r1", "s1"), entries)
+    assert await store.read_events("r1") == entries
+    await store.append_events("r1", _entries([3]))
+    assert _offsets(await store.read_events("r1")) == [0, 1, 3]
+    await store.create_session("s2", "app:agent")
+    with contextlib.suppress(ValueError, StoreError):
+        await store.create_run(_run("r2", "s2"), _entries([1, 0]))
+        raise AssertionError("create_run with offsets out of order: expected an error")
+    assert await store.get_run("r2") is None
+    assert await store.read_events("r2") == []
+
+
+@_check
+async def check_run_finish_is_conditional(store: Store) -> None:
+    """`finish_run` ends a running run once, with its last events; it refuses (returns
+    `False`, writes nothing) for an ended run, another owner, or an unexpired lease."""
+    await store.create_session("s1", "app:agent")
+    now = time.time()
+    await store.create_run(
+        RunRecord("r1", "s1", "app:agent", "running", now, None, "me", now, now + 30),
+        _entries([0, 1]),
+    )
+    assert not await store.finish_run("r1", "completed", now, owner="someone else")
+    assert not await store.finish_run("r1", "error", now, events=_entries([2]), expired_by=now + 10)
+    assert _offsets(await store.read_events("r1")) == [0, 1]
+    assert (await store.get_run("r1")).status == "running"  # type: ignore[union-attr]
+    final = [
+        EventEntry(3, ErrorEvent(error="no")),
+        EventEntry(4, TurnEnd(turn_id="t", status="error", duration_ms=5)),
+    ]
+    assert await store.finish_run("r1", "error", now + 1, events=final, error="no", owner="me")
+    assert await store.read_events("r1", after=1) == final
+    record = await store.get_run("r1")
+    assert record is not None
+    assert (record.status, record.finished_at, record.error) == ("error", now + 1, "no")
+    # Once ended: no second ending, and no more events.
+    assert not await store.finish_run("r1", "completed", now + 2, events=_entries([5]))
+    await _expect(RunEndedError, store.append_events("r1", _entries([5])), "append after end")
+    assert _offsets(await store.read_events("r1")) == [0, 1, 3, 4]
+    assert (await store.get_run("r1")) == record
+    # Offsets that do not follow the stored ones leave the run running.
+    await store.create_run(_run("r2", "s1"), _entries([0, 1]))
+    with contextlib.suppress(ValueError, StoreError):
+        await store.finish_run("r2", "completed", now, events=_entries([1]))
+        raise AssertionError("finish_run with an offset already stored: expected an error")
+    assert (await store.get_run("r2")).status == "running"  # type: ignore[union-attr]
+
+
+@_check
+async def check_run_leases(store: Store) -> None:
+    """An owner renews the leases of its running runs only; the answer names what it
+    still holds, and runs whose lease expired are listed for the sweep, oldest first."""
+    now = time.time()
+    for sid in ("s1", "s2", "s3", "s4"):
+        await store.create_session(sid, "app:agent")
+    await store.create_run(RunRecord("mine", "s1", "a:a", "running", now, None, "me", now, now + 5))
+    await store.create_run(RunRecord("old", "s2", "a:a", "running", now - 9, None, "me", now, now))
+    await store.create_run(
+        RunRecord("theirs", "s3", "a:a", "running", now, None, "other", now, now + 5)
+    )
+    await store.create_run(RunRecord("legacy", "s4", "a:a", "running", now - 20))
+    assert [r.id for r in await store.expired_runs(now + 1)] == ["old", "legacy"]
+    kept = await store.renew_leases("me", ["mine", "old", "theirs", "missing"], now + 1, now + 40)
+    assert kept == {"mine", "old"}
+    assert await store.renew_leases("me", [], now, now) == set()
+    mine = await store.get_run("mine")
+    assert mine is not None and (mine.heartbeat_at, mine.lease_expires_at) == (now + 1, now + 40)
+    theirs = await store.get_run("theirs")
+    assert theirs is not None and theirs.lease_expires_at == now + 5
+    assert [r.id for r in await store.expired_runs(now + 1)] == ["legacy"]
+    assert [r.id for r in await store.expired_runs(now + 39)] == ["theirs", "legacy"]
+    # Ended runs are neither renewed nor expired.
+    assert await store.finish_run("mine", "completed", now + 2)
+    assert await store.renew_leases("me", ["mine"], now + 3, now + 50) == set()
+    assert "mine" not in [r.id for r in await store.expired_runs(now + 100)]
+
+
+@_check
+async def check_run_sweep_ends_once(store: Store) -> None:
+    """Ending an expired run (`expired_by`) works once, even when tried concurrently, and
+    never when the owner renewed its lease first; the session is free afterwards."""
+    now = time.time()
+    await store.create_session("s1", "app:agent")
+    await store.create_run(
+        RunRecord("r1", "s1", "a:a", "running", now - 60, None, "dead", now - 60, now - 30),
+        _entries([0, 1]),
+    )
+    await store.create_session("s2", "app:agent")
+    await store.create_run(
+        RunRecord("r2", "s2", "a:a", "running", now - 60, None, "alive", now - 60, now - 30)
+    )
+    assert await store.renew_leases("alive", ["r2"], now, now + 30) == {"r2"}
+    assert not await store.finish_run("r2", "error", now, expired_by=now)
+    results: list[bool] = []
+
+    async def sweep() -> None:
+        ending = [
+            EventEntry(2, ErrorEvent(error="gone")),
+            EventEntry(3, TurnEnd(turn_id="t", status="error", duration_ms=1)),
+        ]
+        try:
+            results.append(
+                await store.finish_run("r1", "error", now, events=ending, expired_by=now)
+            )
+        except (ValueError, StoreError):  # lost the race on the offsets
+            results.append(False)
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(4):
+            tg.start_soon(sweep)
+    assert sorted(results) == [False, False, False, True]
+    assert _offsets(await store.read_events("r1")) == [0, 1, 2, 3]
+    await store.create_run(_run("r3", "s1"))  # the session is free again
 
 
 # --- events ------------------------------------------------------------------------------
@@ -533,8 +700,9 @@ async def check_events_isolation(store: Store) -> None:
     """Runs have separate logs: the same offsets in two runs never mix."""
     await store.create_session("s1", "app:agent")
     await store.create_session("s2", "app:agent")
+    await store.create_session("s3", "app:agent")
     await store.create_run(_run("r1", "s1"))
-    await store.create_run(_run("r2", "s1"))
+    await store.create_run(_run("r2", "s3"))
     await store.create_run(_run("r3", "s2"))
     await store.append_events("r1", _entries([0, 1], "one"))
     await store.append_events("r2", _entries([0, 1, 2], "two"))
@@ -549,11 +717,12 @@ async def check_events_isolation(store: Store) -> None:
 @_check
 async def check_events_concurrent_runs(store: Store) -> None:
     """Many runs appending at once each get exactly their own events, in order."""
-    await store.create_session("s1", "app:agent")
     runs, batches = 8, 10
+    for r in range(runs):
+        await store.create_session(f"s{r}", "app:agent")
 
     async def write(run_id: str) -> None:
-        await store.create_run(_run(run_id, "s1"))
+        await store.create_run(_run(run_id, f"s{run_id[1:]}"))
         for b in range(batches):
             await store.append_events(run_id, _entries([2 * b, 2 * b + 1], run_id))
 
@@ -562,7 +731,7 @@ async def check_events_concurrent_runs(store: Store) -> None:
             tg.start_soon(write, f"r{r}")
     for r in range(runs):
         assert await store.read_events(f"r{r}") == _entries(list(range(2 * batches)), f"r{r}")
-    assert len(await store.list_runs("s1")) == runs
+    assert len(await store.list_runs("s1")) == 1
 
 
 @_check

@@ -1,3 +1,4 @@
+# ruff: noqa: E501, ASYNC221, ASYNC240  (a one-off script, kept as it was run)
 """Writes the version-1 store fixtures the migration tests open.
 
 This script was run once with agentkit at commit 1e81fbe (store schema version 1, the last

@@ -1,0 +1,130 @@
+"""The SQL stores' table layout, as numbered migrations.
+
+A database records every version applied in `agentkit_schema_version` (one row each). On
+open, a store applies the migrations newer than the database's version in one transaction
+(PostgreSQL under an advisory lock, SQLite under its write lock), so two processes opening
+an old database at once upgrade it once. A database newer than the code is refused.
+
+Each migration is written for both dialects side by side, so the two layouts cannot drift
+apart. `{p}` stands for the schema prefix of PostgreSQL's tables (empty for SQLite).
+Migrations never change once released: a change of layout is a new migration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "newer_database_message"]
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One step of the layout, for both dialects."""
+
+    version: int
+    description: str
+    sqlite: tuple[str, ...]
+    postgres: tuple[str, ...]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "sessions, transcripts, runs and run events",
+        sqlite=(
+            """CREATE TABLE IF NOT EXISTS agentkit_sessions (
+                seq INTEGER PRIMARY KEY,
+                id TEXT NOT NULL UNIQUE,
+                agent_id TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL,
+                metadata TEXT NOT NULL)""",
+            "CREATE INDEX IF NOT EXISTS agentkit_sessions_agent "
+            "ON agentkit_sessions (agent_id, seq)",
+            """CREATE TABLE IF NOT EXISTS agentkit_transcript (
+                session_id TEXT NOT NULL REFERENCES agentkit_sessions (id) ON DELETE CASCADE,
+                pos INTEGER NOT NULL,
+                data TEXT NOT NULL,
+                PRIMARY KEY (session_id, pos))""",
+            """CREATE TABLE IF NOT EXISTS agentkit_runs (
+                seq INTEGER PRIMARY KEY,
+                id TEXT NOT NULL UNIQUE,
+                session_id TEXT NOT NULL REFERENCES agentkit_sessions (id) ON DELETE CASCADE,
+                agent_id TEXT NOT NULL,
+                status TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                finished_at REAL)""",
+            "CREATE INDEX IF NOT EXISTS agentkit_runs_session ON agentkit_runs (session_id, seq)",
+            """CREATE TABLE IF NOT EXISTS agentkit_events (
+                run_id TEXT NOT NULL,
+                pos INTEGER NOT NULL,
+                data TEXT NOT NULL,
+                PRIMARY KEY (run_id, pos))""",
+        ),
+        postgres=(
+            """CREATE TABLE IF NOT EXISTS {p}agentkit_sessions (
+                seq bigserial PRIMARY KEY,
+                id text NOT NULL UNIQUE,
+                agent_id text NOT NULL,
+                created_at double precision NOT NULL,
+                updated_at double precision NOT NULL,
+                metadata text NOT NULL)""",
+            "CREATE INDEX IF NOT EXISTS agentkit_sessions_agent "
+            "ON {p}agentkit_sessions (agent_id, seq)",
+            """CREATE TABLE IF NOT EXISTS {p}agentkit_transcript (
+                session_id text NOT NULL REFERENCES {p}agentkit_sessions (id) ON DELETE CASCADE,
+                pos integer NOT NULL,
+                data text NOT NULL,
+                PRIMARY KEY (session_id, pos))""",
+            """CREATE TABLE IF NOT EXISTS {p}agentkit_runs (
+                seq bigserial PRIMARY KEY,
+                id text NOT NULL UNIQUE,
+                session_id text NOT NULL REFERENCES {p}agentkit_sessions (id) ON DELETE CASCADE,
+                agent_id text NOT NULL,
+                status text NOT NULL,
+                created_at double precision NOT NULL,
+                finished_at double precision)""",
+            "CREATE INDEX IF NOT EXISTS agentkit_runs_session "
+            "ON {p}agentkit_runs (session_id, seq)",
+            """CREATE TABLE IF NOT EXISTS {p}agentkit_events (
+                run_id text NOT NULL,
+                pos bigint NOT NULL,
+                data text NOT NULL,
+                PRIMARY KEY (run_id, pos))""",
+        ),
+    ),
+    Migration(
+        2,
+        "run ownership and leases; why a run failed",
+        # Runs left `running` by older code have no owner: their lease is taken as expired,
+        # so the first runtime to open the database ends them as interrupted.
+        sqlite=(
+            "ALTER TABLE agentkit_runs ADD COLUMN owner TEXT",
+            "ALTER TABLE agentkit_runs ADD COLUMN heartbeat_at REAL",
+            "ALTER TABLE agentkit_runs ADD COLUMN lease_expires_at REAL",
+            "ALTER TABLE agentkit_runs ADD COLUMN error TEXT",
+            "UPDATE agentkit_runs SET lease_expires_at = 0 WHERE status = 'running'",
+            "CREATE INDEX agentkit_runs_leases ON agentkit_runs (lease_expires_at) "
+            "WHERE status = 'running'",
+        ),
+        postgres=(
+            "ALTER TABLE {p}agentkit_runs ADD COLUMN owner text, "
+            "ADD COLUMN heartbeat_at double precision, "
+            "ADD COLUMN lease_expires_at double precision, ADD COLUMN error text",
+            "UPDATE {p}agentkit_runs SET lease_expires_at = 0 WHERE status = 'running'",
+            "CREATE INDEX agentkit_runs_leases ON {p}agentkit_runs (lease_expires_at) "
+            "WHERE status = 'running'",
+        ),
+    ),
+)
+
+SCHEMA_VERSION = MIGRATIONS[-1].version
+"""The version of the table layout this code writes (kept in `agentkit_schema_version`)."""
+
+
+def newer_database_message(where: str, version: int) -> str:
+    """The error for a database whose layout is newer than this code knows."""
+    return (
+        f"{where}: database schema version {version} is newer than this agentkit supports "
+        f"({SCHEMA_VERSION}); upgrade agentkit"
+    )
