@@ -98,6 +98,62 @@ def _make_store(kind: str) -> Any:
     return SQLiteStore(path)
 
 
+def bench_start(quick: bool) -> list[dict[str, Any]]:
+    """`runtime.start()` latency on SQLite (p50 and p99 of each repetition, median over
+    repetitions) beside inserting one row and committing, in the same run."""
+    import workloads
+
+    runs = 100 if quick else 1000
+    repeats = 2 if quick else 7
+
+    def percentile(samples: list[float], q: float) -> float:
+        ordered = sorted(samples)
+        return ordered[min(int(q * len(ordered)), len(ordered) - 1)] * 1e6
+
+    def ours() -> list[float]:
+        return _run_async_list(
+            lambda: workloads.start_latency_agentkit(runs, _make_store("sqlite"))
+        )
+
+    def bare() -> list[float]:
+        path = Path(tempfile.mkdtemp(prefix="agentkit-bench-")) / "floor.db"
+        return workloads.start_latency_bare(runs, path)
+
+    ours(), bare()  # warm up
+    p50, p99, floor50, floor99 = [], [], [], []
+    for _ in range(repeats):
+        mine, floor = ours(), bare()
+        p50.append(percentile(mine, 0.5))
+        p99.append(percentile(mine, 0.99))
+        floor50.append(percentile(floor, 0.5))
+        floor99.append(percentile(floor, 0.99))
+    return [
+        _row(
+            f"start p{q} (sqlite)",
+            f"runtime.start() accept latency, p{q}; floor: insert one row and commit",
+            "us",
+            mine,
+            floor,
+            lower_is_better=True,
+            target=None,
+            runs=runs,
+        )
+        for q, mine, floor in (("50", p50, floor50), ("99", p99, floor99))
+    ]
+
+
+def _run_async_list(factory: Callable[[], Coroutine[Any, Any, list[float]]]) -> list[float]:
+    import anyio
+
+    result: list[list[float]] = []
+
+    async def main() -> None:
+        result.append(await factory())
+
+    anyio.run(main, backend="asyncio")
+    return result[0]
+
+
 def sqlite_available() -> bool:
     import agentkit.stores
 
@@ -298,7 +354,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a fast smoke run")
     parser.add_argument(
-        "--only", nargs="*", default=None, help="workloads to run (W1 W2 W3 W4 W1-sqlite)"
+        "--only",
+        nargs="*",
+        default=None,
+        help="workloads to run (W1 W2 W3 W4 W1-sqlite start-sqlite)",
     )
     parser.add_argument(
         "--output", type=Path, default=None, help="where to write JSON (bench/results.json)"
@@ -319,6 +378,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(bench_w1(args.quick, store="sqlite"))
         else:
             print("W1 (sqlite): skipped, agentkit.stores.SQLiteStore does not exist yet")
+    if wanted("start-sqlite"):
+        rows.extend(bench_start(args.quick))
     if wanted("W2"):
         rows.append(bench_w2(args.quick))
     if wanted("W3"):

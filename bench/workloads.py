@@ -120,6 +120,37 @@ async def w1_agentkit(runs: int, store: Any = None) -> float:
         return time.perf_counter() - started
 
 
+async def start_latency_agentkit(runs: int, store: Any) -> list[float]:
+    """Seconds each `runtime.start()` takes to accept a W1 run (record, `turn_start` and
+    `session_init` stored), one run at a time; each run is awaited before the next."""
+    latencies = []
+    async with w1_runtime(store) as runtime:
+        for _ in range(runs):
+            started = time.perf_counter()
+            run = await runtime.start(ADD_SPEC, "What is 1 + 2?")
+            latencies.append(time.perf_counter() - started)
+            await run.wait()
+    return latencies
+
+
+def start_latency_bare(runs: int, path: Path) -> list[float]:
+    """The floor of an accept on SQLite: insert one row and commit, on a WAL file set up
+    as `SQLiteStore` sets it up."""
+    import sqlite3
+
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("CREATE TABLE runs (id TEXT PRIMARY KEY, data TEXT NOT NULL)")
+    latencies = []
+    for i in range(runs):
+        started = time.perf_counter()
+        conn.execute("INSERT INTO runs VALUES (?, ?)", (f"run-{i}", "running"))
+        latencies.append(time.perf_counter() - started)
+    conn.close()
+    return latencies
+
+
 async def w2_agentkit(deltas: int = W2_DELTAS) -> float:
     """Seconds from start to the last event of one run streaming `deltas` deltas, read
     through `run.events()`."""
