@@ -723,3 +723,31 @@ def test_store_commands_read_the_store_run_writes_by_default_and_with_store(
     agentkit(python, env, *HELLO)
     assert (tmp_path / "state" / "agentkit" / "agentkit.db").is_file()
     assert len(_json(agentkit(python, env, "runs", "--format", "json"))) == 1
+
+
+# --- docs/cli.md (issue 17, items 6 and 7) ------------------------------------------------
+
+
+def test_the_cli_page_documents_every_command_and_option() -> None:
+    page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    for words, parser in _commands().items():
+        if words:
+            assert f"## agentkit {words}\n" in page, words
+        for action in parser._actions:
+            for option in action.option_strings:
+                if option not in ("-h", "--help", "--version"):
+                    assert f"{option}" in page, (words, option)
+    for code in ("| 0 |", "| 1 |", "| 2 |", "| 130 |", "| 143 |"):
+        assert code in page
+
+
+def test_validate_json_is_one_object_as_documented(
+    python: str, cli_env: dict[str, str]
+) -> None:
+    done = agentkit(python, cli_env, "validate", "--format", "json", "examples/research-app")
+    report = json.loads(done.stdout)
+    assert set(report) == {"valid", "diagnostics"} and report["valid"] is True
+    for page in ("cli.md", "apps.md"):
+        text = " ".join((ROOT / "docs" / page).read_text(encoding="utf-8").split())
+        assert '`--format json` a JSON list' not in text
+        assert '{"valid": ..., "diagnostics": [...]}' in text, page
