@@ -31,6 +31,7 @@ import logging
 import os
 import signal
 import sys
+import textwrap
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -120,8 +121,10 @@ exit codes:
     run = sub.add_parser(
         "run",
         help="run an agent on a prompt",
-        description="Run one turn of an agent on a prompt and print its events as they come."
-        "\n\n" + _TARGET_FORMS + ".",
+        description=_wrap(
+            "Run one turn of an agent on a prompt and print its events as they come.",
+            _TARGET_FORMS + ".",
+        ),
         formatter_class=_Formatter,
         epilog=f"""\
 examples:
@@ -177,8 +180,10 @@ output:
     sessions = sub.add_parser(
         "sessions",
         help="list the sessions in the store",
-        description="List the sessions in the store, oldest first: id, agent, when it was "
-        "created and last updated, and how many runs it has.",
+        description=_wrap(
+            "List the sessions in the store, oldest first: id, agent, when it was "
+            "created and last updated, and how many runs it has."
+        ),
         formatter_class=_Formatter,
         epilog="""\
 examples:
@@ -199,9 +204,13 @@ exit codes:
     runs = sub.add_parser(
         "runs",
         help="list the runs in the store, or show one",
-        description="List the runs in the store, oldest first (all of them, or one "
-        "session's), or with 'show' print one run's stored events as 'agentkit run' "
-        "printed them.",
+        # Written out: argparse's own would make `show` look required.
+        usage="agentkit runs [-h] [--session ID] [--format {text,json}] [--store LOCATION]\n"
+        "       agentkit runs show [-h] [--format {text,jsonl}] [--store LOCATION] RUN_ID",
+        description=_wrap(
+            "List the runs in the store, oldest first (all of them, or one session's), or "
+            "with 'show' print one run's stored events as 'agentkit run' printed them."
+        ),
         formatter_class=_Formatter,
         epilog="""\
 examples:
@@ -223,13 +232,15 @@ exit codes:
     runs.add_argument("--session", metavar="ID", help="only the runs of this session")
     _list_format(runs)
     runs.add_argument("--store", metavar="LOCATION", help=_STORE_HELP)
-    runs_sub = runs.add_subparsers(dest="runs_command", metavar="show")
+    runs_sub = runs.add_subparsers(dest="runs_command", title="commands", metavar="COMMAND")
     show = runs_sub.add_parser(
         "show",
         help="replay a stored run as 'agentkit run' printed it",
-        description="Print a stored run's events exactly as 'agentkit run' printed them "
-        "(stores keep every event but the text_delta pieces; the text event after them "
-        "holds the same text).",
+        description=_wrap(
+            "Print a stored run's events exactly as 'agentkit run' printed them "
+            "(stores keep every event but the text_delta pieces; the text event after them "
+            "holds the same text)."
+        ),
         formatter_class=_Formatter,
         epilog="""\
 examples:
@@ -249,15 +260,15 @@ exit codes:
         help="as for 'agentkit run': text (default) or jsonl",
     )
     # SUPPRESS: not given here, it must not overwrite a `--store` given before `show`.
-    show.add_argument(
-        "--store", metavar="LOCATION", default=argparse.SUPPRESS, help=_STORE_HELP
-    )
+    show.add_argument("--store", metavar="LOCATION", default=argparse.SUPPRESS, help=_STORE_HELP)
 
     validate = sub.add_parser(
         "validate",
         help="check app folders, agent YAML and .md files",
-        description="Check app folders, app.yaml files, agent YAML files and agent "
-        "definitions (.md files or folders of them) and report every problem.",
+        description=_wrap(
+            "Check app folders, app.yaml files, agent YAML files and agent "
+            "definitions (.md files or folders of them) and report every problem."
+        ),
         formatter_class=_Formatter,
         epilog="""\
 examples:
@@ -317,8 +328,10 @@ exit codes:
     fingerprint = sub.add_parser(
         "fingerprint",
         help="print a definition's fingerprints",
-        description="Print an agent definition's fingerprints, v2 then v1, one a line: "
-        "the values a session records to notice that its definition changed.",
+        description=_wrap(
+            "Print an agent definition's fingerprints, v2 then v1, one a line: "
+            "the values a session records to notice that its definition changed."
+        ),
         formatter_class=_Formatter,
         epilog="""\
 examples:
@@ -331,6 +344,12 @@ exit codes:
     )
     fingerprint.add_argument("file", metavar="FILE", help="an agent definition (.md file)")
     return parser
+
+
+def _wrap(*paragraphs: str) -> str:
+    """Paragraphs filled to the width argparse uses for help (the raw formatter, which
+    keeps the epilogs' examples as written, would not wrap them)."""
+    return "\n\n".join(textwrap.fill(paragraph, width=88) for paragraph in paragraphs)
 
 
 def _list_format(parser: argparse.ArgumentParser) -> None:
