@@ -54,8 +54,6 @@ EXIT_USAGE = 2
 EXIT_SIGINT = 128 + signal.SIGINT  # 130, what a shell reports for a Ctrl-C'd program
 EXIT_SIGTERM = 128 + signal.SIGTERM  # 143, likewise for `kill`, `timeout`, `docker stop`
 
-INSTALL_CLI = "pip install 'typed-agentkit[cli]'"
-
 
 class UsageError(Exception):
     """A mistake in how the command was called, or an environment problem (exit 2)."""
