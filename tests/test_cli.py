@@ -407,6 +407,7 @@ def test_a_postgres_store_without_its_driver_is_one_error_line(
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert done.stderr.startswith("agentkit: error: ") and "psycopg" in done.stderr
+    assert "pip install 'typed-agentkit[postgres]'" in done.stderr
     assert done.stderr.count("\n") == 1
 
 

