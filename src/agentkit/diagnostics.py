@@ -19,7 +19,8 @@ Severity = Literal["error", "warning"]
 
 @dataclass(frozen=True, order=True)
 class Diagnostic:
-    """One problem in a file. `line` and `column` are 1-based; 0 when unknown."""
+    """One problem in a file. `line` and `column` are 1-based; 0 when unknown (and then
+    left out of the `file:line:col` text)."""
 
     file: str
     line: int
@@ -30,7 +31,14 @@ class Diagnostic:
 
     def __str__(self) -> str:
         prefix = "warning: " if self.severity == "warning" else ""
-        return f"{self.file}:{self.line}:{self.column}: {self.field}: {prefix}{self.message}"
+        # An unknown position (a file that cannot be read, a folder without app.yaml) is
+        # left out rather than shown as `:0:0`, which reads like a real place in the file.
+        where = self.file
+        if self.line > 0:
+            where += f":{self.line}"
+            if self.column > 0:
+                where += f":{self.column}"
+        return f"{where}: {self.field}: {prefix}{self.message}"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (used by `agentkit validate --format json`)."""
