@@ -464,11 +464,12 @@ class _OneLineLog(logging.Handler):
 
         level = "error" if record.levelno >= logging.ERROR else "warning"
         line = record.getMessage()
+        cause = getattr(record, "cause", None)  # named in the message already
         if record.exc_info and record.exc_info[1] is not None:
             cause = record.exc_info[1]
             line += f": {type(cause).__name__}: {cause}"
-            if isinstance(cause, StoreError | OSError):
-                self.store_failed = True
+        if isinstance(cause, StoreError | OSError):
+            self.store_failed = True
         # When stderr is gone there is nothing better to do with a log line.
         with contextlib.suppress(OSError, ValueError):
             print(f"agentkit: {level}: {line}", file=sys.stderr, flush=True)

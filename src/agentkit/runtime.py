@@ -878,10 +878,12 @@ class Runtime:
                 # it is said in one line, with no traceback for what is not a bug here.
                 if attempt == _ENDING_ATTEMPTS:
                     _logger.error(
-                        "could not record the end of run %s (%s); it will be ended as "
+                        "could not record the end of run %s (%s: %s); it will be ended as "
                         "interrupted once its lease expires",
                         run.id,
+                        type(exc).__name__,
                         exc,
+                        extra={"cause": exc},  # for handlers that act on it (the CLI)
                     )
                     return
                 await anyio.sleep(delay)
