@@ -320,7 +320,7 @@ async def test_leases_need_a_heartbeat_shorter_than_the_lease() -> None:
 
 async def test_the_in_memory_store_keeps_no_leases() -> None:
     async with Runtime(provider=ScriptedProvider(["hi"]), store=MemoryStore()) as runtime:
-        assert runtime._lease_task is None and runtime._lease_group is None
+        assert runtime._leases is None
         run = await runtime.start(SPEC, "hi")
         assert (await run.wait()).ok
 

@@ -32,26 +32,27 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib
 import logging
-import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import anyio
-from anyio.abc import TaskGroup
 
-from agentkit import _aio
+from agentkit._drivers import (
+    Driver,
+    register_driver,
+    register_session_check,
+    registered_driver,
+    session_checks,
+)
 from agentkit._engine import (
     Emit,
     RetryPolicy,
     TurnOutcome,
     TurnRequest,
-    _text_safe,
     resolve_context,
     run_engine_turn,
 )
@@ -61,15 +62,23 @@ from agentkit._lease import (
     LeaseKeeper,
     end_expired_runs,
 )
-from agentkit._log import RunLog
+from agentkit._pricing import CostEstimator, priced
+from agentkit._run import (
+    Run,
+    RunOutcome,
+    elapsed_ms,
+    failed,
+    new_id,
+    new_uuid,
+    record_ending,
+    write_ending,
+)
+from agentkit._runs_group import RunGroup
 from agentkit.actions import ActionContext, ActionRegistry, ActionResult
 from agentkit.events import (
     Accounting,
     AgentMessage,
     ErrorEvent,
-    TextDelta,
-    TurnStatus,
-    _result,
     _session_init,
     _turn_end,
     _turn_start,
@@ -94,9 +103,6 @@ from agentkit.stores._base import (
 from agentkit.stores._memory import MemoryStore
 from agentkit.tools._base import ToolRegistry
 
-if TYPE_CHECKING:
-    import asyncio
-
 __all__ = [
     "AgentNotFoundError",
     "Driver",
@@ -107,181 +113,17 @@ __all__ = [
     "SessionBusyError",
     "TurnOutcome",
     "TurnRequest",
+    "register_driver",
+    "register_session_check",
 ]
 
-Driver = Callable[[TurnRequest], Awaitable[TurnOutcome]]
-"""Runs the middle of a turn for one `AgentSpec.runtime` (content events and an outcome)."""
-
-CostEstimator = Callable[[str, Any], float | None]
 
 _logger = logging.getLogger("agentkit.runtime")
 
 SUMMON_ACTION = "system:summon"
 
-_ENDING_ATTEMPTS = 5
-_ENDING_RETRY_DELAY = 0.1
-"""Recording a run's end is tried 5 times, 0.1, 0.3, 0.9 and 2.7 s apart."""
-
-PRICED_PROVIDERS = frozenset({"anthropic", "openai", "local"})
-"""Providers whose runs are priced by default (through genai-prices, the `prices` extra)."""
-
-
-def _new_id() -> str:
-    """A random 128-bit id as 32 hex digits (like `uuid4().hex`, at a fraction of the cost)."""
-    return os.urandom(16).hex()
-
-
-def _new_uuid() -> str:
-    """A random version-4 UUID in its canonical text form, without the `uuid` machinery."""
-    h = os.urandom(16).hex()
-    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
-
-
-def _elapsed_ms(started: float) -> int:
-    return int((time.monotonic() - started) * 1000)
-
-
-def _failed(request: TurnRequest, error: str) -> TurnOutcome:
-    """An error outcome for a turn that did not end by itself, with what it used so far."""
-    progress = request.progress
-    used = progress.accounting if progress is not None else Accounting(models=dict(request.usage))
-    # An exception's message may hold a lone surrogate (a file name that is not UTF-8).
-    return TurnOutcome(status="error", error=_text_safe(error), accounting=used)
-
-
-class _Abandon(Exception):
-    """Internal: the runtime block raised, so its runs are cancelled rather than awaited."""
-
-
 class AgentNotFoundError(LookupError):
     """No agent with this canonical id is registered with the runtime."""
-
-
-@dataclass(frozen=True)
-class RunOutcome:
-    """How a run ended.
-
-    Attributes:
-        status: `completed`, `interrupted` or `error`.
-        text: The `result` content (for structured output, the payload as JSON text).
-        payload: The accepted structured output, when the agent has an output schema.
-        error: The `error` block's message, when the run did not complete.
-        accounting: Tokens per model, model calls, tool calls, denials, cost.
-    """
-
-    run_id: str
-    session_id: str
-    status: TurnStatus
-    text: str = ""
-    payload: Any = None
-    error: str | None = None
-    accounting: Accounting = field(default_factory=Accounting)
-
-    @property
-    def ok(self) -> bool:
-        """Whether the run completed."""
-        return self.status == "completed"
-
-
-class Run:
-    """One user turn of one agent, as an append-only event log.
-
-    Obtain runs from [`Runtime.start`][agentkit.runtime.Runtime.start].
-    """
-
-    def __init__(
-        self,
-        *,
-        run_id: str,
-        turn_id: str,
-        session_id: str,
-        spec: AgentSpec,
-        prompt: str,
-        working_dir: Path,
-        native: bool = False,
-    ) -> None:
-        self.id = run_id
-        self.turn_id = turn_id
-        self.session_id = session_id
-        self.spec = spec
-        self.prompt = prompt
-        self.working_dir = working_dir
-        # On asyncio the run's signals are asyncio's own events (a fraction of the cost of
-        # anyio's wrappers); elsewhere anyio's. Both are made only when someone waits.
-        self._new_event: Callable[[], Any] = _aio.event_class() if native else anyio.Event
-        self._log = RunLog(self._new_event)
-        self._ended = False
-        self._ended_signal: anyio.Event | asyncio.Event | None = None
-        self._cancel_requested = False
-        self._scope: anyio.CancelScope | None = None
-        self._task: Any = None  # the asyncio task running it (kept alive), on asyncio
-        self._outcome: RunOutcome | None = None
-        self._unsaved: list[int] = []  # offsets of events not yet in the store
-
-    def __repr__(self) -> str:
-        return f"<Run {self.id} agent={self.spec.id} done={self.done}>"
-
-    @property
-    def done(self) -> bool:
-        """Whether the run has ended (its last event, `turn_end`, is written)."""
-        return self._ended
-
-    @property
-    def outcome(self) -> RunOutcome | None:
-        """The outcome once the run has ended, else `None`."""
-        return self._outcome
-
-    def __len__(self) -> int:
-        return len(self._log)
-
-    def events(self, after: int = -1) -> AsyncIterator[AgentMessage]:
-        """Every event after offset `after` (all by default): replayed, then followed live
-        until the run ends. Offsets count events from 0, `text_delta` included."""
-        return self._log.events(after)
-
-    def entries(self, after: int = -1) -> AsyncIterator[EventEntry]:
-        """Like [`events`][agentkit.runtime.Run.events], with each event's offset (for
-        resumable readers such as an SSE endpoint's `Last-Event-ID`)."""
-        return self._log.entries(after)
-
-    def cancel(self) -> None:
-        """Ask the run to stop; it ends with `turn_end.status == "interrupted"`."""
-        self._cancel_requested = True
-        if self._scope is not None:
-            self._scope.cancel()
-
-    async def wait(self) -> RunOutcome:
-        """Wait for the run to end and return its outcome."""
-        if not self._ended:
-            if self._ended_signal is None:
-                self._ended_signal = self._new_event()
-            await self._ended_signal.wait()
-        assert self._outcome is not None
-        return self._outcome
-
-    def _end(self) -> None:
-        self._ended = True
-        self._task = None  # a finished run keeps its events, not its task
-        try:
-            self._log.close()
-        finally:
-            if self._ended_signal is not None:
-                self._ended_signal.set()
-
-    def _emit(self, event: AgentMessage) -> None:
-        offset = self._log.append(event)
-        if type(event) is not TextDelta:
-            self._unsaved.append(offset)
-
-    def _take_unsaved(self) -> list[EventEntry]:
-        """Entries for the store of the events not saved yet; each event is encoded once:
-        the log keeps the bytes from now on, and the store gets them with the event. A
-        caller whose store write fails puts them back with `_put_back`."""
-        batch, self._unsaved = self._unsaved, []
-        return self._log.saved(batch)
-
-    def _put_back(self, entries: list[EventEntry]) -> None:
-        self._unsaved[:0] = [entry.offset for entry in entries]
 
 
 class Runtime:
@@ -382,20 +224,14 @@ class Runtime:
         self.drivers: dict[str, Driver] = dict(drivers or {})
         self.cost_estimator = cost_estimator
         self.max_subagent_depth = max_subagent_depth
-        self._task_group: TaskGroup | None = None
         self._running = False
-        self._native = False
-        self._crashes: list[BaseException] = []
-        self._host_scope: anyio.CancelScope | None = None
-        self._host_task: Any = None
         self._runs: dict[str, Run] = {}
-        self.instance_id = _new_id()
+        self._group = RunGroup(self._runs)
+        self.instance_id = new_id()
         """This runtime's id, recorded as the owner of the runs it executes."""
         self.heartbeat_interval = heartbeat_interval
         self.lease_duration = lease_duration
         self._leases: LeaseKeeper | None = None
-        self._lease_task: Any = None  # the lease keeper's asyncio task, on asyncio
-        self._lease_group: TaskGroup | None = None  # the lease keeper's task group, on trio
         # What each spec is offered, for the engine (see agentkit._engine._offers).
         self._offers: dict[int, tuple[Any, ...]] = {}
 
@@ -446,23 +282,8 @@ class Runtime:
             for tool in started:
                 registry.add(tool)
             self._tools = registry
-        self._native = _aio.on_asyncio()
-        if self._native:
-            # What a task group gives its body: a scope a crashing run can cancel.
-            self._host_scope = anyio.CancelScope()
-            self._host_scope.__enter__()
-            self._host_task = _aio.current_task()
-            if self._leases is not None:
-                self._lease_task = _aio.create_task(self._leases.run())
-        else:
-            if self._leases is not None:
-                # Entered before the runs' task group, so it is left after it: the leases
-                # are kept until the last run has ended.
-                self._lease_group = anyio.create_task_group()
-                await self._lease_group.__aenter__()
-                self._lease_group.start_soon(self._leases.run, name="agentkit leases")
-            self._task_group = anyio.create_task_group()
-            await self._task_group.__aenter__()
+        # The leases are kept beside the runs until the last one has ended.
+        await self._group.enter([] if self._leases is None else [self._leases.run])
         self._running = True
         return self
 
@@ -482,19 +303,10 @@ class Runtime:
     ) -> bool | None:
         assert self._running
         try:
-            if self._task_group is None:
-                return await self._exit_native(exc)
-            if exc is not None:
-                # The host's own exception propagates as it is (not wrapped in a group);
-                # the runs are cancelled and still end with `turn_end` (interrupted).
-                self._task_group.cancel_scope.cancel()
-                await self._task_group.__aexit__(None, None, None)
-                return None
-            return await self._task_group.__aexit__(None, None, None)
+            return await self._group.exit(exc)
         finally:
-            self._task_group = None
             self._running = False
-            await self._stop_leases()
+            self._leases = None
             if self._processes is not None:
                 with anyio.CancelScope(shield=True):
                     await self._processes.stop_all()
@@ -506,66 +318,6 @@ class Runtime:
             if self._owns_store:
                 with anyio.CancelScope(shield=True):
                     await self.store.aclose()
-
-    async def _stop_leases(self) -> None:
-        """Stop renewing leases, once every run has ended."""
-        self._leases = None
-        if self._lease_task is not None:
-            task, self._lease_task = self._lease_task, None
-            with anyio.CancelScope(shield=True):
-                await _aio.cancel_and_wait(task)
-        if self._lease_group is not None:
-            group, self._lease_group = self._lease_group, None
-            group.cancel_scope.cancel()
-            await group.__aexit__(None, None, None)
-
-    async def _exit_native(self, exc: BaseException | None) -> bool | None:
-        """Leave the runtime on asyncio as a task group is left: wait for (or cancel) the
-        runs, leave the host's scope, and raise what crashed inside runs as a group."""
-        scope, self._host_scope = self._host_scope, None
-        host, self._host_task = self._host_task, None
-        assert scope is not None
-        raised = exc
-        try:
-            await self._close_native_runs(exc is not None)
-        except BaseException as error:
-            raised = error
-        if _aio.current_task() is not host:
-            # Left from another task than the one that entered it (a pytest-asyncio
-            # fixture's setup and teardown, say): a task group could not be, but a runtime
-            # on asyncio always could. The scope belongs to that task and cannot be left
-            # from here; it has cancelled nothing in this one.
-            pass
-        elif raised is None:
-            scope.__exit__(None, None, None)
-        elif scope.__exit__(type(raised), raised, raised.__traceback__):
-            raised = None  # the scope's own cancellation: a crash cancelled the body
-        crashes, self._crashes = self._crashes, []
-        if crashes:
-            raise BaseExceptionGroup("runs failed inside the runtime", crashes)
-        if raised is not None and raised is not exc:
-            raise raised
-        return True if exc is not None and raised is None else None
-
-    async def _close_native_runs(self, cancel: bool) -> None:
-        """Leave the runtime on asyncio: wait for the runs still going (cancel them first when
-        the block raised, or when the wait itself is cancelled), like a task group."""
-        try:
-            if cancel:
-                raise _Abandon
-            while self._runs:
-                await next(iter(self._runs.values())).wait()
-        except BaseException as exc:
-            with anyio.CancelScope(shield=True):
-                while self._runs:
-                    # Again on every round: a run may start while others are being
-                    # cancelled (a tool was inside `start`), and a task group would
-                    # cancel it too.
-                    for run in list(self._runs.values()):
-                        run.cancel()
-                    await next(iter(self._runs.values())).wait()
-            if not isinstance(exc, _Abandon):
-                raise
 
     # --- agents -----------------------------------------------------------------------
 
@@ -608,7 +360,7 @@ class Runtime:
     ) -> SessionRecord:
         """Create an empty session for an agent (an id is generated when none is given)."""
         spec = self._resolve_agent(agent)
-        return await self.store.create_session(session_id or _new_uuid(), spec.id, metadata)
+        return await self.store.create_session(session_id or new_uuid(), spec.id, metadata)
 
     async def start(
         self,
@@ -641,14 +393,14 @@ class Runtime:
             shared_context=shared_context,
             thread_context=thread_context,
         )
-        definition = spec.metadata.get("definition")
         resumed = session_id is not None
+        checks = session_checks()
         if session_id is None:
             metadata = dict(session_metadata or {})
-            if definition is not None:
-                # Sessions of Markdown definitions remember what they were started with,
-                # so a changed definition is refused on resume (see agentkit.defs).
-                metadata.setdefault("definition", definition)
+            for key in checks.keys() & spec.metadata.keys():
+                # What an adapter checks on resume (a Markdown definition's fingerprint
+                # record, say) is remembered with the session.
+                metadata.setdefault(key, spec.metadata[key])
             session = await self.create_session(spec, metadata=metadata)
         else:
             found = await self.store.get_session(session_id)
@@ -659,18 +411,16 @@ class Runtime:
                     f"session {session_id!r} belongs to agent {found.agent_id!r}, not {spec.id!r}"
                 )
             session = found
-            if "definition" in session.metadata:
-                from agentkit.defs import check_resume
-
-                check_resume(session.metadata["definition"], spec)
+            for key in checks.keys() & session.metadata.keys():
+                checks[key](session.metadata[key], spec)
         run = Run(
-            run_id=_new_id(),
-            turn_id=_new_id(),
+            run_id=new_id(),
+            turn_id=new_id(),
             session_id=session.id,
             spec=spec,
             prompt=prompt,
             working_dir=Path(working_dir) if working_dir is not None else self.working_dir,
-            native=self._native,
+            native=self._group.native,
         )
         run._emit(_turn_start(run.turn_id, session.id, prompt))
         run._emit(_session_init(session.id, system or None, str(run.working_dir)))
@@ -694,15 +444,7 @@ class Runtime:
         self._runs[run.id] = run
         # The turn's request is built when the run takes its first step: a run waiting for
         # its turn holds as little as it can (ten thousand may be waiting at once).
-        if self._task_group is None:
-            # On asyncio a run is a plain task (an anyio task costs several times more);
-            # the runtime keeps it in `_runs` and waits for it on exit like a task group.
-            run._task = _aio.create_task(self._execute(run, system, user, resumed, _depth))
-        else:
-            # An explicit name spares anyio working one out from the function on every start.
-            self._task_group.start_soon(
-                self._execute, run, system, user, resumed, _depth, name="agentkit run"
-            )
+        self._group.start(run, self._execute, run, system, user, resumed, _depth)
         return run
 
     def stream(
@@ -735,16 +477,15 @@ class Runtime:
     # --- the run task -----------------------------------------------------------------
 
     def _driver_for(self, spec: AgentSpec) -> Driver:
-        driver = self.drivers.get(spec.runtime)
+        driver = self.drivers.get(spec.runtime) or registered_driver(spec.runtime)
         if driver is not None:
             return driver
         if spec.runtime == "engine":
             return self._engine_driver
-        if spec.runtime == "claude-cli":
-            module = importlib.import_module("agentkit.defs._claude_cli")
-            claude_driver: Driver = module.claude_cli_driver
-            return claude_driver
-        raise LookupError(f"no driver for runtime {spec.runtime!r}")
+        raise LookupError(
+            f"no driver for runtime {spec.runtime!r}: pass one in Runtime(drivers=...) or "
+            "import the adapter that registers it (agentkit.defs, for claude-cli)"
+        )
 
     async def _engine_driver(self, request: TurnRequest) -> TurnOutcome:
         provider, model = self._select_model(request.spec)
@@ -802,32 +543,23 @@ class Runtime:
             interrupted = True
             raise
         except Exception as exc:
-            outcome = _failed(request, f"{type(exc).__name__}: {exc}")
+            outcome = failed(request, f"{type(exc).__name__}: {exc}")
         except BaseException as exc:
             # Not an error of the turn: something that must stop the program (or a bug).
             # The run still ends properly; then it goes to whoever owns the run's task.
-            outcome = _failed(request, f"{type(exc).__name__}: {exc}")
-            if self._task_group is not None or isinstance(exc, KeyboardInterrupt | SystemExit):
+            outcome = failed(request, f"{type(exc).__name__}: {exc}")
+            if self._group.passes_on(exc):
                 raise
             crash = exc
         finally:
             run._scope = None
-            if self._task_group is None:
-                # A plain asyncio task sits in no outer cancel scope, and the run's own scope
-                # is left: nothing can cancel the ending, so it needs no shield.
-                await self._finish(run, request, outcome, interrupted, started)
-            else:
+            if self._group.ending_needs_shield:
                 with anyio.CancelScope(shield=True):
                     await self._finish(run, request, outcome, interrupted, started)
+            else:
+                await self._finish(run, request, outcome, interrupted, started)
         if crash is not None:
-            # What a task group does with a crashed child: the other runs and the body of
-            # `async with Runtime` are cancelled, and the runtime raises the crash when it
-            # closes.
-            self._crashes.append(crash)
-            for other in list(self._runs.values()):
-                other.cancel()
-            if self._host_scope is not None:
-                self._host_scope.cancel()
+            self._group.crashed(crash)
 
     async def _finish(
         self,
@@ -839,103 +571,21 @@ class Runtime:
     ) -> None:
         try:
             try:
-                self._write_ending(run, request, outcome, interrupted, started)
+                write_ending(run, request, outcome, interrupted, started, self._priced)
             except Exception as exc:
                 # A driver's malformed outcome (say, `text=None`): the run still ends, as an
                 # error, so that nobody waits for it forever.
                 _logger.exception("could not write the end of run %s", run.id)
                 error = f"the run could not be ended normally: {type(exc).__name__}: {exc}"
                 run._emit(ErrorEvent(error=error))
-                run._emit(_turn_end(run.turn_id, "error", _elapsed_ms(started)))
+                run._emit(_turn_end(run.turn_id, "error", elapsed_ms(started)))
                 run._outcome = RunOutcome(
                     run_id=run.id, session_id=run.session_id, status="error", error=error
                 )
-            await self._record_ending(run)
+            await record_ending(run, self.store, self.instance_id)
         finally:
             self._runs.pop(run.id, None)
             run._end()
-
-    async def _record_ending(self, run: Run) -> None:
-        """Store the run's last events and its status in one transaction, retrying while
-        the store fails. Should it keep failing, the run is left to the lease sweep, which
-        ends it as interrupted once its lease (no longer renewed) expires."""
-        outcome = run._outcome
-        assert outcome is not None
-        entries = run._take_unsaved()
-        delay = _ENDING_RETRY_DELAY
-        for attempt in range(1, _ENDING_ATTEMPTS + 1):
-            try:
-                recorded = await self.store.finish_run(
-                    run.id,
-                    outcome.status,
-                    time.time(),
-                    events=entries,
-                    error=outcome.error,
-                    owner=self.instance_id,
-                )
-            except Exception as exc:
-                # A failing store must not take the runtime (and every other run) down;
-                # it is said in one line, with no traceback for what is not a bug here.
-                if attempt == _ENDING_ATTEMPTS:
-                    _logger.error(
-                        "could not record the end of run %s (%s: %s); it will be ended as "
-                        "interrupted once its lease expires",
-                        run.id,
-                        type(exc).__name__,
-                        exc,
-                        extra={"cause": exc},  # for handlers that act on it (the CLI)
-                    )
-                    return
-                await anyio.sleep(delay)
-                delay *= 3
-            else:
-                if not recorded:
-                    _logger.warning(
-                        "run %s was no longer running in the store when it ended "
-                        "(another runtime ended it after its lease expired)",
-                        run.id,
-                    )
-                return
-
-    def _write_ending(
-        self,
-        run: Run,
-        request: TurnRequest,
-        outcome: TurnOutcome | None,
-        interrupted: bool,
-        started: float,
-    ) -> None:
-        """Emit the run's `result` or `error` and its `turn_end`, and set its outcome."""
-        if interrupted or outcome is None:
-            outcome = _failed(request, "the run was interrupted")
-        try:
-            accounting = self._priced(outcome.accounting)
-        except Exception:
-            # A host's estimator that fails leaves the run unpriced, not unfinished.
-            _logger.exception("could not price run %s", run.id)
-            accounting = outcome.accounting
-        status: TurnStatus
-        if interrupted:
-            status = "interrupted"
-        elif outcome.status == "completed":
-            status = "completed"
-        else:
-            status = "error"
-        error = None if status == "completed" else _text_safe(outcome.error or "the run failed")
-        if error is None:
-            run._emit(_result(outcome.text, accounting))
-        else:
-            run._emit(ErrorEvent(error=error, accounting=accounting))
-        run._emit(_turn_end(run.turn_id, status, _elapsed_ms(started)))
-        run._outcome = RunOutcome(
-            run_id=run.id,
-            session_id=run.session_id,
-            status=status,
-            text=outcome.text if status == "completed" else "",
-            payload=outcome.payload,
-            error=error,
-            accounting=accounting,
-        )
 
     async def _flush(self, run: Run) -> None:
         if run._unsaved:
@@ -947,23 +597,7 @@ class Runtime:
                 raise
 
     def _priced(self, accounting: Accounting) -> Accounting:
-        if not accounting.models:
-            return accounting
-        estimator = self.cost_estimator
-        if estimator is None:
-            provider = self._provider
-            if provider is None or provider.name not in PRICED_PROVIDERS:
-                return accounting
-            from agentkit.providers import estimate_cost
-
-            estimator = functools.partial(estimate_cost, provider=provider.name)
-        total = 0.0
-        for model, usage in accounting.models.items():
-            cost = estimator(model, usage)
-            if cost is None:
-                return accounting
-            total += cost
-        return accounting.model_copy(update={"cost_usd": total})
+        return priced(accounting, self.cost_estimator, self._provider)
 
     # --- actions and sub-agents -------------------------------------------------------
 

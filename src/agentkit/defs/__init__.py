@@ -54,6 +54,11 @@ from agentkit.defs._types import (
     RuntimeName,
 )
 from agentkit.defs._validate import DefinitionPathError, fingerprint_lines, validate_paths
+from agentkit.runtime import register_driver, register_session_check
+
+# The core runs `runtime: claude-cli` specs and checks resumed sessions through these.
+register_driver("claude-cli", claude_cli_driver)
+register_session_check("definition", check_resume)
 
 __all__ = [
     "CLAUDE_DISALLOWED",
