@@ -1,6 +1,6 @@
 """The scale-out store: PostgreSQL, shared by any number of processes and hosts.
 
-psycopg is imported only when a store first connects (extra `agentkit[postgres]`).
+psycopg is imported only when a store first connects (extra `typed-agentkit[postgres]`).
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ class PostgresStore:
     connection of its own, reused afterwards. Every append is one transaction; appends to
     one transcript or one run log are serialised across processes by row and advisory
     locks, so any number of processes and hosts can share the database.
-    Needs the `postgres` extra (`pip install 'agentkit[postgres]'`).
+    Needs the `postgres` extra (`pip install 'typed-agentkit[postgres]'`).
     """
 
     def __init__(self, dsn: str, *, schema: str | None = None, max_connections: int = 4):
@@ -180,7 +180,7 @@ class PostgresStore:
             import psycopg
         except ImportError:  # pragma: no cover - depends on the installation
             raise StoreError(
-                "PostgresStore needs psycopg: pip install 'agentkit[postgres]'"
+                "PostgresStore needs psycopg: pip install 'typed-agentkit[postgres]'"
             ) from None
         conn = psycopg.connect(self.dsn, autocommit=True)
         try:
