@@ -124,5 +124,6 @@ def test_ci_runs_the_readme_test_command_exactly() -> None:
 
 def test_readme_test_command_shows_the_install_progress() -> None:
     (test_command,) = [c for c in _readme_commands() if "pytest" in c]
-    # `pip -q` hid an 11-minute llama-cpp-python build behind a silent prompt
-    assert not re.search(r"pip install (?:\S+ )*-q\b", test_command)
+    (install,) = [step for step in test_command.split("&&") if "pip install" in step]
+    # `pip -q` hid a llama-cpp-python build of several minutes behind a silent prompt
+    assert not {"-q", "--quiet", "-qq"} & set(install.split()), install
