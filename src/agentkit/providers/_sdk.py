@@ -38,7 +38,7 @@ def sdk_client(
     except ImportError:
         raise ProviderConfigError(
             f"the {provider} provider needs the '{package}' package: "
-            f"pip install 'agentkit[{package}]'"
+            f"pip install 'typed-agentkit[{package}]'"
         ) from None
     return getattr(module, client_class)(
         api_key=api_key,

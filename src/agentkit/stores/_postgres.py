@@ -1,6 +1,6 @@
 """The scale-out store: PostgreSQL, shared by any number of processes and hosts.
 
-psycopg is imported only when a store first connects (extra `agentkit[postgres]`).
+psycopg is imported only when a store first connects (extra `typed-agentkit[postgres]`).
 """
 
 from __future__ import annotations

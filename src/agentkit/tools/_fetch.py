@@ -176,7 +176,7 @@ async def fetch_url(url: str, policy: FetchPolicy | None = None) -> FetchResult:
     try:
         import httpx  # optional extra `tools`
     except ModuleNotFoundError:
-        raise ToolError("fetching needs httpx: install agentkit[tools]") from None
+        raise ToolError("fetching needs httpx: pip install 'typed-agentkit[tools]'") from None
 
     policy = policy or FetchPolicy()
     try:

@@ -178,7 +178,7 @@ async def mcp_tools(
     try:
         import mcp  # noqa: F401  (optional extra `mcp`)
     except ModuleNotFoundError:
-        raise McpServerError("MCP servers need the mcp package: install agentkit[mcp]") from None
+        raise McpServerError("MCP servers need mcp: pip install 'typed-agentkit[mcp]'") from None
     async with AsyncExitStack() as stack:
         tools: list[Tool] = []
         for config in configs:
