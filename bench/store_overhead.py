@@ -22,8 +22,7 @@ import anyio
 
 from agentkit.events import Result, Text, ToolResult, ToolUse
 from agentkit.stores import EventEntry, PostgresStore, RunRecord, SQLiteStore, Store
-from agentkit.stores._codec import check_offsets, dump_event
-from agentkit.stores._sqlite import _READ_EVENTS, _append_events, _fetchall
+from agentkit.stores._sql import event_columns
 
 ROUNDS, CALLS = 5, 400
 
@@ -45,12 +44,11 @@ def threaded(store: SQLiteStore) -> tuple[Callable[..., Awaitable[None]], Callab
             return fn(store._conn, *args)
 
     async def append(run_id: str, entries: list[EventEntry]) -> None:
-        check_offsets(run_id, entries[0].offset - 1, entries)
-        rows = [(run_id, e.offset, dump_event(e)) for e in entries]
-        await anyio.to_thread.run_sync(locked, _append_events, run_id, entries[0].offset, rows)
+        offsets, data = event_columns(run_id, entries)
+        await anyio.to_thread.run_sync(locked, store._ops.append_events, run_id, offsets, data)
 
     async def read(run_id: str, after: int) -> Any:
-        return await anyio.to_thread.run_sync(locked, _fetchall, _READ_EVENTS, (run_id, after))
+        return await anyio.to_thread.run_sync(locked, store._ops.read_events, run_id, after)
 
     return append, read
 
@@ -76,6 +74,7 @@ async def measure(store: Store, mode: str) -> tuple[float, float]:
         for _ in range(CALLS):
             await read(run_id, (CALLS - 2) * 10)
         best_read = min(best_read, (time.perf_counter() - started) / CALLS)
+        await store.finish_run(run_id, "completed", time.time())  # one running run a session
     return best_append * 1e6, best_read * 1e6
 
 

@@ -6,15 +6,12 @@ psycopg is imported only when a store first connects (extra `typed-agentkit[post
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from agentkit.providers._base import Message
 from agentkit.stores._base import (
-    EventEntry,
     RunEndedError,
     RunRecord,
     RunStatus,
@@ -24,17 +21,14 @@ from agentkit.stores._base import (
     SessionRecord,
     StoreError,
 )
-from agentkit.stores._codec import (
-    check_offsets,
-    dump_event,
-    dump_message,
-    dump_metadata,
-    events_from_rows,
-    messages_from_rows,
-    run_from_row,
-    session_from_row,
-)
 from agentkit.stores._migrations import MIGRATIONS, SCHEMA_VERSION, newer_database_message
+from agentkit.stores._sql import (
+    RUN_COLUMNS,
+    SESSION_COLUMNS,
+    SQLStore,
+    may_finish,
+    run_params,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -56,11 +50,7 @@ class _SQL:
         sessions, transcript = f"{p}agentkit_sessions", f"{p}agentkit_transcript"
         runs, events = f"{p}agentkit_runs", f"{p}agentkit_events"
         version = f"{p}agentkit_schema_version"
-        session_cols = "id, agent_id, created_at, updated_at, metadata"
-        run_cols = (
-            "id, session_id, agent_id, status, created_at, finished_at, owner, heartbeat_at, "
-            "lease_expires_at, error"
-        )
+        session_cols, run_cols = SESSION_COLUMNS, RUN_COLUMNS
         self.create_schema = f"CREATE SCHEMA IF NOT EXISTS {_quote(schema)}" if schema else None
         self.create_version = f"CREATE TABLE IF NOT EXISTS {version} (version integer NOT NULL)"
         self.migrations = [
@@ -68,9 +58,7 @@ class _SQL:
         ]
         self.get_version = f"SELECT max(version) FROM {version}"
         self.set_version = f"INSERT INTO {version} VALUES (%s)"
-        self.insert_session = (
-            f"INSERT INTO {sessions} ({session_cols}) VALUES (%s, %s, %s, %s, %s)"
-        )
+        self.insert_session = f"INSERT INTO {sessions} ({session_cols}) VALUES (%s, %s, %s, %s, %s)"
         self.get_session = f"SELECT {session_cols} FROM {sessions} WHERE id = %s"
         self.has_session = f"SELECT 1 FROM {sessions} WHERE id = %s"
         self.lock_session = f"SELECT 1 FROM {sessions} WHERE id = %s FOR UPDATE"
@@ -87,9 +75,7 @@ class _SQL:
             f"DELETE FROM {events} WHERE run_id IN (SELECT id FROM {runs} WHERE session_id = %s)"
         )
         self.delete_session = f"DELETE FROM {sessions} WHERE id = %s"
-        self.load_transcript = (
-            f"SELECT data FROM {transcript} WHERE session_id = %s ORDER BY pos"
-        )
+        self.load_transcript = f"SELECT data FROM {transcript} WHERE session_id = %s ORDER BY pos"
         self.transcript_end = (
             f"SELECT coalesce(max(pos) + 1, 0) FROM {transcript} WHERE session_id = %s"
         )
@@ -97,9 +83,7 @@ class _SQL:
             f"INSERT INTO {transcript} (session_id, pos, data) "
             "SELECT %s, %s + n - 1, d FROM unnest(%s::text[]) WITH ORDINALITY AS u (d, n)"
         )
-        self.truncate_transcript = (
-            f"DELETE FROM {transcript} WHERE session_id = %s AND pos >= %s"
-        )
+        self.truncate_transcript = f"DELETE FROM {transcript} WHERE session_id = %s AND pos >= %s"
         self.insert_run = (
             f"INSERT INTO {runs} ({run_cols}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
         )
@@ -134,7 +118,164 @@ class _SQL:
         )
 
 
-class PostgresStore:
+class _Postgres:
+    """The operations in PostgreSQL's dialect, on the store's statements; each runs in a
+    worker thread, as one statement or one transaction."""
+
+    def __init__(self, sql: _SQL) -> None:
+        self.sql = sql
+
+    def create_session(
+        self, conn: psycopg.Connection[Any], record: SessionRecord, metadata: str
+    ) -> None:
+        from psycopg import errors
+
+        try:
+            conn.execute(
+                self.sql.insert_session,
+                (record.id, record.agent_id, record.created_at, record.updated_at, metadata),
+            )
+        except errors.UniqueViolation:
+            raise SessionExistsError(f"session {record.id!r} already exists") from None
+
+    def get_session(self, conn: psycopg.Connection[Any], session_id: str) -> Any:
+        return conn.execute(self.sql.get_session, (session_id,)).fetchone()
+
+    def update_session(
+        self, conn: psycopg.Connection[Any], session_id: str, metadata: str, now: float
+    ) -> Any:
+        return conn.execute(self.sql.update_session, (metadata, now, session_id)).fetchone()
+
+    def list_sessions(self, conn: psycopg.Connection[Any], agent_id: str | None) -> list[Any]:
+        if agent_id is None:
+            return conn.execute(self.sql.list_sessions).fetchall()
+        return conn.execute(self.sql.list_agent_sessions, (agent_id,)).fetchall()
+
+    def delete_session(self, conn: psycopg.Connection[Any], session_id: str) -> None:
+        with conn.transaction():
+            conn.execute(self.sql.lock_session, (session_id,))
+            conn.execute(self.sql.delete_events_of_session, (session_id,))
+            # The transcript and the runs go with the session (ON DELETE CASCADE).
+            conn.execute(self.sql.delete_session, (session_id,))
+
+    def load_transcript(self, conn: psycopg.Connection[Any], session_id: str) -> list[Any]:
+        rows = conn.execute(self.sql.load_transcript, (session_id,)).fetchall()
+        if not rows and conn.execute(self.sql.has_session, (session_id,)).fetchone() is None:
+            raise SessionNotFoundError(f"no session {session_id!r}")
+        return rows
+
+    def append_transcript(
+        self, conn: psycopg.Connection[Any], session_id: str, data: list[str], now: float
+    ) -> None:
+        with conn.transaction():
+            # The update locks the session row, so concurrent appends take turns.
+            if conn.execute(self.sql.touch_session, (now, session_id)).rowcount == 0:
+                raise SessionNotFoundError(f"no session {session_id!r}")
+            if data:
+                row = conn.execute(self.sql.transcript_end, (session_id,)).fetchone()
+                start = 0 if row is None else row[0]
+                conn.execute(self.sql.append_transcript, (session_id, start, data))
+
+    def truncate_transcript(
+        self, conn: psycopg.Connection[Any], session_id: str, length: int
+    ) -> None:
+        with conn.transaction():
+            if conn.execute(self.sql.lock_session, (session_id,)).fetchone() is None:
+                raise SessionNotFoundError(f"no session {session_id!r}")
+            if length < 0:  # like `del messages[length:]`: counts from the end
+                row = conn.execute(self.sql.transcript_end, (session_id,)).fetchone()
+                length = max((0 if row is None else row[0]) + length, 0)
+            conn.execute(self.sql.truncate_transcript, (session_id, length))
+
+    def create_run(
+        self, conn: psycopg.Connection[Any], run: RunRecord, offsets: list[int], data: list[str]
+    ) -> None:
+        from psycopg import errors
+
+        with conn.transaction():
+            # The session's row lock makes the check and the insert one step for every
+            # process: a second start on the session waits here, then sees the first run.
+            if conn.execute(self.sql.lock_session, (run.session_id,)).fetchone() is None:
+                raise SessionNotFoundError(f"no session {run.session_id!r}")
+            if (
+                run.status == "running"
+                and conn.execute(self.sql.running_in_session, (run.session_id,)).fetchone()
+            ):
+                raise SessionBusyError(f"session {run.session_id!r} already has a run going")
+            try:
+                with conn.transaction():  # a savepoint: the error leaves the rest usable
+                    conn.execute(self.sql.insert_run, run_params(run))
+            except errors.UniqueViolation:
+                raise StoreError(f"run {run.id!r} already exists") from None
+            self._insert_events(conn, run.id, offsets, data)
+
+    def finish_run(
+        self,
+        conn: psycopg.Connection[Any],
+        run_id: str,
+        status: RunStatus,
+        finished_at: float,
+        offsets: list[int],
+        data: list[str],
+        error: str | None,
+        owner: str | None,
+        expired_by: float | None,
+    ) -> bool:
+        with conn.transaction():
+            row = conn.execute(self.sql.lock_run, (run_id,)).fetchone()
+            if row is None or not may_finish(row, owner, expired_by):
+                return False
+            self._insert_events(conn, run_id, offsets, data)
+            conn.execute(self.sql.finish_run, (status, finished_at, error, run_id))
+            return True
+
+    def renew_leases(
+        self,
+        conn: psycopg.Connection[Any],
+        owner: str,
+        run_ids: list[str],
+        now: float,
+        expires_at: float,
+    ) -> set[str]:
+        rows = conn.execute(self.sql.renew_leases, (now, expires_at, owner, run_ids)).fetchall()
+        return {row[0] for row in rows}
+
+    def expired_runs(self, conn: psycopg.Connection[Any], now: float) -> list[Any]:
+        return conn.execute(self.sql.expired_runs, (now,)).fetchall()
+
+    def get_run(self, conn: psycopg.Connection[Any], run_id: str) -> Any:
+        return conn.execute(self.sql.get_run, (run_id,)).fetchone()
+
+    def list_runs(self, conn: psycopg.Connection[Any], session_id: str) -> list[Any]:
+        return conn.execute(self.sql.list_runs, (session_id,)).fetchall()
+
+    def append_events(
+        self, conn: psycopg.Connection[Any], run_id: str, offsets: list[int], data: list[str]
+    ) -> None:
+        with conn.transaction():
+            row = conn.execute(self.sql.run_status, (run_id,)).fetchone()
+            if row is not None and row[0] != "running":
+                raise RunEndedError(f"run {run_id} has ended ({row[0]}): no more events")
+            self._insert_events(conn, run_id, offsets, data)
+
+    def read_events(self, conn: psycopg.Connection[Any], run_id: str, after: int) -> list[Any]:
+        return conn.execute(self.sql.read_events, (run_id, after)).fetchall()
+
+    def _insert_events(
+        self, conn: psycopg.Connection[Any], run_id: str, offsets: list[int], data: list[str]
+    ) -> None:
+        if not offsets:
+            return
+        # One writer per run log at a time, across processes and hosts.
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext('agentkit.events ' || %s))", (run_id,))
+        row = conn.execute(self.sql.events_end, (run_id,)).fetchone()
+        last = -1 if row is None else row[0]
+        if offsets[0] <= last:
+            raise ValueError(f"offset {offsets[0]} does not follow {last} in run {run_id}")
+        conn.execute(self.sql.append_events, (run_id, offsets, data))
+
+
+class PostgresStore(SQLStore):
     """Sessions, transcripts, runs and events in PostgreSQL.
 
     Args:
@@ -159,6 +300,7 @@ class PostgresStore:
         self.dsn = dsn
         self.schema = schema
         self._sql = _SQL(schema)
+        self._ops = _Postgres(self._sql)
         self._limiter = anyio.CapacityLimiter(max_connections)
         self._idle: list[psycopg.Connection[Any]] = []
         self._ready = False
@@ -205,7 +347,7 @@ class PostgresStore:
                     conn.execute(self._sql.set_version, (number,))
 
     async def _call(self, fn: Callable[..., _T], *args: Any) -> _T:
-        """Run `fn(connection, sql, *args)` in a worker thread on a pooled connection."""
+        """Run `fn(connection, *args)` in a worker thread on a pooled connection."""
         if self._closed:
             raise StoreError(f"{self!r} is closed")
         async with self._limiter:
@@ -233,125 +375,9 @@ class PostgresStore:
             conn = slot[0]
             if conn is None or conn.closed or conn.broken:
                 conn = slot[0] = self._connect()
-            return fn(conn, self._sql, *args)
+            return fn(conn, *args)
         except psycopg.Error as exc:
             raise StoreError(f"PostgreSQL: {exc}") from exc
-
-    # --- sessions ---------------------------------------------------------------------
-
-    async def create_session(
-        self, session_id: str, agent_id: str, metadata: dict[str, Any] | None = None
-    ) -> SessionRecord:
-        """Create a session; `SessionExistsError` when the id is taken."""
-        now = time.time()
-        record = SessionRecord(session_id, agent_id, now, now, dict(metadata or {}))
-        await self._call(_create_session, record, dump_metadata(metadata))
-        return record
-
-    async def get_session(self, session_id: str) -> SessionRecord | None:
-        """The session, or `None`."""
-        row = await self._call(_fetchone, "get_session", (session_id,))
-        return None if row is None else session_from_row(row)
-
-    async def update_session(self, session_id: str, metadata: dict[str, Any]) -> SessionRecord:
-        """Replace a session's metadata; `SessionNotFoundError` when missing."""
-        params = (dump_metadata(metadata), time.time(), session_id)
-        row = await self._call(_fetchone, "update_session", params)
-        if row is None:
-            raise SessionNotFoundError(f"no session {session_id!r}")
-        return session_from_row(row)
-
-    async def list_sessions(self, agent_id: str | None = None) -> list[SessionRecord]:
-        """Sessions, oldest first, optionally of one agent."""
-        if agent_id is None:
-            rows = await self._call(_fetchall, "list_sessions", ())
-        else:
-            rows = await self._call(_fetchall, "list_agent_sessions", (agent_id,))
-        return [session_from_row(row) for row in rows]
-
-    async def delete_session(self, session_id: str) -> None:
-        """Delete a session with its transcript, runs and events (no error when missing)."""
-        await self._call(_delete_session, session_id)
-
-    # --- transcripts ------------------------------------------------------------------
-
-    async def load_transcript(self, session_id: str) -> list[Message]:
-        """The session's transcript in order; `SessionNotFoundError` when missing."""
-        rows = await self._call(_load_transcript, session_id)
-        return messages_from_rows(rows)
-
-    async def append_transcript(self, session_id: str, messages: Sequence[Message]) -> None:
-        """Append messages atomically: all of them or none."""
-        data = [dump_message(message) for message in messages]
-        await self._call(_append_transcript, session_id, data, time.time())
-
-    async def truncate_transcript(self, session_id: str, length: int) -> None:
-        """Keep only the first `length` messages."""
-        await self._call(_truncate_transcript, session_id, length)
-
-    # --- runs -------------------------------------------------------------------------
-
-    async def create_run(self, run: RunRecord, events: Sequence[EventEntry] = ()) -> None:
-        """Record a new run with its first events in one transaction;
-        `SessionBusyError` while the session has a running run (in any process)."""
-        await self._call(_create_run, run, *_event_columns(run.id, events))
-
-    async def finish_run(
-        self,
-        run_id: str,
-        status: RunStatus,
-        finished_at: float,
-        *,
-        events: Sequence[EventEntry] = (),
-        error: str | None = None,
-        owner: str | None = None,
-        expired_by: float | None = None,
-    ) -> bool:
-        """End a running run with its last events, in one transaction (see
-        [`Store.finish_run`][agentkit.stores.Store.finish_run])."""
-        offsets, data = _event_columns(run_id, events)
-        return await self._call(
-            _finish_run, run_id, status, finished_at, offsets, data, error, owner, expired_by
-        )
-
-    async def renew_leases(
-        self, owner: str, run_ids: Sequence[str], now: float, expires_at: float
-    ) -> set[str]:
-        """Renew `owner`'s leases on those of `run_ids` that are still running."""
-        if not run_ids:
-            return set()
-        rows = await self._call(
-            _fetchall, "renew_leases", (now, expires_at, owner, list(run_ids))
-        )
-        return {row[0] for row in rows}
-
-    async def expired_runs(self, now: float) -> list[RunRecord]:
-        """Running runs whose lease expired before `now` (or that have none)."""
-        rows = await self._call(_fetchall, "expired_runs", (now,))
-        return [run_from_row(row) for row in rows]
-
-    async def get_run(self, run_id: str) -> RunRecord | None:
-        """The run, or `None`."""
-        row = await self._call(_fetchone, "get_run", (run_id,))
-        return None if row is None else run_from_row(row)
-
-    async def list_runs(self, session_id: str) -> list[RunRecord]:
-        """A session's runs, oldest first."""
-        rows = await self._call(_fetchall, "list_runs", (session_id,))
-        return [run_from_row(row) for row in rows]
-
-    # --- events -----------------------------------------------------------------------
-
-    async def append_events(self, run_id: str, entries: Sequence[EventEntry]) -> None:
-        """Append events in one transaction; offsets must grow past the stored ones."""
-        if not entries:
-            return
-        await self._call(_append_events, run_id, *_event_columns(run_id, entries))
-
-    async def read_events(self, run_id: str, after: int = -1) -> list[EventEntry]:
-        """A run's stored events with offset greater than `after`, in order."""
-        rows = await self._call(_fetchall, "read_events", (run_id, after))
-        return events_from_rows(rows)
 
     async def aclose(self) -> None:
         """Close the pooled connections; the store cannot be used afterwards."""
@@ -359,170 +385,3 @@ class PostgresStore:
         idle, self._idle = self._idle, []
         for conn in idle:
             await anyio.to_thread.run_sync(conn.close)
-
-
-# --- the synchronous work, run in a worker thread ----------------------------------------
-
-def _fetchone(conn: psycopg.Connection[Any], sql: _SQL, name: str, params: Any) -> Any:
-    return conn.execute(getattr(sql, name), params).fetchone()
-
-
-def _fetchall(conn: psycopg.Connection[Any], sql: _SQL, name: str, params: Any) -> list[Any]:
-    return conn.execute(getattr(sql, name), params).fetchall()
-
-
-def _execute(conn: psycopg.Connection[Any], sql: _SQL, name: str, params: Any) -> None:
-    conn.execute(getattr(sql, name), params)
-
-
-def _create_session(
-    conn: psycopg.Connection[Any], sql: _SQL, record: SessionRecord, metadata: str
-) -> None:
-    from psycopg import errors
-
-    try:
-        conn.execute(
-            sql.insert_session,
-            (record.id, record.agent_id, record.created_at, record.updated_at, metadata),
-        )
-    except errors.UniqueViolation:
-        raise SessionExistsError(f"session {record.id!r} already exists") from None
-
-
-def _delete_session(conn: psycopg.Connection[Any], sql: _SQL, session_id: str) -> None:
-    with conn.transaction():
-        conn.execute(sql.lock_session, (session_id,))
-        conn.execute(sql.delete_events_of_session, (session_id,))
-        # The transcript and the runs go with the session (ON DELETE CASCADE).
-        conn.execute(sql.delete_session, (session_id,))
-
-
-def _load_transcript(conn: psycopg.Connection[Any], sql: _SQL, session_id: str) -> list[Any]:
-    rows = conn.execute(sql.load_transcript, (session_id,)).fetchall()
-    if not rows and conn.execute(sql.has_session, (session_id,)).fetchone() is None:
-        raise SessionNotFoundError(f"no session {session_id!r}")
-    return rows
-
-
-def _append_transcript(
-    conn: psycopg.Connection[Any], sql: _SQL, session_id: str, data: list[str], now: float
-) -> None:
-    with conn.transaction():
-        # The update locks the session row, so concurrent appends take turns.
-        if conn.execute(sql.touch_session, (now, session_id)).rowcount == 0:
-            raise SessionNotFoundError(f"no session {session_id!r}")
-        if data:
-            row = conn.execute(sql.transcript_end, (session_id,)).fetchone()
-            start = 0 if row is None else row[0]
-            conn.execute(sql.append_transcript, (session_id, start, data))
-
-
-def _truncate_transcript(
-    conn: psycopg.Connection[Any], sql: _SQL, session_id: str, length: int
-) -> None:
-    with conn.transaction():
-        if conn.execute(sql.lock_session, (session_id,)).fetchone() is None:
-            raise SessionNotFoundError(f"no session {session_id!r}")
-        if length < 0:  # like `del messages[length:]`: counts from the end
-            row = conn.execute(sql.transcript_end, (session_id,)).fetchone()
-            length = max((0 if row is None else row[0]) + length, 0)
-        conn.execute(sql.truncate_transcript, (session_id, length))
-
-
-def _event_columns(run_id: str, entries: Sequence[EventEntry]) -> tuple[list[int], list[str]]:
-    """Offsets and JSON of `entries`, checked to grow (their order against the stored
-    events is checked in the transaction that appends them)."""
-    if not entries:
-        return [], []
-    check_offsets(run_id, entries[0].offset - 1, entries)
-    return [entry.offset for entry in entries], [dump_event(entry) for entry in entries]
-
-
-def _insert_events(
-    conn: psycopg.Connection[Any], sql: _SQL, run_id: str, offsets: list[int], data: list[str]
-) -> None:
-    # One writer per run log at a time, across processes and hosts.
-    conn.execute("SELECT pg_advisory_xact_lock(hashtext('agentkit.events ' || %s))", (run_id,))
-    row = conn.execute(sql.events_end, (run_id,)).fetchone()
-    last = -1 if row is None else row[0]
-    if offsets[0] <= last:
-        raise ValueError(f"offset {offsets[0]} does not follow {last} in run {run_id}")
-    conn.execute(sql.append_events, (run_id, offsets, data))
-
-
-def _create_run(
-    conn: psycopg.Connection[Any],
-    sql: _SQL,
-    run: RunRecord,
-    offsets: list[int],
-    data: list[str],
-) -> None:
-    from psycopg import errors
-
-    with conn.transaction():
-        # The session's row lock makes the check and the insert one step for every process:
-        # a second start on the session waits here, then sees the first run.
-        if conn.execute(sql.lock_session, (run.session_id,)).fetchone() is None:
-            raise SessionNotFoundError(f"no session {run.session_id!r}")
-        if run.status == "running" and conn.execute(
-            sql.running_in_session, (run.session_id,)
-        ).fetchone():
-            raise SessionBusyError(f"session {run.session_id!r} already has a run going")
-        try:
-            with conn.transaction():  # a savepoint: the error below leaves the rest usable
-                conn.execute(
-                    sql.insert_run,
-                    (
-                        run.id,
-                        run.session_id,
-                        run.agent_id,
-                        run.status,
-                        run.created_at,
-                        run.finished_at,
-                        run.owner,
-                        run.heartbeat_at,
-                        run.lease_expires_at,
-                        run.error,
-                    ),
-                )
-        except errors.UniqueViolation:
-            raise StoreError(f"run {run.id!r} already exists") from None
-        if offsets:
-            _insert_events(conn, sql, run.id, offsets, data)
-
-
-def _finish_run(
-    conn: psycopg.Connection[Any],
-    sql: _SQL,
-    run_id: str,
-    status: RunStatus,
-    finished_at: float,
-    offsets: list[int],
-    data: list[str],
-    error: str | None,
-    owner: str | None,
-    expired_by: float | None,
-) -> bool:
-    with conn.transaction():
-        row = conn.execute(sql.lock_run, (run_id,)).fetchone()
-        if (
-            row is None
-            or row[0] != "running"
-            or (owner is not None and row[1] != owner)
-            or (expired_by is not None and row[2] is not None and row[2] >= expired_by)
-        ):
-            return False
-        if offsets:
-            _insert_events(conn, sql, run_id, offsets, data)
-        conn.execute(sql.finish_run, (status, finished_at, error, run_id))
-        return True
-
-
-def _append_events(
-    conn: psycopg.Connection[Any], sql: _SQL, run_id: str, offsets: list[int], data: list[str]
-) -> None:
-    with conn.transaction():
-        row = conn.execute(sql.run_status, (run_id,)).fetchone()
-        if row is not None and row[0] != "running":
-            raise RunEndedError(f"run {run_id} has ended ({row[0]}): no more events")
-        _insert_events(conn, sql, run_id, offsets, data)
