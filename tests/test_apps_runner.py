@@ -23,7 +23,12 @@ from agentkit.events import AgentMessage
 from agentkit.providers import ModelRequest
 from agentkit.runtime import Runtime
 from agentkit.stores import SessionNotFoundError
-from agentkit.testing import FunctionProvider, SchemaTestProvider, ScriptedProvider
+from agentkit.testing import (
+    FunctionProvider,
+    SchemaTestProvider,
+    ScriptedProvider,
+    assert_stream_invariants,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "research-app"
@@ -83,7 +88,9 @@ def make_app(tmp_path: Path, app_id: str = "demo") -> App:
 
 
 async def collect(stream: Any) -> list[AgentMessage]:
-    return [event async for event in stream]
+    events = [event async for event in stream]
+    assert_stream_invariants(events)
+    return events
 
 
 async def test_run_streams_one_turn_of_an_own_agent(tmp_path: Path) -> None:

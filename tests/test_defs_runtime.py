@@ -21,7 +21,7 @@ from agentkit.defs import (
     parse_definition,
 )
 from agentkit.events import to_wire
-from agentkit.testing import ScriptedProvider
+from agentkit.testing import ScriptedProvider, assert_stream_invariants
 from agentkit.tools import Tool, ToolContext, ToolRegistry
 from test_defs_claude_cli import INIT, REPLAY, RESULT, fake_claude, seen
 
@@ -67,7 +67,9 @@ async def test_security_review_runs_offline(tmp_path: Path) -> None:
             spec, "Review app.py", session_metadata={"definition": spec.metadata["definition"]}
         )
         outcome = await run.wait()
-        events = [to_wire(e) async for e in run.events()]
+        raw = [e async for e in run.events()]
+        assert_stream_invariants(raw)
+        events = [to_wire(e) for e in raw]
         session = await runtime.store.get_session(run.session_id)
     assert outcome.status == "completed"
     assert outcome.text == "app.py hard-codes a password."
@@ -105,7 +107,9 @@ async def test_claude_cli_definitions_run_through_the_runtime(tmp_path: Path) ->
     ) as runtime:
         run = await runtime.start(spec, "Plan the change.")
         outcome = await run.wait()
-        events = [to_wire(e) async for e in run.events()]
+        raw = [e async for e in run.events()]
+        assert_stream_invariants(raw)
+        events = [to_wire(e) for e in raw]
         first = seen(tmp_path / "bin")
 
         (tmp_path / "bin" / "lines.jsonl").write_text(INIT + "\n" + RESULT + "\n")
@@ -148,7 +152,9 @@ async def test_a_missing_claude_ends_the_run_with_an_error(tmp_path: Path) -> No
     ) as runtime:
         run = await runtime.start(spec, "Plan.")
         outcome = await run.wait()
-        events = [to_wire(e) async for e in run.events()]
+        raw = [e async for e in run.events()]
+        assert_stream_invariants(raw)
+        events = [to_wire(e) for e in raw]
     assert outcome.status == "error"
     assert outcome.error is not None and "does not exist or is not executable" in outcome.error
     assert [e["type"] for e in events] == ["turn_start", "session_init", "error", "turn_end"]

@@ -34,7 +34,7 @@ from agentkit.stores import (
     _migrations,
     open_store,
 )
-from agentkit.testing import FunctionProvider, ScriptedProvider
+from agentkit.testing import FunctionProvider, ScriptedProvider, assert_stream_invariants
 
 pytestmark = pytest.mark.anyio
 
@@ -201,6 +201,7 @@ async def test_a_killed_process_run_is_ended_as_interrupted_and_its_session_resu
             "error",
             "turn_end",
         ]
+        assert_stream_invariants(e.event for e in entries)
         final = entries[-1].event
         assert isinstance(final, TurnEnd) and final.status == "error"
         assert isinstance(events[0], TurnStart) and final.turn_id == events[0].turn_id

@@ -131,10 +131,6 @@ class RunLog:
             self._waiter = None
             waiter.set()
 
-    def snapshot(self) -> list[AgentMessage]:
-        """Every event written so far."""
-        return [_event_of(item) for item in self._events]
-
     async def _wait(self) -> None:
         if self._waiter is None:
             self._waiter = self._new_event()

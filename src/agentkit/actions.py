@@ -198,8 +198,3 @@ class ActionRegistry:
 
     def __contains__(self, action_id: object) -> bool:
         return action_id in self._actions
-
-    def merge(self, other: ActionRegistry) -> None:
-        """Add every action of `other`."""
-        for item in other:
-            self.add(item)

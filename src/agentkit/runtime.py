@@ -372,7 +372,6 @@ class Runtime:
         context_suffix: str | None = None,
         shared_context: str | Mapping[str, Any] | None = None,
         thread_context: str | Mapping[str, Any] | None = None,
-        channel_thread_key: str | None = None,
         session_metadata: dict[str, Any] | None = None,
         _depth: int = 0,
     ) -> Run:

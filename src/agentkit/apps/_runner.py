@@ -232,7 +232,6 @@ class AgentRunner:
             "context_suffix": context_suffix,
             "shared_context": shared_context,
             "thread_context": thread_context,
-            "channel_thread_key": channel_thread_key,
             "session_metadata": metadata,
         }
         self._task_group.start_soon(self._start, stream, spec.id, prompt, options)

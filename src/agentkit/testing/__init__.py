@@ -7,11 +7,14 @@
 - [`StoreConformance`][agentkit.testing.StoreConformance] and
   [`store_conformance`][agentkit.testing.store_conformance]: the checks every store backend
   passes.
+- [`assert_stream_invariants`][agentkit.testing.assert_stream_invariants]: what every
+  run's event stream promises (one turn, one final block, tool results that answer calls).
 - [`run_provider_conformance`][agentkit.testing.run_provider_conformance] with
   [`ReplayServer`][agentkit.testing.ReplayServer]: the wire-level checks every provider
   passes.
 """
 
+from agentkit.testing._invariants import assert_stream_invariants
 from agentkit.testing._provider_conformance import (
     CONFORMANCE_SCENARIOS,
     RecordedRequest,
@@ -53,6 +56,7 @@ __all__ = [
     "StoreCheck",
     "StoreConformance",
     "WireScript",
+    "assert_stream_invariants",
     "check_live_provider",
     "check_stream_contract",
     "run_conformance_scenario",
