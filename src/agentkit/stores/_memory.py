@@ -151,7 +151,19 @@ class MemoryStore:
             return False
         log = self._events.setdefault(run_id, [])
         log.extend(_rows(run_id, log[-1][0] if log else -1, events))
-        self._runs[run_id] = replace(run, status=status, finished_at=finished_at, error=error)
+        # Built directly: `dataclasses.replace` costs several times more, once per run.
+        self._runs[run_id] = RunRecord(
+            run.id,
+            run.session_id,
+            run.agent_id,
+            status,
+            run.created_at,
+            finished_at,
+            run.owner,
+            run.heartbeat_at,
+            run.lease_expires_at,
+            error,
+        )
         if self._running.get(run.session_id) == run_id:
             del self._running[run.session_id]
         return True
