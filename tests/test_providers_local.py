@@ -380,3 +380,27 @@ async def test_runtime_without_keys_answers_with_the_local_model(
     assert outcome.status == "completed", outcome.error
     assert "paris" in outcome.text.lower(), outcome.text
     assert outcome.accounting.models[LOCAL_MODEL].output_tokens > 0
+
+
+@needs_local
+@pytest.mark.anyio
+async def test_an_answer_cut_at_max_tokens_ends_the_turn_with_an_error_not_silently() -> None:
+    from agentkit.events import to_wire
+    from agentkit.runtime import Runtime
+    from agentkit.spec import AgentSpec
+
+    spec = AgentSpec(id="offline:storyteller", description="Tells stories.",
+                     system_prompt="Tell long stories.")
+    async with Runtime(provider=LocalProvider(max_tokens=8)) as runtime:
+        run = await runtime.start(spec, "Write a long story about a dragon.")
+        outcome = await run.wait()
+        events = [to_wire(e) async for e in run.events()]
+    assert outcome.status == "error"
+    assert outcome.error is not None and "cut off" in outcome.error
+    assert "max_tokens" in outcome.error
+    assert 0 < outcome.accounting.models[LOCAL_MODEL].output_tokens <= 8
+    types = [e["type"] for e in events]
+    assert types[-3:] == ["text", "error", "turn_end"], types
+    assert events[-3]["content"].strip()  # what came before the cut is still shown
+    assert events[-2]["error"] == outcome.error
+    assert events[-1]["status"] == "error"
