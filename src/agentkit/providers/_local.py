@@ -168,9 +168,10 @@ def _load(path: str, n_ctx: int, n_threads: int | None) -> tuple[Any, threading.
             bindings = module_globals["llama_cpp"]
             module_globals["llama_cpp"] = _PlainBuffers(bindings)
             try:
+                threads = n_threads or max(1, (os.cpu_count() or 2) // 2)
                 llm = llama_cpp.Llama(
-                    model_path=path, n_ctx=n_ctx, n_threads=n_threads, verbose=True, seed=0,
-                    chat_format="chatml",
+                    model_path=path, n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
+                    verbose=True, seed=0, chat_format="chatml",
                 )
             finally:
                 module_globals.pop("print", None)
@@ -284,8 +285,10 @@ class LocalProvider:
             `Stop("max_tokens")`.
         temperature: Sampling temperature (0 is greedy and reproducible).
         seed: The sampler's seed (for a temperature above 0).
-        n_threads: CPU threads for inference (llama.cpp's default when `None`); the model
-            is loaded once per process and shared.
+        n_threads: CPU threads for inference, for the prompt and the answer alike (half
+            the CPUs when `None`: on a busy machine, llama.cpp's default of every CPU for
+            the prompt spins against other work and reads the prompt three times slower);
+            the model is loaded once per process and shared.
         max_tool_rounds: Rounds of tool calls the model may make in one turn; after them
             only `submit_output` (when offered) or plain text is allowed.
     """
