@@ -409,7 +409,7 @@ class LocalProvider:
         try:
             llm, lock = _load(str(self.model_path), self.n_ctx or 0, self.n_threads)
             with lock:
-                if _SHUTDOWN.is_set() or cancel.is_set():
+                if cancel.is_set() or _stopping():
                     out.put(("error", "generation cancelled"))
                     return
                 n_ctx = int(llm.n_ctx())
@@ -439,7 +439,7 @@ class LocalProvider:
                 )
                 try:
                     for part in completion:
-                        if cancel.is_set() or _SHUTDOWN.is_set():
+                        if cancel.is_set() or _stopping():
                             break
                         choice = part["choices"][0]
                         if choice.get("text"):
@@ -458,9 +458,23 @@ class LocalProvider:
             out.put(("error", f"generation failed: {type(exc).__name__}: {exc}"))
 
 
+def _stopping() -> bool:
+    """Whether the process is exiting: at exit, or once the main thread has finished (the
+    interpreter then waits for worker threads before it runs `atexit` handlers, so a
+    generation left running by a second Ctrl-C would hold the exit up to its end)."""
+    return _SHUTDOWN.is_set() or not threading.main_thread().is_alive()
+
+
 def _drain(tokens: queue.Queue[tuple[str, Any]]) -> list[tuple[str, Any]]:
-    """Wait for the next item, then take whatever else is ready."""
-    batch = [tokens.get()]
+    """Wait for the next item, then take whatever else is ready (gives up when the
+    process is exiting)."""
+    while True:
+        try:
+            batch = [tokens.get(timeout=0.2)]
+            break
+        except queue.Empty:
+            if _stopping():
+                return [("error", "the process is exiting")]
     while True:
         try:
             batch.append(tokens.get_nowait())
