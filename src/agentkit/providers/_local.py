@@ -29,6 +29,7 @@ import logging
 import os
 import queue
 import re
+import signal
 import threading
 from collections.abc import AsyncIterator, Iterable, Mapping
 from pathlib import Path
@@ -96,6 +97,10 @@ def _close_models() -> None:
     finaliser fails noisily during interpreter shutdown), and never under a running
     generation: each model's lock is held while it generates."""
     _SHUTDOWN.set()
+    if _MODELS and threading.current_thread() is threading.main_thread():
+        # The process is exiting already: another Ctrl-C would only interrupt the frees.
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
     with _MODELS_LOCK:
         for llm, lock in _MODELS.values():
             if not lock.acquire(timeout=60):
@@ -395,8 +400,9 @@ class LocalProvider:
                         return
         finally:
             cancel.set()
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(worker.join)
+            if worker.is_alive():  # it stops at its next token; wait for it to let go
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(worker.join)
 
     def _generate(
         self,
