@@ -298,9 +298,15 @@ async def _on_ctrl_c(interrupt: Callable[[], None]) -> None:
     except NotImplementedError:  # Windows: Ctrl-C stops at once, as it always does there
         return
     with receiver as signals:
+        interrupted = False
         async for _ in signals:
+            if interrupted:  # a second Ctrl-C: stop now
+                for stream in (sys.stdout, sys.stderr):
+                    with contextlib.suppress(Exception):
+                        stream.flush()
+                os._exit(130)
+            interrupted = True
             interrupt()
-            return  # leaving the receiver puts the usual Ctrl-C handling back
 
 
 def _make_runtime(
