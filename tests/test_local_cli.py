@@ -84,34 +84,50 @@ def test_structured_output_from_the_local_model_matches_its_schema(
             assert "_raw" not in event["input"], event
 
 
+def _interrupted_run(python: str, env: dict[str, str], second_after: float | None) -> int:
+    """Start a local run, send Ctrl-C once it is generating (and again `second_after`
+    seconds later), and return its exit code."""
+    command = [python, "-m", "agentkit", "run", "examples.hello:agent",
+               "Write a long essay about tide pools.", "--provider", "local",
+               "--format", "jsonl"]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if b'"text_delta"' in line:  # the model is generating
+                break
+        else:
+            raise AssertionError(f"no text_delta: {process.communicate()}")
+        process.send_signal(signal.SIGINT)
+        if second_after is not None:
+            time.sleep(second_after)
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130, (process.returncode, stderr[-2000:])
+    return process.returncode
+
+
 @pytest.mark.timeout(600)
 def test_ctrl_c_while_the_local_model_generates_exits_130_every_time(
     python: str, cli_env: dict[str, str]
 ) -> None:
-    command = [python, "-m", "agentkit", "run", "examples.hello:agent",
-               "Write a long essay about tide pools.", "--provider", "local",
-               "--format", "jsonl"]
-    codes = []
     started = time.perf_counter()
-    for _ in range(CTRL_C_TRIES):
-        process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env, cwd=ROOT,
-            stdin=subprocess.DEVNULL,
-        )
-        try:
-            assert process.stdout is not None
-            for line in process.stdout:
-                if b'"text_delta"' in line:  # the model is generating
-                    break
-            else:
-                raise AssertionError(f"no text_delta: {process.communicate()}")
-            process.send_signal(signal.SIGINT)
-            _, stderr = process.communicate(timeout=60)
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-        codes.append(process.returncode)
-        assert process.returncode == 130, (codes, stderr[-2000:])
+    codes = [_interrupted_run(python, cli_env, None) for _ in range(CTRL_C_TRIES)]
     assert codes == [130] * CTRL_C_TRIES
     print(f"{CTRL_C_TRIES} Ctrl-C runs in {time.perf_counter() - started:.1f}s")
+
+
+@pytest.mark.timeout(300)
+def test_a_second_ctrl_c_exits_130_too(python: str, cli_env: dict[str, str]) -> None:
+    # Right behind the first (while the run is being interrupted), and later (while the
+    # process frees the model on its way out).
+    codes = [_interrupted_run(python, cli_env, gap) for gap in (0.0, 0.0, 0.05, 0.05, 0.3)]
+    assert codes == [130] * 5
