@@ -34,6 +34,10 @@ FAKE = """#!{python}
 import json, os, sys, time
 here = os.path.dirname(os.path.abspath(__file__))
 argv = sys.argv[1:]
+if argv == ["--version"]:
+    print(open(os.path.join(here, "version")).read().strip() if os.path.exists(
+        os.path.join(here, "version")) else "2.1.332 (Claude Code)")
+    sys.exit(0)
 prompt = sys.stdin.read()
 with open(os.path.join(here, "seen.json"), "w") as f:
     json.dump({{"argv": argv, "prompt": prompt, "cwd": os.getcwd(), "pid": os.getpid(),
@@ -426,3 +430,32 @@ async def test_missing_working_dir_is_named_not_the_executable(tmp_path: Path, k
     assert outcome.error == f"the working directory {str(working_dir)!r} {why}"
     assert [to_wire(e) for e in events] == [{"type": "error", "error": outcome.error}]
     assert not (tmp_path / "bin" / "seen.json").exists()  # claude never started
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("printed", "expected"),
+    [
+        ("1.0.128 (Claude Code)", "Claude Code 1.0.128 at {path!r} is too old: the claude-cli "
+         "runtime needs {minimum} or newer (npm install -g @anthropic-ai/claude-code@latest)"),
+        ("some other tool", "{path!r} is not a Claude Code CLI agentkit can use: `--version` "
+         "exited with 0 and printed 'some other tool'"),
+    ],
+)
+async def test_a_claude_too_old_or_unknown_is_refused_before_running(
+    tmp_path: Path, printed: str, expected: str
+) -> None:
+    from agentkit.defs._claude_cli import CLAUDE_MIN_VERSION
+
+    script = fake_claude(tmp_path / "bin", [INIT, RESULT])
+    (tmp_path / "bin" / "version").write_text(printed)
+    events: list[AgentMessage] = []
+    outcome = await run_claude_cli(
+        planner(), "hi", working_dir=tmp_path, session_id="s", emit=events.append,
+        executable=script,
+    )
+    assert outcome.status == "error"
+    assert outcome.error is not None
+    assert outcome.error.startswith(expected.format(path=str(script), minimum=CLAUDE_MIN_VERSION))
+    assert [e.type for e in events] == ["error"]
+    assert not (tmp_path / "bin" / "seen.json").exists()  # never run with a prompt

@@ -644,8 +644,8 @@ def _make_store(location: str | None) -> Store:
 async def _watch_stop_signals(stop: Callable[[int], None]) -> None:
     """Call `stop` with the first SIGINT (Ctrl-C) or SIGTERM (`kill`, `timeout`, `docker
     stop`, systemd) that arrives; the run then ends as interrupted, with its `error` and
-    `turn_end` printed and stored, and its processes killed. After that first signal the
-    usual handling is back: a second Ctrl-C or SIGTERM stops at once."""
+    `turn_end` printed and stored, and its processes killed. After that first signal, a
+    second Ctrl-C or SIGTERM stops at once, with the exit status of that signal."""
     import anyio
 
     try:
@@ -653,9 +653,17 @@ async def _watch_stop_signals(stop: Callable[[int], None]) -> None:
     except NotImplementedError:  # Windows: the signals stop at once, as they always do there
         return
     with receiver as signals:
+        stopping = False
         async for signum in signals:
+            if stopping:
+                # Not by raising KeyboardInterrupt into the event loop: that can leave one
+                # of anyio's idle worker threads running, and the exit hanging for good.
+                for stream in (sys.stdout, sys.stderr):
+                    with contextlib.suppress(Exception):
+                        stream.flush()
+                os._exit(128 + signum)
+            stopping = True
             stop(signum)
-            return  # leaving the receiver puts the usual handling back
 
 
 def _run_command(args: argparse.Namespace) -> int:

@@ -47,6 +47,7 @@ from agentkit.providers._base import (
     ModelRequest,
     Provider,
     ProviderError,
+    Stop,
     TextChunk,
     ThinkingBlock,
     ThinkingChunk,
@@ -447,6 +448,7 @@ class _Turn:
         self.runtime = req.runtime
         self.outcome = TurnOutcome()
         self.denials = 0
+        self.stop_reason: str | None = None  # the last model call's `Stop`
         self.offered, self.definitions = _offers(req.spec, req.runtime)
         self.tool_context = ToolContext(
             working_dir=req.working_dir,
@@ -505,6 +507,7 @@ class _Turn:
         emit_delta = self.req.emit_delta or (lambda content: emit(_text_delta(content)))
         stream = self.provider.stream(request)
         finished = False
+        self.stop_reason = None
         try:
             async for chunk in stream:
                 if type(chunk) is text_chunk:
@@ -531,6 +534,8 @@ class _Turn:
                         close_thinking()
                     produced[0] = True
                     calls.append(_call_safe(chunk.call))
+                elif type(chunk) is Stop:
+                    self.stop_reason = chunk.reason
                 elif type(chunk) is Usage:
                     current = usage.get(chunk.model, ModelUsage())
                     usage[chunk.model] = current + ModelUsage(
@@ -755,6 +760,15 @@ async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> T
             await req.flush()
             if outcome.has_payload:
                 outcome.text = json.dumps(outcome.payload, ensure_ascii=False)
+                return outcome
+            if not reply.tool_calls and turn.stop_reason == "max_tokens":
+                # A cut answer is not a finished one: say so instead of passing it off.
+                outcome.status = "error"
+                outcome.text = reply.text
+                outcome.error = (
+                    "the model's answer was cut off: it reached its output token limit "
+                    "(max_tokens)"
+                )
                 return outcome
             if not reply.tool_calls:
                 if spec.output_schema is None:

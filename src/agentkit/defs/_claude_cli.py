@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import uuid
@@ -46,13 +47,22 @@ if TYPE_CHECKING:
     from agentkit._engine import TurnOutcome, TurnRequest
 
 __all__ = [
+    "CLAUDE_MIN_VERSION",
     "ClaudeCliError",
     "ClaudeCliOutcome",
     "claude_cli_driver",
     "claude_session_id",
+    "claude_version",
     "find_claude",
     "run_claude_cli",
 ]
+
+CLAUDE_MIN_VERSION = "2.1.38"
+"""The oldest Claude Code this runtime drives: `--effort` first appeared in 2.1.38 (`--tools`
+in 2.1.0); older releases reject the arguments `claude_cli_args` builds."""
+_INSTALL_HINT = "npm install -g @anthropic-ai/claude-code@latest"
+_VERSION_TIMEOUT = 30.0
+_VERSIONS: dict[tuple[str, int, int], str] = {}
 
 _STDERR_TAIL = 2000
 _SESSION_NAMESPACE = uuid.UUID("6f1c2a9e-4b7d-5e3a-9c1f-8d2e7a4b6c10")
@@ -100,9 +110,57 @@ def find_claude(executable: str | os.PathLike[str] = "claude") -> str:
     if found is None:
         raise ClaudeCliError(
             f"the {name!r} command was not found on PATH; install Claude Code "
-            "(npm install -g @anthropic-ai/claude-code) or pass the executable's path"
+            f"{CLAUDE_MIN_VERSION} or newer ({_INSTALL_HINT}) or pass the executable's path"
         )
     return found
+
+
+def _version_tuple(version: str) -> tuple[int, int, int]:
+    major, minor, patch = (int(part) for part in version.split("."))
+    return major, minor, patch
+
+
+async def claude_version(executable: str | os.PathLike[str] = "claude") -> str:
+    """The version of a `claude` executable (`claude --version`), checked to be at least
+    `CLAUDE_MIN_VERSION`; remembered per file (path, size and modification time).
+
+    Raises:
+        ClaudeCliError: when it is missing, does not answer `--version` with a version, or
+            is older than `CLAUDE_MIN_VERSION` (the message names both versions).
+    """
+    path = find_claude(executable)
+    stat = os.stat(path)
+    key = (path, stat.st_size, stat.st_mtime_ns)
+    version = _VERSIONS.get(key)
+    if version is None:
+        try:
+            with anyio.fail_after(_VERSION_TIMEOUT):
+                done = await anyio.run_process(
+                    [path, "--version"], check=False, stdin=subprocess.DEVNULL
+                )
+        except TimeoutError:
+            raise ClaudeCliError(
+                f"{path!r} did not answer --version within {_VERSION_TIMEOUT:g} s"
+            ) from None
+        except OSError as exc:
+            raise ClaudeCliError(f"cannot start {path!r}: {exc.strerror or exc}") from None
+        output = done.stdout.decode("utf-8", "replace").strip()
+        match = re.match(r"v?(\d+\.\d+\.\d+)\b", output)
+        if done.returncode != 0 or match is None:
+            said = output or done.stderr.decode("utf-8", "replace").strip()
+            raise ClaudeCliError(
+                f"{path!r} is not a Claude Code CLI agentkit can use: `--version` exited "
+                f"with {done.returncode} and printed {said[:200]!r}; install Claude Code "
+                f"{CLAUDE_MIN_VERSION} or newer ({_INSTALL_HINT})"
+            )
+        version = match.group(1)
+        _VERSIONS[key] = version
+    if _version_tuple(version) < _version_tuple(CLAUDE_MIN_VERSION):
+        raise ClaudeCliError(
+            f"Claude Code {version} at {path!r} is too old: the claude-cli runtime needs "
+            f"{CLAUDE_MIN_VERSION} or newer ({_INSTALL_HINT})"
+        )
+    return version
 
 
 async def run_claude_cli(
@@ -122,8 +180,9 @@ async def run_claude_cli(
     The prompt is written to the process's standard input; every mapped event is passed to
     `emit` as it arrives: `session_init`, the content events, and a closing `result` or
     `error` (`turn_start` / `turn_end` are the caller's). Failures (missing executable or
-    working directory, a crash, an error result) become that `error` event and
-    `status="error"`; they never raise. Cancelling the caller kills the process.
+    working directory, a `claude` older than `CLAUDE_MIN_VERSION`, a crash, an error
+    result) become that `error` event and `status="error"`; they never raise. Cancelling
+    the caller kills the process.
 
     Args:
         spec: A spec with `runtime="claude-cli"` (see `bind`).
@@ -224,6 +283,7 @@ async def _run(
         return mapper.fail(problem, None)
     try:
         command = [find_claude(executable), *args]
+        await claude_version(command[0])
     except ClaudeCliError as exc:
         return mapper.fail(str(exc), None)
     environment = {**os.environ, **env} if env is not None else None
