@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from agentkit.providers._base import Message
@@ -34,15 +33,17 @@ from agentkit.stores._codec import (
     message_json,
     session_from_row,
 )
+from agentkit.stores._sql import may_finish
 
 __all__ = ["MemoryStore"]
 
 # Rows, as the SQL stores have them:
 #   session: (id, agent_id, created_at, updated_at, metadata JSON)
-#   run:     a `RunRecord` (immutable already)
+#   run:     the fields of a `RunRecord`, in order
 #   event:   (offset, event JSON)
 # JSON is kept as UTF-8 bytes, as pydantic writes it.
 _SessionRow = tuple[str, str, float, float, str]
+_RunRow = tuple[Any, ...]
 
 
 class MemoryStore:
@@ -51,7 +52,7 @@ class MemoryStore:
     def __init__(self) -> None:
         self._sessions: dict[str, _SessionRow] = {}
         self._transcripts: dict[str, list[bytes]] = {}
-        self._runs: dict[str, RunRecord] = {}
+        self._runs: dict[str, _RunRow] = {}
         self._running: dict[str, str] = {}  # session id -> its running run's id
         self._events: dict[str, list[tuple[int, bytes]]] = {}
 
@@ -92,7 +93,7 @@ class MemoryStore:
     async def delete_session(self, session_id: str) -> None:
         self._sessions.pop(session_id, None)
         self._transcripts.pop(session_id, None)
-        for run_id in [run.id for run in self._runs.values() if run.session_id == session_id]:
+        for run_id in [row[0] for row in self._runs.values() if row[1] == session_id]:
             del self._runs[run_id]
             self._events.pop(run_id, None)
         self._running.pop(session_id, None)
@@ -121,7 +122,18 @@ class MemoryStore:
         if running and run.session_id in self._running:
             raise SessionBusyError(f"session {run.session_id!r} already has a run going")
         rows = _rows(run.id, -1, events)  # before any change: all or nothing
-        self._runs[run.id] = run
+        self._runs[run.id] = (
+            run.id,
+            run.session_id,
+            run.agent_id,
+            run.status,
+            run.created_at,
+            run.finished_at,
+            run.owner,
+            run.heartbeat_at,
+            run.lease_expires_at,
+            run.error,
+        )
         self._events[run.id] = rows
         if running:
             self._running[run.session_id] = run.id
@@ -137,35 +149,14 @@ class MemoryStore:
         owner: str | None = None,
         expired_by: float | None = None,
     ) -> bool:
-        run = self._runs.get(run_id)
-        if (
-            run is None
-            or run.status != "running"
-            or (owner is not None and run.owner != owner)
-            or (
-                expired_by is not None
-                and run.lease_expires_at is not None
-                and run.lease_expires_at >= expired_by
-            )
-        ):
+        row = self._runs.get(run_id)
+        if row is None or not may_finish((row[3], row[6], row[8]), owner, expired_by):
             return False
         log = self._events.setdefault(run_id, [])
         log.extend(_rows(run_id, log[-1][0] if log else -1, events))
-        # Built directly: `dataclasses.replace` costs several times more, once per run.
-        self._runs[run_id] = RunRecord(
-            run.id,
-            run.session_id,
-            run.agent_id,
-            status,
-            run.created_at,
-            finished_at,
-            run.owner,
-            run.heartbeat_at,
-            run.lease_expires_at,
-            error,
-        )
-        if self._running.get(run.session_id) == run_id:
-            del self._running[run.session_id]
+        self._runs[run_id] = (*row[:3], status, row[4], finished_at, *row[6:9], error)
+        if self._running.get(row[1]) == run_id:
+            del self._running[row[1]]
         return True
 
     async def renew_leases(
@@ -173,32 +164,30 @@ class MemoryStore:
     ) -> set[str]:
         renewed = set()
         for run_id in run_ids:
-            run = self._runs.get(run_id)
-            if run is not None and run.owner == owner and run.status == "running":
-                self._runs[run_id] = replace(
-                    run, heartbeat_at=now, lease_expires_at=expires_at
-                )
+            row = self._runs.get(run_id)
+            if row is not None and row[6] == owner and row[3] == "running":
+                self._runs[run_id] = (*row[:7], now, expires_at, row[9])
                 renewed.add(run_id)
         return renewed
 
     async def expired_runs(self, now: float) -> list[RunRecord]:
         return [
-            run
-            for run in self._runs.values()
-            if run.status == "running"
-            and (run.lease_expires_at is None or run.lease_expires_at < now)
+            RunRecord(*row)
+            for row in self._runs.values()
+            if row[3] == "running" and (row[8] is None or row[8] < now)
         ]
 
     async def get_run(self, run_id: str) -> RunRecord | None:
-        return self._runs.get(run_id)
+        row = self._runs.get(run_id)
+        return None if row is None else RunRecord(*row)
 
     async def list_runs(self, session_id: str) -> list[RunRecord]:
-        return [run for run in self._runs.values() if run.session_id == session_id]
+        return [RunRecord(*row) for row in self._runs.values() if row[1] == session_id]
 
     async def append_events(self, run_id: str, entries: Sequence[EventEntry]) -> None:
-        run = self._runs.get(run_id)
-        if run is not None and run.status != "running":
-            raise RunEndedError(f"run {run_id} has ended ({run.status}): no more events")
+        row = self._runs.get(run_id)
+        if row is not None and row[3] != "running":
+            raise RunEndedError(f"run {run_id} has ended ({row[3]}): no more events")
         log = self._events.setdefault(run_id, [])
         log.extend(_rows(run_id, log[-1][0] if log else -1, entries))
 
