@@ -17,21 +17,25 @@ from agentkit._version import __version__
 
 if TYPE_CHECKING:
     from agentkit.actions import Action, ActionContext, ActionRegistry, ActionResult
-    from agentkit.diagnostics import Diagnostic, LoadError
+    from agentkit.diagnostics import Diagnostic
+    from agentkit.errors import (
+        AgentkitError,
+        AgentNotFoundError,
+        LoadError,
+        ProviderError,
+        SessionBusyError,
+        SessionNotFoundError,
+        SpecError,
+        StoreError,
+        ToolError,
+    )
     from agentkit.events import AgentMessage
     from agentkit.permissions import Allow, Deny, PermissionHandler, PermissionRequest
-    from agentkit.providers import Provider, ProviderError
-    from agentkit.runtime import (
-        AgentNotFoundError,
-        RetryPolicy,
-        Run,
-        RunOutcome,
-        Runtime,
-        SessionBusyError,
-    )
-    from agentkit.spec import AgentSpec, ModelSelection, SpecError
-    from agentkit.stores import MemoryStore, SessionNotFoundError, Store
-    from agentkit.tools import Tool, ToolContext, ToolError, ToolRegistry
+    from agentkit.providers import Provider
+    from agentkit.runtime import RetryPolicy, Run, RunOutcome, Runtime
+    from agentkit.spec import AgentSpec, ModelSelection
+    from agentkit.stores import MemoryStore, Store
+    from agentkit.tools import Tool, ToolContext, ToolRegistry
 
 _EXPORTS: dict[str, str] = {
     "Action": "agentkit.actions",
@@ -39,29 +43,31 @@ _EXPORTS: dict[str, str] = {
     "ActionRegistry": "agentkit.actions",
     "ActionResult": "agentkit.actions",
     "AgentMessage": "agentkit.events",
-    "AgentNotFoundError": "agentkit.runtime",
+    "AgentNotFoundError": "agentkit.errors",
     "AgentSpec": "agentkit.spec",
+    "AgentkitError": "agentkit.errors",
     "Allow": "agentkit.permissions",
     "Deny": "agentkit.permissions",
     "Diagnostic": "agentkit.diagnostics",
-    "LoadError": "agentkit.diagnostics",
+    "LoadError": "agentkit.errors",
     "MemoryStore": "agentkit.stores",
     "ModelSelection": "agentkit.spec",
     "PermissionHandler": "agentkit.permissions",
     "PermissionRequest": "agentkit.permissions",
     "Provider": "agentkit.providers",
-    "ProviderError": "agentkit.providers",
+    "ProviderError": "agentkit.errors",
     "RetryPolicy": "agentkit.runtime",
     "Run": "agentkit.runtime",
     "RunOutcome": "agentkit.runtime",
     "Runtime": "agentkit.runtime",
-    "SessionBusyError": "agentkit.runtime",
-    "SessionNotFoundError": "agentkit.stores",
-    "SpecError": "agentkit.spec",
+    "SessionBusyError": "agentkit.errors",
+    "SessionNotFoundError": "agentkit.errors",
+    "SpecError": "agentkit.errors",
     "Store": "agentkit.stores",
+    "StoreError": "agentkit.errors",
     "Tool": "agentkit.tools",
     "ToolContext": "agentkit.tools",
-    "ToolError": "agentkit.tools",
+    "ToolError": "agentkit.errors",
     "ToolRegistry": "agentkit.tools",
 }
 
@@ -73,6 +79,7 @@ __all__ = [
     "AgentMessage",
     "AgentNotFoundError",
     "AgentSpec",
+    "AgentkitError",
     "Allow",
     "Deny",
     "Diagnostic",
@@ -91,6 +98,7 @@ __all__ = [
     "SessionNotFoundError",
     "SpecError",
     "Store",
+    "StoreError",
     "Tool",
     "ToolContext",
     "ToolError",

@@ -56,7 +56,7 @@ async def end_expired_runs(store: Store, now: float) -> list[str]:
         try:
             if await _end_expired(store, record, now):
                 ended.append(record.id)
-        except (StoreError, ValueError) as exc:
+        except StoreError as exc:
             # Another runtime ended it at the same moment (its events came first), or the
             # store failed: the next sweep looks again.
             _logger.warning("could not end expired run %s: %s", record.id, exc)

@@ -26,6 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from agentkit._schema import check_schema, schema_violations
+from agentkit.errors import ActionError
 from agentkit.tools._base import Effect
 
 __all__ = [
@@ -39,10 +40,6 @@ __all__ = [
 ]
 
 _ACTION_ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*:[A-Za-z0-9_][A-Za-z0-9_.-]*$")
-
-
-class ActionError(ValueError):
-    """An invalid action definition or an unknown action id."""
 
 
 class ActionResult(BaseModel):

@@ -8,9 +8,10 @@ them as `file:line:col: field: message`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
+
+from agentkit.errors import LoadError
 
 __all__ = ["Diagnostic", "LoadError", "Severity"]
 
@@ -45,16 +46,3 @@ class Diagnostic:
         return asdict(self)
 
 
-class LoadError(ValueError):
-    """A file (or a set of files) is invalid. `diagnostics` lists every problem found,
-    warnings included."""
-
-    def __init__(self, diagnostics: Iterable[Diagnostic]) -> None:
-        self.diagnostics = sorted(diagnostics)
-        errors = [d for d in self.diagnostics if d.severity == "error"]
-        super().__init__("\n".join(str(d) for d in (errors or self.diagnostics)))
-
-    @property
-    def errors(self) -> list[Diagnostic]:
-        """Only the errors."""
-        return [d for d in self.diagnostics if d.severity == "error"]

@@ -75,6 +75,7 @@ from agentkit._run import (
 )
 from agentkit._runs_group import RunGroup
 from agentkit.actions import ActionContext, ActionRegistry, ActionResult
+from agentkit.errors import AgentNotFoundError
 from agentkit.events import (
     Accounting,
     AgentMessage,
@@ -121,10 +122,6 @@ __all__ = [
 _logger = logging.getLogger("agentkit.runtime")
 
 SUMMON_ACTION = "system:summon"
-
-class AgentNotFoundError(LookupError):
-    """No agent with this canonical id is registered with the runtime."""
-
 
 class Runtime:
     """Owns runs: provider, store, tools, actions, agents and the task group runs live in.

@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from agentkit.errors import SpecError
+
 __all__ = [
     "AgentSpec",
     "ModelPolicy",
@@ -36,15 +38,6 @@ ModelPolicy = Literal["tier", "inherit", "prefer", "require", "select"]
 """How the model is chosen: by tier, inherited from the host, or pinned."""
 
 _AGENT_ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]*)?$")
-
-
-class SpecError(ValueError):
-    """An invalid agent description. `field` names the offending field."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
 
 
 class ModelSelection(BaseModel):

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentkit.actions import ActionExecutor, ActionRegistry
-from agentkit.diagnostics import Diagnostic, LoadError
+from agentkit.diagnostics import Diagnostic
+from agentkit.errors import AppLoadError
 from agentkit.spec import AgentSpec, Tier
 
 if TYPE_CHECKING:
@@ -43,11 +44,6 @@ CANONICAL_RE = re.compile(CANONICAL_PATTERN)
 
 STANDALONE_APP_ID = "local"
 """The app id an agent file loaded on its own gets (`local:<name>`)."""
-
-
-class AppLoadError(LoadError):
-    """An app or agent file is invalid. `diagnostics` lists every problem of every file
-    (warnings included), sorted by file and position."""
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from anyio.abc import TaskGroup
 
 from agentkit.actions import ActionContext, ActionResult
 from agentkit.diagnostics import Diagnostic
+from agentkit.errors import ForeignAgentError
 from agentkit.events import AgentMessage
 from agentkit.runtime import Run, Runtime
 from agentkit.spec import AgentSpec
@@ -50,18 +51,6 @@ __all__ = [
 
 SUMMON = "system:summon"
 ACTIONS_MODULES = ("actions.py", "src/actions.py")
-
-
-class ForeignAgentError(LookupError):
-    """`AgentRunner.run` was asked for an agent its app does not declare.
-
-    Attributes:
-        agent_name: The name that was asked for.
-    """
-
-    def __init__(self, agent_name: str, message: str) -> None:
-        super().__init__(message)
-        self.agent_name = agent_name
 
 
 class RunStream:

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from agentkit.diagnostics import Diagnostic
+from agentkit.errors import ValidateUsageError
 
 from ._agent import check_agent_file
 from ._loader import check_app
@@ -18,19 +19,6 @@ __all__ = ["ValidateUsageError", "validate_paths"]
 
 APP_FILE_NAMES = ("app.yaml", "app.yml")
 AGENT_SUFFIXES = (".yaml", ".yml")
-
-
-class ValidateUsageError(ValueError):
-    """The paths given to `validate_paths` cannot be validated at all (a missing path, a
-    folder without `app.yaml`, a file that is not YAML). `agentkit validate` exits with 2.
-
-    Attributes:
-        paths: The offending paths, as given.
-    """
-
-    def __init__(self, message: str, paths: Iterable[str]) -> None:
-        super().__init__(message)
-        self.paths = list(paths)
 
 
 def validate_paths(paths: Iterable[str | os.PathLike[str]]) -> list[Diagnostic]:

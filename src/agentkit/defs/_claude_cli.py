@@ -26,6 +26,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
 from agentkit.defs._binding import claude_cli_args
+from agentkit.errors import ClaudeCliError
 from agentkit.events import (
     Accounting,
     AgentMessage,
@@ -66,10 +67,6 @@ _VERSIONS: dict[tuple[str, int, int], str] = {}
 
 _STDERR_TAIL = 2000
 _SESSION_NAMESPACE = uuid.UUID("6f1c2a9e-4b7d-5e3a-9c1f-8d2e7a4b6c10")
-
-
-class ClaudeCliError(RuntimeError):
-    """The `claude` command cannot be run (not installed, not executable)."""
 
 
 @dataclass(frozen=True)

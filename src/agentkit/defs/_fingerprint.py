@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from agentkit.defs._types import Definition
+from agentkit.errors import ResumeError
 from agentkit.spec import AgentSpec
 
 __all__ = [
@@ -40,15 +41,6 @@ __all__ = [
 
 _V2_ONLY = ("runtime", "inherit_claude_config")
 _LONG = ("description", "body")
-
-
-class ResumeError(ValueError):
-    """A session cannot resume with this definition. `changed` names the fields that differ
-    (empty when they cannot be told)."""
-
-    def __init__(self, message: str, changed: tuple[str, ...] = ()) -> None:
-        super().__init__(message)
-        self.changed = changed
 
 
 def _normalise_body(body: str) -> str:

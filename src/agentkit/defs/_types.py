@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeAlias
 
-from agentkit.diagnostics import LoadError
+from agentkit.errors import BindError, DefinitionError
 from agentkit.tools import RHO_CAPABILITIES as _RHO_CAPABILITY_NAMES
 
 __all__ = [
@@ -36,21 +36,6 @@ RHO_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 
 RHO_REASONING: tuple[Reasoning, ...] = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 CLAUDE_REASONING: tuple[Reasoning, ...] = ("low", "medium", "high", "xhigh", "max")
-
-
-class DefinitionError(LoadError):
-    """A definition file (or several) is invalid; `diagnostics` lists every problem with its
-    file, line, column and field."""
-
-
-class BindError(ValueError):
-    """A valid definition cannot run on this host (a capability it lists is not supplied, an
-    `@alias` is unknown, ...). `problems` lists every reason."""
-
-    def __init__(self, definition_id: str, problems: list[str]) -> None:
-        self.definition_id = definition_id
-        self.problems = problems
-        super().__init__(f"cannot bind agent {definition_id!r}: " + "; ".join(problems))
 
 
 @dataclass(frozen=True)

@@ -10,22 +10,9 @@ from agentkit.defs._fingerprint import fingerprint
 from agentkit.defs._parser import load_definition, load_definitions
 from agentkit.defs._types import DefinitionError
 from agentkit.diagnostics import Diagnostic
+from agentkit.errors import DefinitionPathError
 
 __all__ = ["DefinitionPathError", "fingerprint_lines", "validate_paths"]
-
-
-class DefinitionPathError(ValueError):
-    """The paths given to `validate_paths` cannot be validated at all: a missing path, a
-    file that is not `.md`, or a folder without definitions. `agentkit validate` exits
-    with 2 (a usage error), as for an app folder without `app.yaml`.
-
-    Attributes:
-        paths: The offending paths, as given.
-    """
-
-    def __init__(self, message: str, paths: Iterable[str]) -> None:
-        super().__init__(message)
-        self.paths = list(paths)
 
 
 def validate_paths(

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal, Protocol, TypeAlias, runtime_checkab
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentkit.errors import ProviderError
 from agentkit.spec import ReasoningEffort
 
 __all__ = [
@@ -166,30 +167,6 @@ class Stop:
 
 Chunk: TypeAlias = TextChunk | ThinkingChunk | ToolCallChunk | Usage | Stop
 """One item of a provider's response stream."""
-
-
-class ProviderError(Exception):
-    """A failed model call.
-
-    `retryable` marks rate limits, overload and timeouts, which the engine retries with
-    bounded backoff (honouring `retry_after` seconds when the provider sent one).
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        retryable: bool = False,
-        retry_after: float | None = None,
-        status: int | None = None,
-        kind: str = "error",
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.retryable = retryable
-        self.retry_after = retry_after
-        self.status = status
-        self.kind = kind
 
 
 @runtime_checkable

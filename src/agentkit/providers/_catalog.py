@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from agentkit.errors import UnknownModelError
+
 __all__ = [
     "DEFAULT_CATALOGS",
     "LOCAL_MODEL",
@@ -12,10 +14,6 @@ __all__ = [
     "UnknownModelError",
     "coerce_catalog",
 ]
-
-
-class UnknownModelError(LookupError):
-    """The catalog cannot turn the selection into a model."""
 
 
 @dataclass(frozen=True)

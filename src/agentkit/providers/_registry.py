@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from agentkit.errors import NoProviderError, ProviderConfigError
 from agentkit.providers._base import Provider
 
 __all__ = [
@@ -35,16 +36,6 @@ _FACTORIES: dict[str, str | ProviderFactory] = {
     "openai-compatible": "agentkit.providers._openai:openai_compatible",
     "local": "agentkit.providers._local:LocalProvider",
 }
-
-
-class NoProviderError(LookupError):
-    """No provider was given or configured, or the name is unknown."""
-
-
-class ProviderConfigError(NoProviderError):
-    """A provider cannot be built as configured: its API key or server URL is missing, its
-    client library is not installed, or an option is wrong. The message says what to set.
-    """
 
 
 def register_provider(name: str, factory: ProviderFactory | str) -> None:

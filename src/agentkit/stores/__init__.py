@@ -10,6 +10,7 @@ first use, so importing this package stays cheap.
 from typing import TYPE_CHECKING
 
 from agentkit._lazy import lazy_exports
+from agentkit.errors import OffsetError, StoreLocationError
 from agentkit.stores._base import (
     EventEntry,
     RunEndedError,
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EventEntry",
     "MemoryStore",
+    "OffsetError",
     "PostgresStore",
     "RunEndedError",
     "RunRecord",
@@ -43,6 +45,7 @@ __all__ = [
     "SessionRecord",
     "Store",
     "StoreError",
+    "StoreLocationError",
     "open_store",
 ]
 

@@ -6,6 +6,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from agentkit.errors import (
+    RunEndedError,
+    SessionBusyError,
+    SessionExistsError,
+    SessionNotFoundError,
+    StoreError,
+)
 from agentkit.events import AgentMessage
 from agentkit.providers._base import Message
 
@@ -23,28 +30,6 @@ __all__ = [
 ]
 
 RunStatus = Literal["running", "completed", "interrupted", "error"]
-
-
-class StoreError(Exception):
-    """A store could not do what was asked."""
-
-
-class SessionNotFoundError(StoreError, LookupError):
-    """No session has this id."""
-
-
-class SessionExistsError(StoreError):
-    """A session with this id already exists."""
-
-
-class SessionBusyError(StoreError, RuntimeError):
-    """The session already has a run going: one run at a time per session, across every
-    process that shares the store."""
-
-
-class RunEndedError(StoreError):
-    """The run has already ended, so nothing more can be written to it (for example, its
-    lease expired and another runtime ended it as interrupted)."""
 
 
 @dataclass(frozen=True)

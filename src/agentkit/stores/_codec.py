@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from agentkit.errors import OffsetError
 from agentkit.events import AgentMessage, _wire_json, from_wire
 from agentkit.providers._base import Message
 from agentkit.stores._base import EventEntry, RunRecord, SessionRecord
@@ -91,7 +92,7 @@ def check_offsets(run_id: str, last: int, entries: Sequence[EventEntry]) -> None
     """Raise `ValueError` unless the offsets of `entries` grow strictly after `last`."""
     for entry in entries:
         if entry.offset <= last:
-            raise ValueError(f"offset {entry.offset} does not follow {last} in run {run_id}")
+            raise OffsetError(f"offset {entry.offset} does not follow {last} in run {run_id}")
         last = entry.offset
 
 

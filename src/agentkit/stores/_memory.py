@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from agentkit.errors import OffsetError
 from agentkit.providers._base import Message
 from agentkit.stores._base import (
     EventEntry,
@@ -209,7 +210,7 @@ def _rows(run_id: str, last: int, entries: Sequence[EventEntry]) -> list[tuple[i
     for entry in entries:
         offset = entry.offset
         if offset <= last:
-            raise ValueError(f"offset {offset} does not follow {last} in run {run_id}")
+            raise OffsetError(f"offset {offset} does not follow {last} in run {run_id}")
         last = offset
         wire = entry.wire
         rows.append((offset, wire if wire is not None else event_json(entry.event)))

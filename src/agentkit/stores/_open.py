@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 
+from agentkit.errors import StoreLocationError
 from agentkit.stores._base import Store
 from agentkit.stores._memory import MemoryStore
 from agentkit.stores._postgres import PostgresStore
@@ -29,11 +30,12 @@ def open_store(url_or_path: str | os.PathLike[str]) -> Store:
     - `"memory://"`: a [`MemoryStore`][agentkit.stores.MemoryStore].
 
     Raises:
-        ValueError: The URL has another scheme, or the string is empty.
+        StoreLocationError: The URL has another scheme, or the string is empty (a
+            `StoreError` and a `ValueError`).
     """
     text = os.fspath(url_or_path)
     if not text.strip():
-        raise ValueError("store location is empty: give a file path, ':memory:' or a URL")
+        raise StoreLocationError("store location is empty: give a file path, ':memory:' or a URL")
     match = _SCHEME.match(text)
     if match is None:
         return SQLiteStore(text if text == ":memory:" else os.path.expanduser(text))
@@ -47,7 +49,7 @@ def open_store(url_or_path: str | os.PathLike[str]) -> Store:
         return SQLiteStore(path.removeprefix("/"))
     if scheme == "memory":
         return MemoryStore()
-    raise ValueError(
+    raise StoreLocationError(
         f"unknown store URL scheme {scheme!r} in {text!r}: use a file path, ':memory:', "
         "'sqlite:///path.db' or 'postgresql://user@host/db'"
     )

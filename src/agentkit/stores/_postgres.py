@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
+from agentkit.errors import OffsetError
 from agentkit.stores._base import (
     RunEndedError,
     RunRecord,
@@ -271,7 +272,7 @@ class _Postgres:
         row = conn.execute(self.sql.events_end, (run_id,)).fetchone()
         last = -1 if row is None else row[0]
         if offsets[0] <= last:
-            raise ValueError(f"offset {offsets[0]} does not follow {last} in run {run_id}")
+            raise OffsetError(f"offset {offsets[0]} does not follow {last} in run {run_id}")
         conn.execute(self.sql.append_events, (run_id, offsets, data))
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
+from agentkit.errors import OffsetError
 from agentkit.stores._base import (
     RunEndedError,
     RunRecord,
@@ -284,7 +285,7 @@ def _insert_events(
         "SELECT coalesce(max(pos), -1) FROM agentkit_events WHERE run_id = ?", (run_id,)
     ).fetchone()
     if offsets[0] <= last:
-        raise ValueError(f"offset {offsets[0]} does not follow {last} in run {run_id}")
+        raise OffsetError(f"offset {offsets[0]} does not follow {last} in run {run_id}")
     conn.executemany(
         "INSERT INTO agentkit_events (run_id, pos, data) VALUES (?, ?, ?)",
         [(run_id, offset, item) for offset, item in zip(offsets, data, strict=True)],

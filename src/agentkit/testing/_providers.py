@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agentkit.errors import ScriptError
 from agentkit.providers._base import (
     AssistantMessage,
     Chunk,
@@ -36,10 +37,6 @@ __all__ = [
     "ScriptedResponse",
     "ScriptedToolCall",
 ]
-
-
-class ScriptError(ValueError):
-    """A script file or entry is malformed."""
 
 
 class ScriptedToolCall(BaseModel):

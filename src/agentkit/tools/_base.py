@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from agentkit.errors import ToolError
+
 if TYPE_CHECKING:
     from agentkit.spec import AgentSpec
 
@@ -22,10 +24,6 @@ __all__ = [
 
 Effect = Literal["read", "edit", "execute"]
 """What a call can do to the world: permission modes decide by this (see permissions)."""
-
-
-class ToolError(Exception):
-    """A tool failed in a way the model should be told about. The run goes on."""
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
+from agentkit.errors import McpConfigError, McpServerError
 from agentkit.tools._base import Tool, ToolContext, ToolError
 
 if TYPE_CHECKING:
@@ -36,14 +37,6 @@ __all__ = [
 
 _NAME = re.compile(r"[A-Za-z0-9_-]+")
 _HTTP_TYPES = frozenset({"http", "streamable-http", "streamable_http", "streamableHttp"})
-
-
-class McpConfigError(ValueError):
-    """An `mcpServers` entry is malformed; the message names the server and field."""
-
-
-class McpServerError(RuntimeError):
-    """An MCP server could not be started or listed."""
 
 
 @dataclass(frozen=True)

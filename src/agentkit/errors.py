@@ -1,0 +1,256 @@
+"""Every error agentkit raises on purpose, under one root: `AgentkitError`.
+
+Catch [`AgentkitError`][agentkit.errors.AgentkitError] to handle anything agentkit refused
+or could not do; anything else that escapes agentkit is a bug to report. Each error also
+keeps the standard base its kind calls for (`ValueError` for invalid input, `LookupError`
+for what was not found, `RuntimeError` for what cannot happen now), so code that catches
+those keeps working. The errors are also importable from the module that raises them
+(`agentkit.stores`, `agentkit.providers`, ...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agentkit.diagnostics import Diagnostic
+
+__all__ = [
+    "ActionError",
+    "AgentNotFoundError",
+    "AgentkitError",
+    "AppLoadError",
+    "BindError",
+    "ClaudeCliError",
+    "DefinitionError",
+    "DefinitionPathError",
+    "ForeignAgentError",
+    "LoadError",
+    "McpConfigError",
+    "McpServerError",
+    "NoProviderError",
+    "OffsetError",
+    "ProviderConfigError",
+    "ProviderError",
+    "ResumeError",
+    "RunEndedError",
+    "ScriptError",
+    "SessionBusyError",
+    "SessionExistsError",
+    "SessionNotFoundError",
+    "SpecError",
+    "StoreError",
+    "StoreLocationError",
+    "ToolError",
+    "UnknownModelError",
+    "ValidateUsageError",
+]
+
+
+class AgentkitError(Exception):
+    """The root of every error agentkit raises on purpose."""
+
+
+# --- agents and their files ----------------------------------------------------------------
+
+
+class SpecError(AgentkitError, ValueError):
+    """An invalid agent description. `field` names the offending field."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class LoadError(AgentkitError, ValueError):
+    """A file (or a set of files) is invalid. `diagnostics` lists every problem found,
+    warnings included."""
+
+    def __init__(self, diagnostics: Iterable[Diagnostic]) -> None:
+        self.diagnostics = sorted(diagnostics)
+        errors = [d for d in self.diagnostics if d.severity == "error"]
+        super().__init__("\n".join(str(d) for d in (errors or self.diagnostics)))
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        """Only the errors."""
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+
+class AppLoadError(LoadError):
+    """An app or agent file is invalid. `diagnostics` lists every problem of every file
+    (warnings included), sorted by file and position."""
+
+
+class DefinitionError(LoadError):
+    """A definition file (or several) is invalid; `diagnostics` lists every problem with its
+    file, line, column and field."""
+
+
+class BindError(AgentkitError, ValueError):
+    """A valid definition cannot run on this host (a capability it lists is not supplied, an
+    `@alias` is unknown, ...). `problems` lists every reason."""
+
+    def __init__(self, definition_id: str, problems: list[str]) -> None:
+        self.definition_id = definition_id
+        self.problems = problems
+        super().__init__(f"cannot bind agent {definition_id!r}: " + "; ".join(problems))
+
+
+class ResumeError(AgentkitError, ValueError):
+    """A session cannot resume with this definition. `changed` names the fields that differ
+    (empty when they cannot be told)."""
+
+    def __init__(self, message: str, changed: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.changed = changed
+
+
+class DefinitionPathError(AgentkitError, ValueError):
+    """The paths given to `validate_paths` cannot be validated at all: a missing path, a
+    file that is not `.md`, or a folder without definitions. `agentkit validate` exits
+    with 2 (a usage error), as for an app folder without `app.yaml`.
+
+    Attributes:
+        paths: The offending paths, as given.
+    """
+
+    def __init__(self, message: str, paths: Iterable[str]) -> None:
+        super().__init__(message)
+        self.paths = list(paths)
+
+
+class ValidateUsageError(AgentkitError, ValueError):
+    """The paths given to `validate_paths` cannot be validated at all (a missing path, a
+    folder without `app.yaml`, a file that is not YAML). `agentkit validate` exits with 2.
+
+    Attributes:
+        paths: The offending paths, as given.
+    """
+
+    def __init__(self, message: str, paths: Iterable[str]) -> None:
+        super().__init__(message)
+        self.paths = list(paths)
+
+
+class AgentNotFoundError(AgentkitError, LookupError):
+    """No agent with this canonical id is registered with the runtime."""
+
+
+class ForeignAgentError(AgentkitError, LookupError):
+    """`AgentRunner.run` was asked for an agent its app does not declare.
+
+    Attributes:
+        agent_name: The name that was asked for.
+    """
+
+    def __init__(self, agent_name: str, message: str) -> None:
+        super().__init__(message)
+        self.agent_name = agent_name
+
+
+# --- models --------------------------------------------------------------------------------
+
+
+class ProviderError(AgentkitError):
+    """A failed model call.
+
+    `retryable` marks rate limits, overload and timeouts, which the engine retries with
+    bounded backoff (honouring `retry_after` seconds when the provider sent one).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool = False,
+        retry_after: float | None = None,
+        status: int | None = None,
+        kind: str = "error",
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.status = status
+        self.kind = kind
+
+
+class NoProviderError(AgentkitError, LookupError):
+    """No provider was given or configured, or the name is unknown."""
+
+
+class ProviderConfigError(NoProviderError):
+    """A provider cannot be built as configured: its API key or server URL is missing, its
+    client library is not installed, or an option is wrong. The message says what to set.
+    """
+
+
+class UnknownModelError(AgentkitError, LookupError):
+    """The catalog cannot turn the selection into a model."""
+
+
+class ClaudeCliError(AgentkitError, RuntimeError):
+    """The `claude` command cannot be run (not installed, not executable)."""
+
+
+# --- stores --------------------------------------------------------------------------------
+
+
+class StoreError(AgentkitError):
+    """A store could not do what was asked."""
+
+
+class SessionNotFoundError(StoreError, LookupError):
+    """No session has this id."""
+
+
+class SessionExistsError(StoreError):
+    """A session with this id already exists."""
+
+
+class SessionBusyError(StoreError, RuntimeError):
+    """The session already has a run going: one run at a time per session, across every
+    process that shares the store."""
+
+
+class RunEndedError(StoreError):
+    """The run has already ended, so nothing more can be written to it (for example, its
+    lease expired and another runtime ended it as interrupted)."""
+
+
+class StoreLocationError(StoreError, ValueError):
+    """A store location (a path or URL given to `open_store`) names no store."""
+
+
+class OffsetError(StoreError, ValueError):
+    """Events whose offsets do not grow past the ones stored (or within their batch);
+    nothing of the batch is written."""
+
+
+# --- tools and actions ---------------------------------------------------------------------
+
+
+class ToolError(AgentkitError):
+    """A tool failed in a way the model should be told about. The run goes on."""
+
+
+class McpConfigError(AgentkitError, ValueError):
+    """An `mcpServers` entry is malformed; the message names the server and field."""
+
+
+class McpServerError(AgentkitError, RuntimeError):
+    """An MCP server could not be started or listed."""
+
+
+class ActionError(AgentkitError, ValueError):
+    """An invalid action definition or an unknown action id."""
+
+
+# --- testing -------------------------------------------------------------------------------
+
+
+class ScriptError(AgentkitError, ValueError):
+    """A script file or entry is malformed."""
