@@ -40,27 +40,42 @@ from agentkit.events import (
     _tool_use,
     _trusted,
 )
-from agentkit.permissions import Allow, Deny, PermissionHandler, PermissionRequest, needs_permission
-from agentkit.providers._base import (
+from agentkit.messages import (
     AssistantMessage,
     Message,
+    ThinkingBlock,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from agentkit.permissions import (
+    Allow,
+    Deny,
+    Effect,
+    PermissionHandler,
+    PermissionRequest,
+    needs_permission,
+)
+from agentkit.providers import (
     ModelRequest,
     Provider,
     ProviderError,
     Stop,
     TextChunk,
-    ThinkingBlock,
     ThinkingChunk,
-    ToolCall,
     ToolCallChunk,
     ToolDefinition,
-    ToolResultMessage,
     Usage,
-    UserMessage,
 )
 from agentkit.spec import AgentSpec
-from agentkit.tools._base import Effect, Tool, ToolContext, ToolError, parse_tool_entry
-from agentkit.tools._rules import entry_allows, entry_tool_names
+from agentkit.tools import (
+    Tool,
+    ToolContext,
+    ToolError,
+    entry_allows,
+    entry_tool_names,
+    parse_tool_entry,
+)
 
 if TYPE_CHECKING:
     from agentkit.runtime import Runtime

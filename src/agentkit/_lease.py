@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import anyio
 
 from agentkit.events import ErrorEvent, TurnEnd, TurnStart
-from agentkit.stores._base import EventEntry, RunRecord, Store, StoreError
+from agentkit.stores import EventEntry, RunRecord, Store, StoreError
 
 __all__ = [
     "DEFAULT_HEARTBEAT_INTERVAL",

@@ -32,7 +32,7 @@ from agentkit.events import (
     _wire_json,
     from_wire,
 )
-from agentkit.stores._base import EventEntry
+from agentkit.stores import EventEntry
 
 __all__ = ["RunLog"]
 

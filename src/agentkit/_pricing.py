@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agentkit.events import Accounting
-from agentkit.providers._base import Provider
+from agentkit.providers import Provider
 
 __all__ = ["PRICED_PROVIDERS", "CostEstimator", "priced"]
 

@@ -31,7 +31,7 @@ from agentkit.events import (
     _turn_end,
 )
 from agentkit.spec import AgentSpec
-from agentkit.stores._base import EventEntry, Store
+from agentkit.stores import EventEntry, Store
 
 if TYPE_CHECKING:
     import asyncio

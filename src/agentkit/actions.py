@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 from agentkit._schema import check_schema, schema_violations
 from agentkit.errors import ActionError
-from agentkit.tools._base import Effect
+from agentkit.permissions import Effect
 
 __all__ = [
     "Action",

@@ -17,19 +17,27 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentkit.spec import PermissionMode
-from agentkit.tools._base import Effect, ToolContext
+
+if TYPE_CHECKING:
+    from agentkit.tools import ToolContext
 
 __all__ = [
     "Allow",
     "Deny",
+    "Effect",
     "PermissionDecision",
     "PermissionHandler",
     "PermissionRequest",
     "needs_permission",
 ]
+
+
+Effect = Literal["read", "edit", "execute"]
+"""What a call can do to the world: the permission mode decides by this which calls need
+the host's consent (see the table above)."""
 
 
 @dataclass(frozen=True)

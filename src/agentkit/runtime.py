@@ -85,24 +85,24 @@ from agentkit.events import (
     _turn_start,
 )
 from agentkit.permissions import PermissionHandler
-from agentkit.providers._base import Provider
-from agentkit.providers._registry import (
+from agentkit.providers import (
     NO_PROVIDER_HELP,
     NoProviderError,
+    Provider,
     create_provider,
     default_provider_name,
 )
 from agentkit.spec import AgentSpec
-from agentkit.stores._base import (
+from agentkit.stores import (
     EventEntry,
+    MemoryStore,
     RunRecord,
     SessionBusyError,
     SessionNotFoundError,
     SessionRecord,
     Store,
 )
-from agentkit.stores._memory import MemoryStore
-from agentkit.tools._base import ToolRegistry
+from agentkit.tools import ToolRegistry
 
 __all__ = [
     "AgentNotFoundError",

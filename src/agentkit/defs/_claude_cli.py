@@ -41,11 +41,11 @@ from agentkit.events import (
     ToolUse,
     TurnStatus,
 )
-from agentkit.providers._base import AssistantMessage, UserMessage
+from agentkit.messages import AssistantMessage, UserMessage
 from agentkit.spec import AgentSpec
 
 if TYPE_CHECKING:
-    from agentkit._engine import TurnOutcome, TurnRequest
+    from agentkit.runtime import TurnOutcome, TurnRequest
 
 __all__ = [
     "CLAUDE_MIN_VERSION",
@@ -208,7 +208,7 @@ async def claude_cli_driver(request: TurnRequest) -> TurnOutcome:
     agentkit session continues the same Claude conversation. The executable is the
     runtime service `claude_executable`, else `$AGENTKIT_CLAUDE`, else `claude` on `PATH`.
     """
-    from agentkit._engine import TurnOutcome
+    from agentkit.runtime import TurnOutcome
 
     services = request.runtime.services if request.runtime is not None else {}
     executable = (

@@ -1,14 +1,21 @@
-"""The provider interface: requests, transcript messages and streamed chunks."""
+"""The provider interface: requests and streamed chunks (the transcript messages it carries
+are `agentkit.messages`)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Protocol, TypeAlias, runtime_checkable
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from agentkit.errors import ProviderError
+from agentkit.messages import (
+    AssistantMessage,
+    Message,
+    ThinkingBlock,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 from agentkit.spec import ReasoningEffort
 
 __all__ = [
@@ -30,67 +37,6 @@ __all__ = [
     "Usage",
     "UserMessage",
 ]
-
-
-# --- transcript -------------------------------------------------------------------------
-
-
-class _Msg(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class UserMessage(_Msg):
-    """What the user (or the engine, for reminders) said."""
-
-    role: Literal["user"] = "user"
-    content: str
-
-
-class ThinkingBlock(_Msg):
-    """Reasoning the model produced; `signature` is kept so providers can verify it.
-
-    `redacted` holds reasoning the provider returned only in encrypted form (Anthropic's
-    `redacted_thinking` `data`): nothing readable, but it must be sent back unchanged for
-    the conversation to go on; `content` is then empty.
-    """
-
-    content: str
-    signature: str | None = None
-    redacted: str | None = None
-
-
-class ToolCall(_Msg):
-    """A complete tool call. `arguments` is the parsed object, or the raw text the model sent
-    when it was not a JSON object (the engine reports that back as a tool error)."""
-
-    id: str
-    name: str
-    arguments: dict[str, Any] | str
-
-
-class AssistantMessage(_Msg):
-    """One model response: thinking, text and tool calls, in that order."""
-
-    role: Literal["assistant"] = "assistant"
-    thinking: tuple[ThinkingBlock, ...] = ()
-    text: str = ""
-    tool_calls: tuple[ToolCall, ...] = ()
-
-
-class ToolResultMessage(_Msg):
-    """The result of one tool call, sent back to the model."""
-
-    role: Literal["tool"] = "tool"
-    tool_call_id: str
-    name: str
-    content: str
-    is_error: bool = False
-
-
-Message: TypeAlias = Annotated[
-    UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="role")
-]
-"""One entry of a session transcript."""
 
 
 @dataclass(frozen=True, slots=True)

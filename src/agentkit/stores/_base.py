@@ -14,7 +14,7 @@ from agentkit.errors import (
     StoreError,
 )
 from agentkit.events import AgentMessage
-from agentkit.providers._base import Message
+from agentkit.messages import Message
 
 __all__ = [
     "EventEntry",

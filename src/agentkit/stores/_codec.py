@@ -11,7 +11,7 @@ from pydantic import TypeAdapter
 
 from agentkit.errors import OffsetError
 from agentkit.events import AgentMessage, _wire_json, from_wire
-from agentkit.providers._base import Message
+from agentkit.messages import Message
 from agentkit.stores._base import EventEntry, RunRecord, SessionRecord
 
 __all__ = [

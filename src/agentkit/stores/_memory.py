@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentkit.errors import OffsetError
-from agentkit.providers._base import Message
+from agentkit.messages import Message
 from agentkit.stores._base import (
     EventEntry,
     RunEndedError,

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
-from agentkit.providers._base import Message
+from agentkit.messages import Message
 from agentkit.stores._base import (
     EventEntry,
     RunRecord,

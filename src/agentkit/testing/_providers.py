@@ -12,21 +12,19 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agentkit.errors import ScriptError
-from agentkit.providers._base import (
-    AssistantMessage,
+from agentkit.messages import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
+from agentkit.providers import (
+    DEFAULT_CATALOGS,
     Chunk,
+    ModelCatalog,
     ModelRequest,
     ProviderError,
     Stop,
     TextChunk,
     ThinkingChunk,
-    ToolCall,
     ToolCallChunk,
-    ToolResultMessage,
     Usage,
-    UserMessage,
 )
-from agentkit.providers._catalog import DEFAULT_CATALOGS, ModelCatalog
 from agentkit.testing._schemagen import generate
 
 __all__ = [

@@ -54,7 +54,7 @@ from agentkit.events import (
     TurnEnd,
     TurnStart,
 )
-from agentkit.providers._base import (
+from agentkit.messages import (
     AssistantMessage,
     Message,
     ThinkingBlock,
@@ -62,7 +62,7 @@ from agentkit.providers._base import (
     ToolResultMessage,
     UserMessage,
 )
-from agentkit.stores._base import (
+from agentkit.stores import (
     EventEntry,
     RunEndedError,
     RunRecord,

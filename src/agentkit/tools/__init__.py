@@ -87,7 +87,7 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     "CLAUDE_TOOL_NAMES": "agentkit.tools._builtin",
     "EXTENSION_CAPABILITIES": "agentkit.tools._builtin",
-    "Effect": "agentkit.tools._base",
+    "Effect": "agentkit.permissions",
     "FetchPolicy": "agentkit.tools._fetch",
     "FetchResult": "agentkit.tools._fetch",
     "McpConfigError": "agentkit.tools._mcp",

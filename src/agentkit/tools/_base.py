@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from agentkit.errors import ToolError
+from agentkit.permissions import Effect
 
 if TYPE_CHECKING:
     from agentkit.spec import AgentSpec
@@ -22,8 +23,6 @@ __all__ = [
     "parse_tool_entry",
 ]
 
-Effect = Literal["read", "edit", "execute"]
-"""What a call can do to the world: permission modes decide by this (see permissions)."""
 
 
 @dataclass(frozen=True)
