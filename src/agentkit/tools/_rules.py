@@ -420,17 +420,48 @@ def path_matcher(*keys: str) -> Callable[[str, dict[str, Any], ToolContext], boo
 # -- URLs -----------------------------------------------------------------------------
 
 
+def url_allowed(specifier: str, url: str) -> bool:
+    """Whether a `domain:<host>` specifier allows `url` (the host or a subdomain of it)."""
+    if not specifier.startswith("domain:"):
+        return False
+    domain = specifier[len("domain:") :].strip().lower().rstrip(".")
+    if not domain:
+        return False
+    try:
+        host = (urlsplit(url).hostname or "").lower().rstrip(".")
+    except ValueError:
+        return False
+    return host == domain or host.endswith("." + domain)
+
+
 def url_matcher(key: str = "url") -> Callable[[str, dict[str, Any], ToolContext], bool]:
     """A `Tool.matches` for `domain:<host>` specifiers on a URL argument."""
 
     def matches(specifier: str, args: dict[str, Any], ctx: ToolContext) -> bool:
-        if not specifier.startswith("domain:"):
-            return False
-        domain = specifier[len("domain:") :].strip().lower().rstrip(".")
         url = args.get(key)
-        if not isinstance(url, str) or not domain:
-            return False
-        host = (urlsplit(url).hostname or "").lower().rstrip(".")
-        return host == domain or host.endswith("." + domain)
+        return isinstance(url, str) and url_allowed(specifier, url)
 
     return matches
+
+
+def call_restrictions(names: tuple[str, ...], ctx: ToolContext) -> tuple[str, ...] | None:
+    """The specifiers of the calling agent's allowlist entries that restrict the tool called
+    `names`, for a tool that must apply them again to what it really touches (a redirect,
+    the file a path leads to); `None` when nothing restricts the call (no agent, or an entry
+    naming the tool without a specifier).
+
+    The engine checks the call's arguments before the tool runs; a tool that follows a
+    redirect or a link decides again with these on what it actually reaches.
+    """
+    spec = ctx.spec
+    if spec is None:
+        return None
+    found: list[str] = []
+    for entry in spec.tools:
+        name, specifier = parse_tool_entry(entry.strip())
+        if name not in names:
+            continue
+        if specifier is None:
+            return None
+        found.append(specifier.strip())
+    return tuple(found) or None
