@@ -795,6 +795,11 @@ def test_load_app_raises_only_app_load_error_for_odd_paths(tmp_path: Path) -> No
     for path in ("bad\0path", tmp_path / "missing", tmp_path / ("x" * 5000)):
         with pytest.raises(AppLoadError):
             load_app(path)
+    (tmp_path / "app.yaml").write_text('formatVersion: 2\nid: a\nagents: ["a\\0b.yaml"]\n')
+    with pytest.raises(AppLoadError) as info:
+        load_app(tmp_path)
+    (error,) = info.value.errors
+    assert (error.line, error.field) == (3, "agents[0]") and "NUL" in error.message
 
 
 _YAML_PIECES = st.sampled_from(
@@ -821,6 +826,8 @@ def test_property_any_nesting_and_size_ends_quickly_with_a_clean_error(
     app.mkdir(exist_ok=True)
     (app / "app.yaml").write_text("formatVersion: 2\nid: p\nagents: [a.yaml]\n")
     (app / "a.yaml").write_text(text, encoding="utf-8")
+    if repeat % 2:  # the app file itself, half of the time
+        (app / "app.yaml").write_text("agents: [a.yaml]\n" + text, encoding="utf-8")
     started = time.monotonic()
     with pytest.raises(AppLoadError) as info:
         load_app(app)

@@ -228,6 +228,9 @@ def _agent_paths(report: FileReport, data: dict[str, Any], root: Path) -> list[P
 def _resolve_agent_path(
     report: FileReport, where: Path_, entry: str, root: Path, real_root: Path
 ) -> tuple[Path, Path] | None:
+    if "\x00" in entry:
+        report.add(where, f"{entry!r} must not contain a NUL character")
+        return None
     relative = Path(entry)
     if relative.is_absolute() or entry.startswith(("/", "\\", "~")) or re.match(r"^\w:", entry):
         report.add(where, f"{entry!r} must be a path relative to the app folder")

@@ -247,7 +247,12 @@ def load_definitions(
     errors: list[Diagnostic] = []
     found: dict[str, Path] = {}
     definitions: list[Definition] = []
-    for file in sorted(folder.glob("*.md")):
+    try:
+        files = sorted(folder.glob("*.md"))
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise DefinitionError([Diagnostic(str(folder), 0, 0, "path", reason)]) from None
+    for file in files:
         definition, file_errors, id_at = _load(file, registry)
         errors.extend(file_errors)
         if definition is None:
