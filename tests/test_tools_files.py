@@ -386,3 +386,21 @@ def remove_chain(folder: Path) -> None:
             os.rmdir("a")
     finally:
         os.chdir(here)
+
+
+@pytest.mark.anyio
+async def test_write_creates_no_folder_where_the_rule_does_not_allow_the_file(
+    tmp_path: Path,
+) -> None:
+    swap_tree(tmp_path)
+    os.symlink("../secrets", tmp_path / "src" / "d")
+    write = REGISTRY.get("Write")
+    assert write is not None
+    message = await call_error(
+        write, ruled(tmp_path, "Write(./src/**)"), file_path="src/d/new/x.txt", content="x"
+    )
+    assert "leads to secrets/new/x.txt" in message
+    assert not (tmp_path / "secrets" / "new").exists()
+    ctx = ruled(tmp_path, "Write(./src/**)")
+    await call(REGISTRY, "Write", ctx, file_path="src/n/x.txt", content="fine")
+    assert (tmp_path / "src" / "n" / "x.txt").read_text() == "fine"

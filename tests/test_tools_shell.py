@@ -331,3 +331,40 @@ async def test_exit_codes_and_signals_pass_through_the_helper(tmp_path: Path) ->
     assert killed.endswith("[exit code -9]")
     missing = await call(REGISTRY, "Bash", ctx, command="definitely-not-a-command-x")
     assert "[exit code 127]" in missing
+
+
+@linux_only
+@pytest.mark.anyio
+async def test_orphans_of_a_long_job_leave_no_zombies(tmp_path: Path) -> None:
+    """Orphans are re-parented to the helper; it reaps them as they end, not only at the
+    end of the job, so a job that keeps starting daemons does not pile up zombies."""
+    table = ProcessTable()
+    tool = process_tool(table)
+    ctx = make_ctx(tmp_path)
+    await tool.function(
+        {
+            "action": "start",
+            "command": "for i in $(seq 50); do (setsid true &); done; echo ready; sleep 60",
+        },
+        ctx,
+    )
+    await poll_until(tool, ctx, "ready")
+    helper = table.list(ctx.run_id)[0].popen.pid
+
+    def zombies() -> int:
+        count = 0
+        for name in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{name}/stat") as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            count += fields[0] == "Z" and int(fields[1]) == helper
+        return count
+
+    for _ in range(100):
+        if zombies() == 0:
+            break
+        await anyio.sleep(0.05)
+    assert zombies() == 0
+    await table.stop_all()

@@ -95,8 +95,11 @@ def kill_tree() -> None:
 def main(argv: list[str]) -> int:
     if not argv:
         return 2
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # without it: best effort, same walk
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - glibc and musl both have prctl
+        pass  # without it the same walk still finds descendants whose parents live
 
     def on_term(signum: int, frame: object) -> None:
         kill_tree()
@@ -114,9 +117,12 @@ def main(argv: list[str]) -> int:
             os.write(2, f"cannot run {argv[0]}: {exc.strerror}\n".encode())
             os._exit(127)
     while True:
+        # Wait for any child, not only the command: orphans re-parented to this helper
+        # are reaped as they end, so a long job that keeps starting daemons leaves no
+        # zombies holding process ids.
         try:
-            pid, status = os.waitpid(child, 0)
-        except ChildProcessError:  # pragma: no cover - reaped by a signal handler
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:  # pragma: no cover - the command was reaped already
             status = 0
             break
         if pid == child:

@@ -152,14 +152,22 @@ class Sandbox:
             return self._checked_fd(fd, path, flags)
         raise ToolError(f"{path!r}: too many levels of symbolic links")
 
-    def make_parents(self, path: str) -> None:
-        """Create the missing parent folders of `path` inside the sandbox."""
+    def make_parents(self, path: str, *, allow: Callable[[str], bool] | None = None) -> None:
+        """Create the missing parent folders of `path` inside the sandbox.
+
+        With `allow`, a folder is created only when the file would then be at a path the
+        rule allows (decided on the folders really walked, links followed).
+        """
         parts = self._parts(path)
         if not _HAS_DIR_FD:
             real = self._check_fallback(parts[:-1])
             real.mkdir(parents=True, exist_ok=True)
             return
-        with self._walk_dirs(parts[:-1], create=True):
+
+        def creating(where: list[str]) -> None:
+            _check_allowed(allow, path, "/".join([*where, parts[-1]]))
+
+        with self._walk_dirs(parts[:-1], create=True, before_create=creating):
             pass
 
     @contextmanager
@@ -201,7 +209,7 @@ class Sandbox:
 
         The file is truncated only after it is known to be a regular file with one link.
         """
-        self.make_parents(path)
+        self.make_parents(path, allow=allow)
         fd = self.open_file(path, os.O_WRONLY | os.O_CREAT, allow=allow)
         with os.fdopen(fd, "wb") as handle:
             os.ftruncate(fd, 0)
@@ -258,7 +266,12 @@ class Sandbox:
 
     @contextmanager
     def _walk_dirs(
-        self, parts: list[str], *, create: bool, missing_ok: bool = False
+        self,
+        parts: list[str],
+        *,
+        create: bool,
+        missing_ok: bool = False,
+        before_create: Callable[[list[str]], None] | None = None,
     ) -> Iterator[tuple[int | None, list[str]]]:
         """Open the folder `parts` by an O_NOFOLLOW walk; yield (fd, logical parts)."""
         fds: list[int] = [os.open(self.root, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)]
@@ -279,6 +292,8 @@ class Sandbox:
                     fd = os.open(name, flags, dir_fd=fds[-1])
                 except FileNotFoundError:
                     if create:
+                        if before_create is not None:
+                            before_create([*stack, name, *pending])
                         with contextlib.suppress(FileExistsError):  # made meanwhile
                             os.mkdir(name, 0o755, dir_fd=fds[-1])
                         pending.insert(0, name)
