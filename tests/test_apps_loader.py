@@ -762,6 +762,13 @@ def test_max_turns_with_5000_digits_is_a_clean_error(tmp_path: Path) -> None:
     quoted = write(tmp_path, replace("maxTurns:", "maxTurns: '" + "9" * 5000 + "'"), "q.yaml")
     (error,) = load_errors(quoted)
     assert error.field == "maxTurns" and "positive integer" in error.message
+    assert "(5,000 characters)" in error.message and len(error.message) < 200
+
+
+def test_messages_quoting_huge_keys_stay_readable(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD + "k" * 1000 + ": 1\n")
+    (error,) = load_errors(path)
+    assert "unknown field" in error.message and len(str(error)) < 1300
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")

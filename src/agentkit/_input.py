@@ -25,7 +25,7 @@ MAX_FILE_BYTES = 1024 * 1024
 MAX_NESTING = 64
 """Deepest nesting of mappings and lists in a YAML file."""
 MAX_NODES = 20_000
-"""Most keys, list items and scalars in one YAML file."""
+"""Most nodes in one YAML file: every mapping, list, key, value and list item counts."""
 MAX_NUMBER_CHARS = 100
 """Longest unquoted number in a YAML file (Python refuses to convert ints over 4,300
 digits, and no field needs more than a few)."""

@@ -38,6 +38,17 @@ def field_name(path: Sequence[str | int]) -> str:
     return out or ROOT_FIELD
 
 
+_MESSAGE_CHARS = 500
+
+
+def _clip(text: str) -> str:
+    """A message or field name cut to a readable length: they quote the user's keys and
+    values, which can be up to a megabyte long."""
+    if len(text) <= _MESSAGE_CHARS:
+        return text
+    return f"{text[:_MESSAGE_CHARS]}... ({len(text):,} characters)"
+
+
 def _is_map(value: Any) -> bool:
     return isinstance(value, dict)
 
@@ -72,7 +83,7 @@ class FileReport:
         """Record a problem at the key or value `path` names (its container when absent)."""
         line, column = self.locate(path, at=at)
         self.diagnostics.append(
-            Diagnostic(self.file, line, column, field_name(path), message, severity)
+            Diagnostic(self.file, line, column, _clip(field_name(path)), _clip(message), severity)
         )
 
     def warn(self, path: Sequence[str | int], message: str) -> None:
@@ -81,7 +92,7 @@ class FileReport:
 
     def at_position(self, line: int, column: int, field_: str, message: str) -> None:
         """Record an error at an explicit 1-based position."""
-        self.diagnostics.append(Diagnostic(self.file, line, column, field_, message))
+        self.diagnostics.append(Diagnostic(self.file, line, column, _clip(field_), _clip(message)))
 
     @property
     def has_errors(self) -> bool:
