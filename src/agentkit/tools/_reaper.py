@@ -8,9 +8,10 @@ init, out of reach. This helper marks itself a *child subreaper*
 instead of to init, so every process the command started, in whatever session or group,
 stays in its tree of descendants, found through `/proc`.
 
-When the command exits, or the helper gets SIGTERM (the tool timed out, was cancelled or
-stopped), the helper kills that whole tree with SIGKILL, reaps it, and exits as the command
-did (same exit code, or the same signal).
+When the command exits, the helper kills that whole tree with SIGKILL, reaps it, and exits
+as the command did (same exit code, or the same signal). On SIGUSR1 (a call timed out or was
+cancelled) it kills the tree at once; on SIGTERM or SIGHUP (a background job is stopped) it
+sends SIGTERM to the whole tree, gives it `TERM_GRACE` seconds, then kills what is left.
 
 What still escapes: a process that kills this helper with SIGKILL first (its orphans then
 go to init), and work handed to a service outside the tree (`systemd-run`, `at`, `cron`,
@@ -30,6 +31,10 @@ import sys
 import time
 
 _PR_SET_CHILD_SUBREAPER = 36
+KILL_TREE = signal.SIGUSR1
+"""Tells the helper to SIGKILL its whole tree at once (a timeout or a cancelled call)."""
+TERM_GRACE = 2.0
+"""Seconds the tree gets after SIGTERM (a stopped job) before it is killed."""
 _ROUNDS = 200
 """Scans of /proc at most while killing (a fork bomb racing the kill ends meanwhile:
 killed processes fork no more)."""
@@ -92,6 +97,21 @@ def kill_tree() -> None:
         _reap()
 
 
+def terminate_tree(grace: float) -> None:
+    """SIGTERM every descendant, give them `grace` seconds to end, then `kill_tree`."""
+    me = os.getpid()
+    for pid in _descendants(me):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        _reap()
+        if not _descendants(me):
+            return
+        time.sleep(0.02)
+    kill_tree()
+
+
 def main(argv: list[str]) -> int:
     if not argv:
         return 2
@@ -102,38 +122,53 @@ def main(argv: list[str]) -> int:
         pass  # without it the same walk still finds descendants whose parents live
 
     def on_term(signum: int, frame: object) -> None:
-        kill_tree()
+        terminate_tree(TERM_GRACE)
         os._exit(128 + signum)
+
+    def on_kill(signum: int, frame: object) -> None:
+        kill_tree()
+        os._exit(128 + signal.SIGKILL)
 
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGHUP, on_term)
+    signal.signal(KILL_TREE, on_kill)
+    # SIGCHLD is blocked and waited for with a timeout: each child that ends (orphans
+    # re-parented here included) is reaped at once, and a sweep every half second catches
+    # any end whose wake-up was missed, so no zombie lingers while the command runs.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
     child = os.fork()
     if child == 0:  # pragma: no cover - replaced by exec
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        for handled in (signal.SIGTERM, signal.SIGHUP, KILL_TREE):
+            signal.signal(handled, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
         try:
             os.execvp(argv[0], argv)
         except OSError as exc:
             os.write(2, f"cannot run {argv[0]}: {exc.strerror}\n".encode())
             os._exit(127)
-    while True:
-        # Wait for any child, not only the command: orphans re-parented to this helper
-        # are reaped as they end, so a long job that keeps starting daemons leaves no
-        # zombies holding process ids.
-        try:
-            pid, status = os.waitpid(-1, 0)
-        except ChildProcessError:  # pragma: no cover - the command was reaped already
-            status = 0
-            break
-        if pid == child:
-            break
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    status: int | None = None
+    while status is None:
+        while True:
+            try:
+                pid, ended = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:  # pragma: no cover - the command was reaped already
+                status = 0
+                break
+            if pid == 0:
+                break
+            if pid == child:
+                status = ended
+                break
+        if status is None:
+            signal.sigtimedwait([signal.SIGCHLD], 0.5)
+    for handled in (signal.SIGTERM, signal.SIGHUP, KILL_TREE):
+        signal.signal(handled, signal.SIG_IGN)
     kill_tree()
     if os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
+        ended_by = os.WTERMSIG(status)
         with contextlib.suppress(OSError, ValueError):  # SIGKILL has no handler to reset
-            signal.signal(sig, signal.SIG_DFL)
-        os.kill(os.getpid(), sig)  # end as the command did
+            signal.signal(ended_by, signal.SIG_DFL)
+        os.kill(os.getpid(), ended_by)  # end as the command did
     return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1
 
 

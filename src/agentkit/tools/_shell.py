@@ -75,10 +75,11 @@ def _reaped(argv: list[str]) -> list[str]:
 
 
 def _stop_tree(process: anyio.abc.Process | subprocess.Popen[bytes]) -> None:
-    """Ask the helper (the process itself) to kill its whole tree; SIGTERM."""
+    """Ask the helper (the process itself) to kill its whole tree at once (SIGUSR1, which
+    kills a command run without the helper just as well)."""
     if sys.platform != "win32":
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(process.pid, signal.SIGTERM)
+            os.kill(process.pid, signal.SIGUSR1)
 
 
 def _powershell() -> list[str] | None:
