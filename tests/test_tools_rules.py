@@ -317,3 +317,35 @@ def test_property_words_agree_with_bash_when_the_command_is_simple(command: str)
     if words is None or "~" in command:  # tilde expansion is bash's, not a split
         return
     assert [w.value for w in words] == bash_words(command), command
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'rm victim "\\"; rm x; \\"" --version',  # `\"` ends nothing in PowerShell: `;` splits
+        "echo a\\; rm x --version",  # a backslash escapes nothing in PowerShell
+        "git -C,.,-c,alias.x=!cmd,x --version",  # an array: each item is an argument
+        "rm victim \u2019; rm x; \u2018 --version",  # typographic quotes are quotes there
+        "echo @args --version",
+        "echo {rm x} --version",
+        "echo %PATH% --version",
+        "echo a\u2013b --version",
+    ],
+)
+def test_powershell_rules_refuse_what_powershell_splits_differently(command: str) -> None:
+    assert not command_matches("echo *", command, shell="powershell")
+    assert not command_matches("rm victim *", command, shell="powershell")
+    assert not command_matches("git *", command, shell="powershell")
+
+
+def test_powershell_rules_still_match_plain_commands(ctx: ToolContext) -> None:
+    for command in ("git status", "git log --oneline", "dir C:\\Users\\me", "echo 'a b; c'"):
+        assert command_matches("*", command, shell="powershell"), command
+    assert not command_matches("dir C:\\Users *", "dir C:\\Users\\ me", shell="powershell")
+    assert command_matches("dir *", "dir C:\\Users\\ me", shell="powershell")
+    powershell = REGISTRY.get("powershell") or __import__(
+        "agentkit.tools", fromlist=["powershell_tool"]
+    ).powershell_tool()
+    args = {"command": 'echo "x\\"; rm y; \\""'}
+    assert not entry_allows("powershell(echo *)", powershell, args, ctx)
+    assert entry_allows("Bash(echo *)", tool("Bash"), args, ctx)  # bash reads one word

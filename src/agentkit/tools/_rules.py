@@ -20,6 +20,11 @@ tab (`\v`, U+00A0 and the like are word characters to bash but separators to a r
 An unterminated quote never matches. These commands still run if another entry (or `Bash`
 alone) allows them; they just never match a pattern.
 
+The `powershell` tool's rules accept less, since PowerShell splits and quotes differently:
+only printable ASCII (PowerShell reads typographic quotes and dashes as its own), no double
+quotes, no `,` (an array: each item becomes an argument), `{` `}` or `@` outside single
+quotes, and a backslash is an ordinary character.
+
 A matched `git` command must not use `-c`, `--config-env` or `--exec-path` before its
 subcommand, nor `--upload-pack` (`-u` of `clone` and `ls-remote`), `--receive-pack` or
 `--exec` (or an abbreviation) after it, unless the pattern names that option: each makes git
@@ -51,7 +56,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from agentkit.tools._base import Tool, ToolContext, ToolError, ToolRegistry, parse_tool_entry
@@ -135,6 +140,10 @@ _GIT_SHORT_UPLOAD_PACK = frozenset({"clone", "ls-remote"})
 """Subcommands whose `-u <program>` is `--upload-pack`."""
 
 
+Shell = Literal["bash", "powershell"]
+"""Whose word splitting a command rule follows."""
+
+
 @dataclass(frozen=True)
 class _Word:
     """One word as bash splits it: `raw` as written (quotes kept), `value` as passed on."""
@@ -152,8 +161,18 @@ def _unsafe_char(ch: str) -> bool:
     return ch.isspace() or unicodedata.category(ch)[0] in ("C", "Z")
 
 
-def _bash_words(command: str) -> list[_Word] | None:
+_POWERSHELL_UNQUOTED = frozenset(',{}@"%^')
+"""Characters PowerShell (or `cmd`, the fallback on Windows) gives a meaning bash does not
+(arrays, script blocks, splatting, double quotes whose escapes differ, `%VAR%`, `^`
+escapes): refused outside single quotes for `powershell`."""
+
+
+def _bash_words(command: str, *, powershell: bool = False) -> list[_Word] | None:
     """`command` split into words exactly as bash splits one simple command.
+
+    With `powershell`, only what both shells split alike is accepted: printable ASCII, no
+    double quotes, no `,` `{` `}` `@` outside single quotes, and a backslash is an ordinary
+    character (PowerShell escapes with the backtick, which is refused).
 
     Only space and tab separate words outside quotes (a newline would end the command, so
     it is refused with every other control character). Quotes and backslashes are
@@ -163,6 +182,8 @@ def _bash_words(command: str) -> list[_Word] | None:
     """
     if any(ch in command for ch in "\n\r\x00"):
         return None
+    if powershell and not all(" " <= ch <= "~" or ch == "\t" for ch in command):
+        return None  # PowerShell also reads typographic quotes and dashes as its own
     words: list[_Word] = []
     raw: list[str] = []
     value: list[str] = []
@@ -180,7 +201,7 @@ def _bash_words(command: str) -> list[_Word] | None:
         if not in_word and ch == "#":
             return None  # bash ignores the rest of the line: a rule would see words bash skips
         in_word = True
-        if ch == "\\":
+        if ch == "\\" and not powershell:
             if i + 1 >= n or _unsafe_char(command[i + 1]):
                 return None
             raw.append(command[i : i + 2])
@@ -194,6 +215,8 @@ def _bash_words(command: str) -> list[_Word] | None:
             value.append(command[i + 1 : end])
             i = end + 1
         elif ch == '"':
+            if powershell:
+                return None  # its escapes (backtick, `""`) differ from bash's
             j = i + 1
             while j < n and command[j] != '"':
                 c = command[j]
@@ -215,6 +238,8 @@ def _bash_words(command: str) -> list[_Word] | None:
         else:
             if ch in _FORBIDDEN_UNQUOTED or _unsafe_char(ch):
                 return None
+            if powershell and ch in _POWERSHELL_UNQUOTED:
+                return None
             if ch == "{":
                 brace = True
             elif brace and (ch == "," or command.startswith("..", i)):
@@ -227,11 +252,11 @@ def _bash_words(command: str) -> list[_Word] | None:
     return words
 
 
-def is_simple_command(command: str) -> bool:
+def is_simple_command(command: str, *, shell: Shell = "bash") -> bool:
     """Whether `command` is one simple command whose words bash splits as this module does:
     no chaining, pipes, redirections, substitutions, expansions, comments, brace expansion,
     control characters or non-ASCII whitespace outside quotes (see the module documentation)."""
-    return _bash_words(command) is not None
+    return _bash_words(command, powershell=shell == "powershell") is not None
 
 
 @dataclass(frozen=True)
@@ -242,13 +267,13 @@ class _CommandPattern:
 
 
 @lru_cache(maxsize=256)
-def _command_pattern(pattern: str) -> _CommandPattern | None:
+def _command_pattern(pattern: str, shell: Shell = "bash") -> _CommandPattern | None:
     """The wildcard tokens of a command specifier (words joined by a boundary mark), and of
     its bare form (`git` for `git *`); `None` for a pattern no command can match."""
     pattern = pattern.strip(" \t")
     if pattern.endswith(":*"):
         pattern = pattern[:-2] + " *"
-    words = _bash_words(pattern)
+    words = _bash_words(pattern, powershell=shell == "powershell")
     if not words:
         return None
     raw = [w.raw for w in words]
@@ -259,7 +284,7 @@ def _command_pattern(pattern: str) -> _CommandPattern | None:
     return _CommandPattern(tokens, bare, tuple(raw))
 
 
-def command_matches(pattern: str, command: str) -> bool:
+def command_matches(pattern: str, command: str, *, shell: Shell = "bash") -> bool:
     """Whether `command` is a simple command matching the specifier `pattern`.
 
     Both are split into words as bash splits them; a space in the pattern matches only a
@@ -267,8 +292,8 @@ def command_matches(pattern: str, command: str) -> bool:
     whitespace), and the words are compared as written. A matched `git` command must not
     use an option that makes git run another program unless the pattern names it.
     """
-    compiled = _command_pattern(pattern)
-    words = _bash_words(command)
+    compiled = _command_pattern(pattern, shell)
+    words = _bash_words(command, powershell=shell == "powershell")
     if compiled is None or not words:
         return False
     text = _SEP.join(w.raw for w in words)
@@ -323,15 +348,17 @@ def _git_escape(words: list[_Word], pattern_words: tuple[str, ...]) -> str | Non
     return None
 
 
-def command_matcher(key: str = "command") -> Callable[[str, dict[str, Any], ToolContext], bool]:
-    """A `Tool.matches` for tools whose `key` argument is a shell command."""
+def command_matcher(
+    key: str = "command", shell: Shell = "bash"
+) -> Callable[[str, dict[str, Any], ToolContext], bool]:
+    """A `Tool.matches` for tools whose `key` argument is a `shell` command."""
 
     def matches(specifier: str, args: dict[str, Any], ctx: ToolContext) -> bool:
         command = args.get(key)
         if command is None:
             # Calls that start nothing (process poll/stop) are not restricted.
             return True
-        return isinstance(command, str) and command_matches(specifier, command)
+        return isinstance(command, str) and command_matches(specifier, command, shell=shell)
 
     return matches
 

@@ -37,7 +37,7 @@ import anyio.abc
 import anyio.to_thread
 
 from agentkit.tools._base import Tool, ToolContext, ToolError, object_schema
-from agentkit.tools._rules import command_matcher
+from agentkit.tools._rules import Shell, command_matcher
 
 __all__ = [
     "ProcessTable",
@@ -250,7 +250,7 @@ def powershell_tool(*, shell_alias: bool = False) -> Tool:
         function=_shell_function(None, "PowerShell"),
         effect="execute",
         timeout=SHELL_MAX_TIMEOUT + 10,
-        matches=command_matcher("command"),
+        matches=command_matcher("command", shell="powershell"),
     )
 
 
@@ -264,6 +264,7 @@ def powershell_available() -> bool:
 PROCESS_OUTPUT_CAP = 64 * 1024
 """Bytes of recent output kept per background process (older output is dropped)."""
 PROCESS_MAX_PER_RUN = 16
+_JOB_SHELL: Shell = "powershell" if sys.platform == "win32" else "bash"
 
 
 def _kill_jobs(jobs: dict[str, dict[str, _Job]]) -> None:
@@ -464,5 +465,6 @@ def process_tool(table: ProcessTable | None = None) -> Tool:
         function=run,
         effect="execute",
         timeout=30.0,
-        matches=command_matcher("command"),
+        # on Windows jobs run under PowerShell (or cmd): its stricter word rules apply
+        matches=command_matcher("command", shell=_JOB_SHELL),
     )
