@@ -840,3 +840,19 @@ def test_property_any_nesting_and_size_ends_quickly_with_a_clean_error(
         load_app(app)
     assert time.monotonic() - started < 5, len(text)
     assert all(d.file for d in info.value.diagnostics)
+
+
+def test_an_output_schema_whose_refs_loop_is_refused_at_load(tmp_path: Path) -> None:
+    """It loaded, and validating the agent's output then ended in RecursionError."""
+    looping = (
+        "outputSchema: {$defs: {a: {$ref: '#/$defs/b'}, b: {$ref: '#/$defs/a'}}, "
+        "$ref: '#/$defs/a'}\n"
+    )
+    (error,) = load_errors(write(tmp_path, GOOD + looping))
+    assert (error.line, error.field) == (8, "outputSchema")
+    assert "loop back to themselves" in error.message
+    tree = (
+        "outputSchema: {$defs: {node: {type: object, properties: {children: {type: array, "
+        "items: {$ref: '#/$defs/node'}}}}}, $ref: '#/$defs/node'}\n"
+    )
+    assert load_agent_file(write(tmp_path, GOOD + tree, "tree.yaml")).spec.output_schema
