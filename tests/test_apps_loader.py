@@ -682,3 +682,177 @@ def test_mcp_tools_of_a_declared_server_and_claude_names_do_not_warn(tmp_path: P
     text = replace("tools:", 'tools: [Read, WebFetch, "Bash(git *)", mcp__db__query]')
     text += "mcpServers:\n  db: {command: ./server}\n"
     assert load_agent_file(write(tmp_path, text)).warnings == ()
+
+
+# -- bounded inputs (issue 11, items 1, 4, 11 and 12) ----------------------------------
+
+import os  # noqa: E402
+import time  # noqa: E402
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from agentkit._input import MAX_FILE_BYTES, MAX_NESTING, MAX_NODES  # noqa: E402
+from agentkit.apps import load_app, validate_paths  # noqa: E402
+
+
+def load_errors(path: Path) -> list[Diagnostic]:
+    """The errors of loading `path` (an agent file), which must fail within seconds."""
+    started = time.monotonic()
+    with pytest.raises(AppLoadError) as info:
+        load_agent_file(path)
+    assert time.monotonic() - started < 10
+    return info.value.errors
+
+
+@pytest.mark.parametrize("depth", [MAX_NESTING + 1, 500, 10_000, 50_000])
+def test_deep_flow_nesting_is_refused_at_its_position(tmp_path: Path, depth: int) -> None:
+    """A flow list nested 50,000 deep grew past 9.9 GB; 500 deep gave a traceback."""
+    path = write(tmp_path, GOOD + "outputSchema: " + "[" * depth + "]" * depth + "\n")
+    (error,) = load_errors(path)
+    assert error.line == 8
+    assert error.column == len("outputSchema: ") + MAX_NESTING  # the 65th level's `[`
+    assert f"at most {MAX_NESTING} levels deep" in error.message
+
+
+def test_deep_block_nesting_is_refused_at_its_position(tmp_path: Path) -> None:
+    lines = [f"{'  ' * i}k{i}:" for i in range(200)]
+    path = write(tmp_path, GOOD + "outputSchema:\n" + "\n".join(f"  {x}" for x in lines) + " 1\n")
+    (error,) = load_errors(path)
+    assert "levels deep" in error.message
+    assert error.field.startswith("outputSchema.k0.k1")
+    assert error.line == 8 + MAX_NESTING  # where the 65th level starts
+
+
+def test_nesting_at_the_limit_is_accepted_by_the_reader(tmp_path: Path) -> None:
+    depth = MAX_NESTING - 1  # the file's own mapping is one level
+    path = write(tmp_path, GOOD + "outputSchema: " + "[" * depth + "]" * depth + "\n")
+    errors = load_errors(path)  # not a valid JSON Schema, but read
+    assert all("levels deep" not in e.message for e in errors)
+
+
+def test_a_file_over_one_mib_is_refused_before_parsing(tmp_path: Path) -> None:
+    """A 52 MB agent file took 117 s and 0.93 GB."""
+    path = write(tmp_path, GOOD + "description: " + "x" * MAX_FILE_BYTES + "\n")
+    (error,) = load_errors(path)
+    assert (error.line, error.column) == (0, 0)
+    assert "larger than 1,048,576 bytes" in error.message
+
+
+def test_too_many_keys_are_refused_quickly(tmp_path: Path) -> None:
+    """300,000 keys in 3 MB took 94 s; within 1 MiB the key count is capped."""
+    path = write(tmp_path, GOOD + "outputSchema: [" + "1," * 400_000 + "1]\n")
+    (error,) = load_errors(path)
+    assert f"at most {MAX_NODES:,}" in error.message
+    assert error.field.startswith("outputSchema[")
+    keys = "".join(f"  k{i}: {i}\n" for i in range(MAX_NODES // 2 - 20))
+    near = write(tmp_path, GOOD + "outputSchema:\n" + keys, "near.yaml")
+    started = time.monotonic()
+    agent = load_agent_file(near)  # just under the limit: loads, and stays fast
+    assert time.monotonic() - started < 10
+    assert agent.spec.output_schema is not None
+
+
+def test_max_turns_with_5000_digits_is_a_clean_error(tmp_path: Path) -> None:
+    """It used to end in Python's 'Exceeds the limit (4300 digits)' ValueError traceback."""
+    path = write(tmp_path, replace("maxTurns:", "maxTurns: " + "9" * 5000))
+    (error,) = load_errors(path)
+    assert (error.line, error.field) == (5, "maxTurns")
+    assert "numbers may have at most" in error.message
+    quoted = write(tmp_path, replace("maxTurns:", "maxTurns: '" + "9" * 5000 + "'"), "q.yaml")
+    (error,) = load_errors(quoted)
+    assert error.field == "maxTurns" and "positive integer" in error.message
+    assert "(5,000 characters)" in error.message and len(error.message) < 200
+
+
+def test_messages_quoting_huge_keys_stay_readable(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD + "k" * 1000 + ": 1\n")
+    (error,) = load_errors(path)
+    assert "unknown field" in error.message and len(str(error)) < 1300
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_an_app_yaml_that_is_a_fifo_or_a_device_gets_an_honest_error(tmp_path: Path) -> None:
+    """It used to say 'no such file' (load_app) or 'no app.yaml in it' (validate), and an
+    agent file that was a FIFO blocked the loader forever."""
+    fifo_app = tmp_path / "fifo"
+    fifo_app.mkdir()
+    os.mkfifo(fifo_app / "app.yaml")
+    zero_app = tmp_path / "zero"
+    zero_app.mkdir()
+    os.symlink("/dev/zero", zero_app / "app.yaml")
+    for folder, kind in ((fifo_app, "named pipe (FIFO)"), (zero_app, "character device")):
+        with pytest.raises(AppLoadError) as info:
+            load_app(folder)
+        assert f"is a {kind}, not a regular file" in str(info.value)
+        (found,) = validate_paths([folder])
+        assert f"is a {kind}" in found.message
+    agent_fifo = tmp_path / "agent.yaml"
+    os.mkfifo(agent_fifo)
+    assert "named pipe" in load_errors(agent_fifo)[0].message
+    app = tmp_path / "app"
+    app.mkdir()
+    (app / "app.yaml").write_text("formatVersion: 2\nid: a\nagents: [x.yaml]\n")
+    os.mkfifo(app / "x.yaml")
+    with pytest.raises(AppLoadError, match="not a regular file"):
+        load_app(app)
+
+
+def test_load_app_raises_only_app_load_error_for_odd_paths(tmp_path: Path) -> None:
+    for path in ("bad\0path", tmp_path / "missing", tmp_path / ("x" * 5000)):
+        with pytest.raises(AppLoadError):
+            load_app(path)
+    (tmp_path / "app.yaml").write_text('formatVersion: 2\nid: a\nagents: ["a\\0b.yaml"]\n')
+    with pytest.raises(AppLoadError) as info:
+        load_app(tmp_path)
+    (error,) = info.value.errors
+    assert (error.line, error.field) == (3, "agents[0]") and "NUL" in error.message
+
+
+_YAML_PIECES = st.sampled_from(
+    ["[", "]", "{", "}", "a: ", "- ", "\n", "  ", ", ", "'x'", "1", "9" * 50, "&a ", "*a",
+     "? ", ": ", "#", "!!str ", "\t", "|\n", '"', "name: x\n", "outputSchema:\n"]
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    pieces=st.lists(_YAML_PIECES, max_size=40),
+    depth=st.integers(0, 3000),
+    repeat=st.integers(1, 3000),
+)
+def test_property_any_nesting_and_size_ends_quickly_with_a_clean_error(
+    tmp_path: Path, pieces: list[str], depth: int, repeat: int
+) -> None:
+    """Random YAML, nested randomly deep and repeated to random sizes: loading an app
+    always ends within seconds, with AppLoadError (the only exception load_app raises)."""
+    text = "[" * depth + "".join(pieces) * repeat + "]" * depth
+    app = tmp_path / "prop"
+    app.mkdir(exist_ok=True)
+    (app / "app.yaml").write_text("formatVersion: 2\nid: p\nagents: [a.yaml]\n")
+    (app / "a.yaml").write_text(text, encoding="utf-8")
+    if repeat % 2:  # the app file itself, half of the time
+        (app / "app.yaml").write_text("agents: [a.yaml]\n" + text, encoding="utf-8")
+    started = time.monotonic()
+    with pytest.raises(AppLoadError) as info:
+        load_app(app)
+    assert time.monotonic() - started < 5, len(text)
+    assert all(d.file for d in info.value.diagnostics)
+
+
+def test_an_output_schema_whose_refs_loop_is_refused_at_load(tmp_path: Path) -> None:
+    """It loaded, and validating the agent's output then ended in RecursionError."""
+    looping = (
+        "outputSchema: {$defs: {a: {$ref: '#/$defs/b'}, b: {$ref: '#/$defs/a'}}, "
+        "$ref: '#/$defs/a'}\n"
+    )
+    (error,) = load_errors(write(tmp_path, GOOD + looping))
+    assert (error.line, error.field) == (8, "outputSchema")
+    assert "loop back to themselves" in error.message
+    tree = (
+        "outputSchema: {$defs: {node: {type: object, properties: {children: {type: array, "
+        "items: {$ref: '#/$defs/node'}}}}}, $ref: '#/$defs/node'}\n"
+    )
+    assert load_agent_file(write(tmp_path, GOOD + tree, "tree.yaml")).spec.output_schema

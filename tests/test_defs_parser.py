@@ -524,3 +524,93 @@ def test_load_definitions_collects_every_file_and_rejects_duplicate_ids(tmp_path
     assert "also defined in" in info.value.diagnostics[0].message
     with pytest.raises(DefinitionError):
         load_definitions(tmp_path / "a.md")
+
+
+# -- bounded inputs (issue 11, items 1, 4, 11 and 12) ----------------------------------
+
+import os  # noqa: E402
+import time  # noqa: E402
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from agentkit._input import MAX_FILE_BYTES  # noqa: E402
+
+
+def test_deeply_nested_frontmatter_lists_are_one_clean_error(tmp_path: Path) -> None:
+    """Frontmatter allows one level of `[a, b]`: a list nested 50,000 deep is refused at its
+    second `[`, quickly, with no recursion."""
+    path = tmp_path / "deep.md"
+    path.write_text(doc("description: x", "tools: " + "[" * 50_000 + "]" * 50_000))
+    started = time.monotonic()
+    with pytest.raises(DefinitionError) as info:
+        load_definition(path)
+    assert time.monotonic() - started < 5
+    (error,) = info.value.diagnostics
+    assert (error.line, error.column, error.field) == (3, 9, "tools")
+    assert "nested lists are not accepted" in error.message
+
+
+def test_a_definition_over_one_mib_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "big.md"
+    path.write_text(doc("description: x", body="x" * MAX_FILE_BYTES))
+    with pytest.raises(DefinitionError) as info:
+        load_definition(path)
+    (error,) = info.value.diagnostics
+    assert (error.line, error.column, error.field) == (0, 0, "file")
+    assert "larger than 1,048,576 bytes" in error.message
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_definition_that_is_a_fifo_or_device_is_refused_without_blocking(
+    tmp_path: Path,
+) -> None:
+    """Reading a FIFO used to block the loader until something wrote to it."""
+    os.mkfifo(tmp_path / "pipe.md")
+    os.symlink("/dev/zero", tmp_path / "zero.md")
+    (tmp_path / "good.md").write_text(doc("description: x"))
+    with pytest.raises(DefinitionError) as info:
+        load_definitions(tmp_path)
+    messages = {Path(d.file).name: d.message for d in info.value.diagnostics}
+    assert messages == {
+        "pipe.md": "is a named pipe (FIFO), not a regular file",
+        "zero.md": "is a character device, not a regular file",
+    }
+
+
+def test_definition_loaders_raise_only_their_error_for_odd_paths(tmp_path: Path) -> None:
+    for path in ("bad\0path.md", tmp_path / "missing.md", tmp_path / ("x" * 5000 + ".md")):
+        with pytest.raises(DefinitionError):
+            load_definition(path)
+    with pytest.raises(DefinitionError):
+        load_definitions("bad\0folder")
+
+
+_MD_PIECES = st.sampled_from(
+    ["[", "]", "a", ", ", "'x'", '"y"', "\n", "tools: ", "description: ", "id: ", "---\n",
+     "  ", "- ", "{", "}", "#", ": ", "\\", "9" * 60]
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    pieces=st.lists(_MD_PIECES, max_size=40),
+    depth=st.integers(0, 5000),
+    repeat=st.integers(1, 5000),
+)
+def test_property_definitions_of_any_nesting_and_size_end_quickly(
+    tmp_path: Path, pieces: list[str], depth: int, repeat: int
+) -> None:
+    """Random frontmatter, nested and repeated to random sizes: the loader always ends
+    within seconds, with a Definition or a DefinitionError and nothing else."""
+    text = "---\n" + "[" * depth + "".join(pieces) * repeat + "]" * depth + "\n---\nBody\n"
+    path = tmp_path / "prop.md"
+    path.write_text(text, encoding="utf-8")
+    started = time.monotonic()
+    try:
+        load_definition(path)
+    except DefinitionError as exc:
+        assert exc.diagnostics
+    assert time.monotonic() - started < 5

@@ -279,3 +279,59 @@ async def test_agent_without_runtime_is_a_tool_error(tmp_path: Path) -> None:
     assert agent is not None
     message = await call_error(agent, make_ctx(tmp_path), agent="x", prompt="y")
     assert "no runtime" in message
+
+
+# -- every hop passes the permission rule (issue 11, items 10 and 12) ------------------
+
+import dataclasses  # noqa: E402
+
+from agentkit.tools import entry_allows  # noqa: E402
+
+
+def ruled_ctx(tmp_path: Path, *entries: str) -> ToolContext:
+    spec = AgentSpec(id="t:fetcher", description="d", system_prompt="p", tools=entries)
+    return dataclasses.replace(make_ctx(tmp_path, fetch_policy=LOCAL), spec=spec)
+
+
+@pytest.mark.anyio
+async def test_a_redirect_to_another_domain_fails_the_domain_rule(tmp_path: Path) -> None:
+    """`WebFetch(domain:127.0.0.2)` followed a 302 to 127.0.0.3 and returned its body: the
+    rule was checked on the first URL only."""
+    with local_server() as server:
+        server.routes["/final"] = (200, {"Content-Type": "text/plain"}, b"secret body")
+        elsewhere = f"http://localhost:{server.port}/final"
+        url = server.url(f"/redirect?to={elsewhere}")
+        ctx = ruled_ctx(tmp_path, "WebFetch(domain:127.0.0.1)")
+        fetch = REGISTRY.get("WebFetch")
+        assert fetch is not None
+        assert entry_allows("WebFetch(domain:127.0.0.1)", fetch, {"url": url}, ctx)
+        message = await call_error(fetch, ctx, url=url)
+        assert message == f"a redirect to {elsewhere} is not allowed by the permission rules"
+        assert "/final" not in server.hits
+        # a redirect within the allowed domain is followed; a bare entry lifts the rule
+        same = server.url(f"/redirect?to={server.url('/final')}")
+        assert "secret body" in await call(REGISTRY, "WebFetch", ctx, url=same)
+        free = ruled_ctx(tmp_path, "WebFetch(domain:127.0.0.1)", "fetch_content")
+        assert "secret body" in await call(REGISTRY, "WebFetch", free, url=url)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "location", ["http:\\\\127.0.0.1/x", "http:/\\127.0.0.1/x", "http://[::1/x", "http://a b/"]
+)
+async def test_a_malformed_redirect_is_a_tool_error(tmp_path: Path, location: str) -> None:
+    """`http:\\\\127.0.0.1/...` raised httpx.InvalidURL into the tool result."""
+    with local_server() as server:
+        ctx = make_ctx(tmp_path, fetch_policy=LOCAL)
+        fetch = REGISTRY.get("WebFetch")
+        assert fetch is not None
+        message = await call_error(fetch, ctx, url=server.url(f"/redirect?to={location}"))
+    assert message
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("url", ["http://xn--a.example/", "http://\udcff.example/", "http:\\\\x/"])
+async def test_odd_urls_are_tool_errors(tmp_path: Path, url: str) -> None:
+    fetch = REGISTRY.get("WebFetch")
+    assert fetch is not None
+    assert await call_error(fetch, make_ctx(tmp_path), url=url)

@@ -209,3 +209,198 @@ async def test_links_inside_the_working_directory_work(tmp_path: Path) -> None:
     assert "inside" in await call(REGISTRY, "Read", ctx, file_path="data_link")
     await call(REGISTRY, "Write", ctx, file_path="shortcut/new.txt", content="via link")
     assert (tmp_path / "real" / "new.txt").read_text() == "via link"
+
+
+# -- path rules decided on the file really opened; deep trees (issue 11, items 3, 12) ----
+
+import contextlib  # noqa: E402
+import dataclasses  # noqa: E402
+import threading  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+
+from agentkit.spec import AgentSpec  # noqa: E402
+from agentkit.tools import ToolContext, entry_allows  # noqa: E402
+from agentkit.tools._files import WALK_MAX_DEPTH  # noqa: E402
+
+
+def ruled(tmp_path: Path, *entries: str) -> ToolContext:
+    spec = AgentSpec(id="t:files", description="d", system_prompt="p", tools=entries)
+    return dataclasses.replace(make_ctx(tmp_path), spec=spec)
+
+
+class Swapper:
+    """A thread swapping `src/x` between a regular file and a link to `../secrets/key`."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self) -> None:
+        target = self.root / "src" / "x"
+        source = self.root / "public"
+        source.write_text("public")
+        plain = self.root / "src" / ".plain"
+        link = self.root / "src" / ".link"
+        while not self.stop.is_set():
+            # both states are made with one quick call, so each holds about half the time
+            os.link(source, plain)
+            os.replace(plain, target)
+            os.symlink("../secrets/key", link)
+            os.replace(link, target)
+
+    def __enter__(self) -> Swapper:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+def swap_tree(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "x").write_text("public")
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "secrets" / "key").write_text("SECRET")
+
+
+@pytest.mark.anyio
+async def test_read_rule_holds_while_a_link_is_swapped_in(tmp_path: Path) -> None:
+    """`Read(./src/**)` returned the secret behind a swapped link in 55 of 3,000 reads: the
+    rule was checked on the name, the file opened separately. Now 0 leaks."""
+    swap_tree(tmp_path)
+    entry = "Read(./src/**)"
+    ctx = ruled(tmp_path, entry)
+    read = REGISTRY.get("Read")
+    assert read is not None
+    leaks = refused = 0
+    with Swapper(tmp_path):
+        for _ in range(3000):
+            args = {"file_path": "src/x"}
+            if not entry_allows(entry, read, args, ctx):  # what the engine checks first
+                refused += 1
+                continue
+            try:
+                text = await read.function(args, ctx)
+            except ToolError as exc:
+                assert "not allowed by the permission rules" in str(exc) or "no such" in str(exc)
+                refused += 1
+                continue
+            leaks += "SECRET" in text
+    print(f"reads refused: {refused}, leaks: {leaks}")
+    assert leaks == 0
+    assert refused < 3000  # the swap really raced with the reads
+
+
+@pytest.mark.anyio
+async def test_write_rule_holds_while_a_link_is_swapped_in(tmp_path: Path) -> None:
+    """`Write(./src/**)` overwrote `secrets/key` through a link swapped in after the check."""
+    swap_tree(tmp_path)
+    entry = "Write(./src/**)"
+    ctx = ruled(tmp_path, entry)
+    write = REGISTRY.get("Write")
+    assert write is not None
+    with Swapper(tmp_path):
+        for _ in range(1500):
+            args = {"file_path": "src/x", "content": "OVERWRITTEN"}
+            if entry_allows(entry, write, args, ctx):
+                with contextlib.suppress(ToolError):
+                    await write.function(args, ctx)
+    assert (tmp_path / "secrets" / "key").read_text() == "SECRET"
+
+
+@pytest.mark.anyio
+async def test_rules_are_decided_on_the_opened_path_for_every_file_tool(tmp_path: Path) -> None:
+    swap_tree(tmp_path)
+    os.remove(tmp_path / "src" / "x")
+    os.symlink("../secrets/key", tmp_path / "src" / "x")
+    os.symlink("../secrets", tmp_path / "src" / "dir")
+    calls = [
+        ("Read", {"file_path": "src/x"}),
+        ("Write", {"file_path": "src/x", "content": "no"}),
+        ("Edit", {"file_path": "src/x", "old_string": "SECRET", "new_string": "no"}),
+        ("LS", {"path": "src/dir"}),
+        ("Glob", {"pattern": "*", "path": "src/dir"}),
+        ("Grep", {"pattern": "SECRET", "path": "src/dir"}),
+        ("Grep", {"pattern": "SECRET", "path": "src/x"}),
+    ]
+    for name, args in calls:
+        tool = REGISTRY.get(name)
+        assert tool is not None
+        message = await call_error(tool, ruled(tmp_path, f"{name}(./src/**)"), **args)
+        assert "leads to secrets" in message and "permission rules" in message, (name, message)
+        # without a rule (or with a bare entry) the sandbox alone decides: allowed
+        await tool.function(dict(args), ruled(tmp_path, f"{name}(./src/**)", name))
+        (tmp_path / "secrets" / "key").write_text("SECRET")
+
+
+DEEP = 1500
+"""Folders in the deep-tree test: past Python's recursion limit, which `os.fwalk` hit. (The
+issue's 5,000 behave the same, but removing such a chain takes some file systems ~15 s.)"""
+
+
+@pytest.fixture(scope="module")
+def deep_tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    root = tmp_path_factory.mktemp("deep")
+    here = os.getcwd()
+    os.chdir(root)  # build the chain relative to the current folder: paths stay short
+    try:
+        os.mkdir("d")
+        os.chdir("d")
+        Path("top.txt").write_text("needle")
+        for _ in range(DEEP):
+            os.mkdir("a")
+            os.chdir("a")
+        Path("bottom.txt").write_text("needle")
+    finally:
+        os.chdir(here)
+    yield root
+    remove_chain(root / "d")
+
+
+@pytest.mark.anyio
+async def test_a_very_deep_tree_is_walked_without_recursion(deep_tree: Path) -> None:
+    """`os.fwalk` recursed once per level: Glob and Grep ended in RecursionError."""
+    ctx = make_ctx(deep_tree)
+    for name, args in (("Glob", {"pattern": "**/*.txt"}), ("Grep", {"pattern": "needle"})):
+        text = await call(REGISTRY, name, ctx, **args)
+        assert "d/top.txt" in text, name
+        assert f"1 folder(s) nested more than {WALK_MAX_DEPTH} levels" in text, name
+        assert "d/top.txt" in await call(REGISTRY, name, ctx, path="d", **args)
+
+
+def remove_chain(folder: Path) -> None:
+    """Remove a deep chain of `a` folders without recursion (pytest's cleanup recurses)."""
+    here = os.getcwd()
+    os.chdir(folder)
+    depth = 0
+    try:
+        while os.path.isdir("a"):
+            os.chdir("a")
+            depth += 1
+        for _ in range(depth):
+            for leftover in os.listdir("."):
+                os.unlink(leftover)
+            os.chdir("..")
+            os.rmdir("a")
+    finally:
+        os.chdir(here)
+
+
+@pytest.mark.anyio
+async def test_write_creates_no_folder_where_the_rule_does_not_allow_the_file(
+    tmp_path: Path,
+) -> None:
+    swap_tree(tmp_path)
+    os.symlink("../secrets", tmp_path / "src" / "d")
+    write = REGISTRY.get("Write")
+    assert write is not None
+    message = await call_error(
+        write, ruled(tmp_path, "Write(./src/**)"), file_path="src/d/new/x.txt", content="x"
+    )
+    assert "leads to secrets/new/x.txt" in message
+    assert not (tmp_path / "secrets" / "new").exists()
+    ctx = ruled(tmp_path, "Write(./src/**)")
+    await call(REGISTRY, "Write", ctx, file_path="src/n/x.txt", content="fine")
+    assert (tmp_path / "src" / "n" / "x.txt").read_text() == "fine"

@@ -11,6 +11,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, cast
 
+from agentkit._input import file_problem
 from agentkit.diagnostics import Diagnostic
 from agentkit.spec import AgentSpec, ModelSelection, PermissionMode, SpecError, Tier
 from agentkit.tools import CLAUDE_TOOL_NAMES, RHO_CAPABILITIES, parse_tool_entry
@@ -98,7 +99,13 @@ def load_agent_file(path: str | os.PathLike[str], app_id: str | None = None) -> 
     if app_id is not None and not APP_ID_RE.match(app_id):
         raise ValueError(f"invalid app id {app_id!r}")
     file = Path(path)
-    report, agent = check_agent(file, str(file), app_id or STANDALONE_APP_ID)
+    try:
+        report, agent = check_agent(file, str(file), app_id or STANDALONE_APP_ID)
+    except (OSError, ValueError, ArithmeticError, RecursionError, MemoryError) as exc:
+        # loading reports problems of the input; it never raises anything but AppLoadError
+        raise AppLoadError(
+            [Diagnostic(str(file), 0, 0, "(root)", f"cannot load the agent file: {exc}")]
+        ) from None
     if agent is None or report.has_errors:
         raise AppLoadError(report.diagnostics)
     return agent
@@ -106,8 +113,9 @@ def load_agent_file(path: str | os.PathLike[str], app_id: str | None = None) -> 
 
 def check_agent_file(path: Path) -> list[Diagnostic]:
     """Every diagnostic of one standalone agent file (used by `validate_paths`)."""
-    if not path.is_file():
-        return [Diagnostic(str(path), 0, 0, "(root)", "no such file")]
+    problem = file_problem(path)
+    if problem is not None:
+        return [Diagnostic(str(path), 0, 0, "(root)", problem)]
     report, _ = check_agent(path, str(path), STANDALONE_APP_ID)
     return sorted(report.diagnostics)
 
@@ -121,6 +129,25 @@ def check_agent(file: Path, display: str, app_id: str) -> tuple[FileReport, AppA
         report.add((), f"an agent file must be a mapping of fields, not {type_word(data)}")
         return report, None
     return report, _AgentChecker(report, data, app_id, file).run()
+
+
+def _loops_forever(schema: dict[str, Any]) -> bool:
+    """Whether validating even a trivial value against `schema` never ends: a `$ref` cycle
+    that consumes no part of the value (`a -> b -> a`). A recursive schema that descends
+    into the value (a tree's `children`) ends on these shallow values and is fine."""
+    import jsonschema
+
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    validator = cls(schema)
+    samples: tuple[Any, ...] = (None, {}, [], "", 0, True)
+    for sample in samples:
+        try:
+            validator.is_valid(sample)
+        except RecursionError:
+            return True
+        except Exception:  # any other failure is schema_problems' to report
+            return False
+    return False
 
 
 @dataclass
@@ -338,6 +365,13 @@ class _AgentChecker:
         problems = schema_problems(schema)
         for path, message in problems:
             self.report.add(("outputSchema", *path), f"not a valid JSON Schema: {message}")
+        if not problems and _loops_forever(schema):
+            self.report.add(
+                ("outputSchema",),
+                "its $refs loop back to themselves without reaching a type check "
+                "(validating any output would recurse without end); break the cycle",
+            )
+            return None
         return None if problems else cast(dict[str, Any], schema)
 
     def mcp_servers(self) -> dict[str, Any] | None:

@@ -9,10 +9,17 @@ from typing import Any
 
 from ._yaml import FileReport, Path_, is_bool, type_word
 
+SHOWN_CHARS = 80
+"""Characters of a value quoted in a message; a longer one is cut (a 5,000-digit string
+would otherwise fill the terminal)."""
+
 
 def show(value: Any) -> str:
     if isinstance(value, str):
-        return repr(str(value))
+        text = str(value)
+        if len(text) > SHOWN_CHARS:
+            return f"{text[:SHOWN_CHARS]!r}... ({len(text):,} characters)"
+        return repr(text)
     if value is None or is_bool(value) or isinstance(value, int | float):
         return f"{type_word(value)} ({'null' if value is None else yaml_scalar(value)})"
     return type_word(value)

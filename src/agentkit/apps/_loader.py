@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from agentkit._input import file_problem
 from agentkit.diagnostics import Diagnostic
 
 from ._agent import check_agent
@@ -45,10 +46,20 @@ def load_app(path: str | os.PathLike[str]) -> App:
     Raises:
         AppLoadError: with every problem of every file when anything is invalid.
     """
-    app, diagnostics = _load_app(Path(path))
+    app, diagnostics = _guarded_load(path)
     if app is None:
         raise AppLoadError(diagnostics)
     return app
+
+
+def _guarded_load(path: str | os.PathLike[str]) -> tuple[App | None, list[Diagnostic]]:
+    """`_load_app`, with any failure the checks did not foresee turned into a diagnostic:
+    loading reports problems of the input, it never raises anything but `AppLoadError`."""
+    try:
+        return _load_app(Path(path))
+    except (OSError, ValueError, ArithmeticError, RecursionError, MemoryError) as exc:
+        where = Diagnostic(str(path), 0, 0, "(root)", f"cannot load the app: {exc}")
+        return None, [where]
 
 
 def _app_file(path: Path) -> tuple[Path, Path]:
@@ -60,9 +71,12 @@ def _app_file(path: Path) -> tuple[Path, Path]:
 def _load_app(path: Path) -> tuple[App | None, list[Diagnostic]]:
     app_file, root = _app_file(path)
     display = str(app_file)
-    if not app_file.is_file():
+    problem = file_problem(app_file)
+    if problem == "no such file":
         missing = Diagnostic(display, 0, 0, "(root)", "no such file: an app needs an app.yaml")
         return None, [missing]
+    if problem is not None:
+        return None, [Diagnostic(display, 0, 0, "(root)", problem)]
     report = read_yaml(app_file, display)
     diagnostics: list[Diagnostic] = []
     if not report.parsed:
@@ -214,6 +228,9 @@ def _agent_paths(report: FileReport, data: dict[str, Any], root: Path) -> list[P
 def _resolve_agent_path(
     report: FileReport, where: Path_, entry: str, root: Path, real_root: Path
 ) -> tuple[Path, Path] | None:
+    if "\x00" in entry:
+        report.add(where, f"{entry!r} must not contain a NUL character")
+        return None
     relative = Path(entry)
     if relative.is_absolute() or entry.startswith(("/", "\\", "~")) or re.match(r"^\w:", entry):
         report.add(where, f"{entry!r} must be a path relative to the app folder")
@@ -243,4 +260,4 @@ def _resolve_agent_path(
 
 def check_app(path: Path) -> list[Diagnostic]:
     """Every diagnostic of an app folder or `app.yaml` (used by `validate_paths`)."""
-    return _load_app(path)[1]
+    return _guarded_load(path)[1]

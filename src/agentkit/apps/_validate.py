@@ -53,7 +53,9 @@ def _unusable(path: Path) -> str | None:
     if not os.path.exists(path):
         return "no such file or folder"
     if path.is_dir():
-        return None if (path / "app.yaml").is_file() else "not an app folder (no app.yaml in it)"
+        if not os.path.lexists(path / "app.yaml"):
+            return "not an app folder (no app.yaml in it)"
+        return None  # an app.yaml that is not a regular file is reported by the check
     if path.name in APP_FILE_NAMES or path.suffix.lower() in AGENT_SUFFIXES:
         return None
     return "not an app.yaml or agent .yaml file"

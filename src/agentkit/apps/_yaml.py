@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,17 @@ def field_name(path: Sequence[str | int]) -> str:
         else:
             out += f".{part}" if out else str(part)
     return out or ROOT_FIELD
+
+
+_MESSAGE_CHARS = 500
+
+
+def _clip(text: str) -> str:
+    """A message or field name cut to a readable length: they quote the user's keys and
+    values, which can be up to a megabyte long."""
+    if len(text) <= _MESSAGE_CHARS:
+        return text
+    return f"{text[:_MESSAGE_CHARS]}... ({len(text):,} characters)"
 
 
 def _is_map(value: Any) -> bool:
@@ -71,7 +83,7 @@ class FileReport:
         """Record a problem at the key or value `path` names (its container when absent)."""
         line, column = self.locate(path, at=at)
         self.diagnostics.append(
-            Diagnostic(self.file, line, column, field_name(path), message, severity)
+            Diagnostic(self.file, line, column, _clip(field_name(path)), _clip(message), severity)
         )
 
     def warn(self, path: Sequence[str | int], message: str) -> None:
@@ -80,7 +92,7 @@ class FileReport:
 
     def at_position(self, line: int, column: int, field_: str, message: str) -> None:
         """Record an error at an explicit 1-based position."""
-        self.diagnostics.append(Diagnostic(self.file, line, column, field_, message))
+        self.diagnostics.append(Diagnostic(self.file, line, column, _clip(field_), _clip(message)))
 
     @property
     def has_errors(self) -> bool:
@@ -139,32 +151,44 @@ def read_yaml(path: Path, display: str) -> FileReport:
     and expanding nested aliases can take exponential time) and duplicate keys (all of
     them, not only the first) are recorded with their position. `root` stays `None` when
     the file cannot be used; after duplicate keys it is set, so the fields are checked too.
+
+    Before anything is built, the file must be a regular file of at most
+    [`MAX_FILE_BYTES`][agentkit._input.MAX_FILE_BYTES], and a first pass over the parser's
+    events (which builds nothing) stops at the first collection nested deeper than
+    `MAX_NESTING`, at more than `MAX_NODES` nodes, or at an unquoted number longer than
+    `MAX_NUMBER_CHARS`, so no input makes loading slow or large.
     """
     from ruamel.yaml import YAML
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+    from agentkit._input import InputFileError, read_input_file
+
     report = FileReport(display)
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        report.at_position(1, 1, ROOT_FIELD, f"not UTF-8 text: {exc.reason}")
+        data_bytes = read_input_file(path)
+    except InputFileError as exc:
+        report.at_position(0, 0, ROOT_FIELD, str(exc))
         return report
-    except OSError as exc:
-        report.at_position(0, 0, ROOT_FIELD, f"cannot read file: {exc.strerror or exc}")
+    try:
+        text = data_bytes.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data_bytes.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data_bytes.rfind(b"\n", 0, exc.start) + 1) + 1
+        report.at_position(line, column, ROOT_FIELD, f"not UTF-8 text: {exc.reason}")
         return report
 
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = True
     try:
-        _find_aliases(yaml, text, report)
+        _check_events(yaml, text, report)
         if report.has_errors:
             return report
         node = yaml.compose(text)
+        root = None
         if node is not None:
             _find_duplicates(node, (), report)
-        data = YAML(typ="rt")
-        data.allow_duplicate_keys = True
-        root = data.load(text)
+            # built from the composed nodes: parsing the text a third time costs a third
+            root = yaml.constructor.construct_document(node)
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, column = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
@@ -174,6 +198,10 @@ def read_yaml(path: Path, display: str) -> FileReport:
         return report
     except YAMLError as exc:  # pragma: no cover - ruamel raises marked errors in practice
         report.at_position(1, 1, ROOT_FIELD, f"YAML error: {exc}")
+        return report
+    except (ValueError, ArithmeticError, RecursionError) as exc:
+        # A value ruamel could not construct; the event pass should have caught it first.
+        report.at_position(1, 1, ROOT_FIELD, f"cannot load this YAML: {exc}")
         return report
     # duplicate keys are recorded, and the fields are still checked: every error of the
     # file is reported at once
@@ -193,21 +221,29 @@ class _Frame:
     index: int = 0
 
 
-def _find_aliases(yaml: Any, text: str, report: FileReport) -> None:
-    """Record every anchor (`&name`) and alias (`*name`) with the field it is at.
+_NUMBER = re.compile(r"^[-+]?(?:\.?[0-9]|0[xob])")
+
+
+def _check_events(yaml: Any, text: str, report: FileReport) -> None:
+    """Record every anchor (`&name`) and alias (`*name`) with the field it is at, and stop
+    at the first breach of the nesting, node-count or number-length limits.
 
     Works on parser events, before anything is composed, so a nest of aliases is never
-    expanded.
+    expanded and a deep or huge document is refused after reading at most its limit.
     """
     from ruamel.yaml.events import (
         AliasEvent,
         CollectionEndEvent,
         MappingStartEvent,
         NodeEvent,
+        ScalarEvent,
         SequenceStartEvent,
     )
 
+    from agentkit._input import MAX_NESTING, MAX_NODES, MAX_NUMBER_CHARS
+
     stack: list[_Frame] = []
+    nodes = 0
     for event in yaml.parse(text):
         if isinstance(event, CollectionEndEvent):
             stack.pop()
@@ -217,6 +253,15 @@ def _find_aliases(yaml: Any, text: str, report: FileReport) -> None:
             continue
         path = _node_path(stack)
         mark = event.start_mark
+        nodes += 1
+        if nodes > MAX_NODES:
+            report.at_position(
+                mark.line + 1,
+                mark.column + 1,
+                field_name(path),
+                f"too many keys and items: a file may hold at most {MAX_NODES:,}",
+            )
+            return
         if isinstance(event, AliasEvent):
             report.at_position(
                 mark.line + 1,
@@ -233,9 +278,35 @@ def _find_aliases(yaml: Any, text: str, report: FileReport) -> None:
                 "it is used",
             )
         if isinstance(event, MappingStartEvent | SequenceStartEvent):
+            if len(stack) >= MAX_NESTING:
+                report.at_position(
+                    mark.line + 1,
+                    mark.column + 1,
+                    field_name(path[:MAX_NESTING]),
+                    f"nested too deeply: mappings and lists may be nested at most "
+                    f"{MAX_NESTING} levels deep",
+                )
+                return
             stack.append(_Frame(path, isinstance(event, MappingStartEvent)))
         else:
-            _node_done(stack, getattr(event, "value", None))
+            value = getattr(event, "value", None)
+            if (
+                isinstance(event, ScalarEvent)
+                and event.style is None
+                and isinstance(value, str)
+                and len(value) > MAX_NUMBER_CHARS
+                and _NUMBER.match(value)
+            ):
+                report.at_position(
+                    mark.line + 1,
+                    mark.column + 1,
+                    field_name(path),
+                    f"an unquoted value of {len(value):,} characters that starts like a "
+                    f"number; numbers may have at most {MAX_NUMBER_CHARS} characters "
+                    "(quote it if it is text)",
+                )
+                return
+            _node_done(stack, value)
 
 
 def _node_path(stack: list[_Frame]) -> Path_:

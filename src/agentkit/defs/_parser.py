@@ -19,6 +19,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, cast
 
+from agentkit._input import InputFileError, read_input_file
 from agentkit.defs._auth import AuthRegistry
 from agentkit.defs._grammar import Document, Entry, FlowList, Scalar, read_document
 from agentkit.defs._types import (
@@ -236,13 +237,22 @@ def load_definitions(
         DefinitionError: listing every problem of every file.
     """
     folder = Path(folder)
-    if not folder.is_dir():
+    try:
+        is_folder = folder.is_dir()
+    except (OSError, ValueError):
+        is_folder = False
+    if not is_folder:
         raise DefinitionError([Diagnostic(str(folder), 0, 0, "path", "is not a folder")])
     registry = auth_profiles or _DEFAULT_REGISTRY
     errors: list[Diagnostic] = []
     found: dict[str, Path] = {}
     definitions: list[Definition] = []
-    for file in sorted(folder.glob("*.md")):
+    try:
+        files = sorted(folder.glob("*.md"))
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise DefinitionError([Diagnostic(str(folder), 0, 0, "path", reason)]) from None
+    for file in files:
         definition, file_errors, id_at = _load(file, registry)
         errors.extend(file_errors)
         if definition is None:
@@ -268,10 +278,11 @@ def _load(
 ) -> tuple[Definition | None, list[Diagnostic], tuple[int, int]]:
     file = str(path)
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        return None, [Diagnostic(file, 0, 0, "file", f"cannot read the file: {reason}")], (0, 0)
+        data = read_input_file(path)
+    except InputFileError as exc:
+        return None, [Diagnostic(file, 0, 0, "file", str(exc))], (0, 0)
+    except (OSError, ValueError) as exc:  # e.g. a NUL in the path
+        return None, [Diagnostic(file, 0, 0, "file", f"cannot read the file: {exc}")], (0, 0)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:

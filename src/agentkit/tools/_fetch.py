@@ -3,6 +3,8 @@
 Safety rules, applied to the first URL and again to every redirect (redirects are followed
 by hand, one hop at a time):
 
+- the calling agent's permission rules (`WebFetch(domain:example.com)`): every hop must
+  pass them, not only the first URL;
 - only `http` and `https` URLs, without credentials in them;
 - the host is resolved first and *every* address it resolves to is checked; loopback,
   private, link-local (cloud metadata included), unspecified, multicast, reserved and
@@ -22,6 +24,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import Any
@@ -30,7 +33,7 @@ from urllib.parse import urljoin, urlsplit
 import anyio
 
 from agentkit.tools._base import Tool, ToolContext, ToolError, object_schema
-from agentkit.tools._rules import url_matcher
+from agentkit.tools._rules import call_restrictions, url_allowed, url_matcher
 
 __all__ = [
     "FetchPolicy",
@@ -166,8 +169,20 @@ def _host_header(host: str, port: int, default_port: int) -> str:
     return shown if port == default_port else f"{shown}:{port}"
 
 
-async def fetch_url(url: str, policy: FetchPolicy | None = None) -> FetchResult:
+async def fetch_url(
+    url: str,
+    policy: FetchPolicy | None = None,
+    *,
+    allow: Callable[[str], bool] | None = None,
+) -> FetchResult:
     """GET `url` under `policy` (the default refuses non-public addresses).
+
+    Args:
+        url: The URL.
+        policy: Address, size, time and redirect limits.
+        allow: The permission rules: every URL fetched, the first and each redirect's,
+            must pass it (a `domain:` rule that allowed the first URL must allow every
+            hop, or the redirect is refused).
 
     Raises:
         ToolError: The URL or an address on the way is refused, the fetch failed or took
@@ -184,15 +199,20 @@ async def fetch_url(url: str, policy: FetchPolicy | None = None) -> FetchResult:
             async with httpx.AsyncClient(
                 follow_redirects=False, trust_env=False, timeout=policy.timeout
             ) as client:
-                for _ in range(policy.max_redirects + 1):
+                for hop in range(policy.max_redirects + 1):
+                    if allow is not None and not allow(url):
+                        what = "a redirect to" if hop else "fetching"
+                        raise ToolError(f"{what} {url} is not allowed by the permission rules")
                     result = await _one_hop(client, url, policy)
                     if isinstance(result, FetchResult):
                         return result
                     url = result
     except TimeoutError:
         raise ToolError(f"fetching {url} took longer than {policy.timeout:g} s") from None
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL, httpx.CookieConflict) as exc:
         raise ToolError(f"fetching {url} failed: {exc}") from None
+    except ValueError as exc:  # a URL urllib or the IDNA codec cannot take (UnicodeError too)
+        raise ToolError(f"cannot fetch {url!r}: {exc}") from None
     raise ToolError(f"too many redirects (more than {policy.max_redirects})")
 
 
@@ -200,6 +220,10 @@ async def _one_hop(client: Any, url: str, policy: FetchPolicy) -> FetchResult | 
     """Fetch one hop; return the result, or the next URL for a redirect."""
     if "\x00" in url or any(ch in url for ch in "\r\n"):
         raise ToolError("the URL contains control characters")
+    if "\\" in re.split(r"[?#]", url, maxsplit=1)[0]:
+        # Browsers read `http:\\host` as `http://host`; urllib does not (and httpx then
+        # raised InvalidURL). Refuse it rather than guess which host was meant.
+        raise ToolError(f"{url!r} has a backslash before its query; it is not a valid URL")
     parts = urlsplit(url.strip())
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
@@ -344,17 +368,28 @@ def policy_of(ctx: ToolContext) -> FetchPolicy:
     return policy
 
 
+_FETCH_NAMES = ("WebFetch", "fetch_content")
+
+
 def fetch_tool() -> Tool:
     """The `WebFetch` / `fetch_content` tool (effect `read`; needs the `tools` extra)."""
 
     async def run(args: dict[str, Any], ctx: ToolContext) -> str:
         policy = policy_of(ctx)
-        result = await fetch_url(str(args["url"]), policy)
+        rules = call_restrictions(_FETCH_NAMES, ctx)
+        allow = None
+        if rules is not None:
+            specifiers = rules
+
+            def allow(url: str) -> bool:
+                return any(url_allowed(specifier, url) for specifier in specifiers)
+
+        result = await fetch_url(str(args["url"]), policy, allow=allow)
         return render(result, policy.max_chars)
 
     return Tool(
-        name="WebFetch",
-        aliases=("fetch_content",),
+        name=_FETCH_NAMES[0],
+        aliases=_FETCH_NAMES[1:],
         description=(
             "Fetch an http(s) URL and return its content as text (HTML is converted to "
             "plain text). Private and local network addresses are refused. Use `prompt` to "

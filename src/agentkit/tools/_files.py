@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import anyio.to_thread
 
 from agentkit.tools._base import Effect, Tool, ToolContext, ToolError, object_schema
-from agentkit.tools._rules import path_matcher, path_matches
+from agentkit.tools._rules import call_restrictions, path_matcher, path_matches
 from agentkit.tools._sandbox import Sandbox
 from agentkit.tools._scan import encode_texts, regex_scanner
 
@@ -41,12 +41,38 @@ GREP_BATCH_BYTES = 4 * 1024 * 1024
 GREP_BATCH_FILES = 256
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
 
+WALK_MAX_DEPTH = 256
+"""Folders deeper than this below the searched folder are not entered by Glob and Grep
+(each open level holds a descriptor); the result says how many were left out."""
+
+_READ = ("Read", "read_file")
+_WRITE = ("Write", "write")
+_EDIT = ("Edit", "edit")
+_GLOB = ("Glob", "glob")
+_GREP = ("Grep", "grep")
+_LS = ("LS", "list_dir")
+
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 def _sandbox(ctx: ToolContext) -> Sandbox:
     return Sandbox(ctx.working_dir)
+
+
+def _rule(names: tuple[str, str], ctx: ToolContext) -> Callable[[str], bool] | None:
+    """The calling agent's path rules for this tool (`Read(./src/**)`), to be decided again
+    by the sandbox on the path it really opens; `None` when no rule restricts the call.
+
+    The engine checks the path as written (and resolved) before the call; a link swapped
+    in between that check and the open is caught here, in the walk that opens the file.
+    """
+    specifiers = call_restrictions(names, ctx)
+    if specifiers is None:
+        return None
+    return lambda rel: any(path_matches(specifier, rel) for specifier in specifiers)
 
 
 def _is_binary(head: bytes) -> bool:
@@ -120,7 +146,7 @@ def _read(args: dict[str, Any], ctx: ToolContext) -> str:
     path = args["file_path"]
     offset = int(args.get("offset") or 1)
     limit = int(args.get("limit") or READ_DEFAULT_LINES)
-    data = sandbox.read_bytes(path, READ_MAX_BYTES)
+    data = sandbox.read_bytes(path, READ_MAX_BYTES, allow=_rule(_READ, ctx))
     shown = sandbox.relative(path)
     if _is_binary(data):
         raise ToolError(f"{shown} is a binary file; Read shows text files only")
@@ -154,8 +180,7 @@ def _read(args: dict[str, Any], ctx: ToolContext) -> str:
 def read_tool() -> Tool:
     """The `Read` / `read_file` tool: a text file's lines, numbered, with an optional range."""
     return _file_tool(
-        "Read",
-        "read_file",
+        *_READ,
         "Read a text file in the working directory. Lines are numbered from 1 "
         f"(`cat -n` style). At most {READ_DEFAULT_LINES} lines are returned per call; use "
         "`offset` (first line, 1-based) and `limit` (number of lines) to read a range. "
@@ -188,15 +213,14 @@ def read_tool() -> Tool:
 def _write(args: dict[str, Any], ctx: ToolContext) -> str:
     sandbox = _sandbox(ctx)
     data = str(args["content"]).encode("utf-8")
-    sandbox.write_bytes(args["file_path"], data)
+    sandbox.write_bytes(args["file_path"], data, allow=_rule(_WRITE, ctx))
     return f"Wrote {len(data)} bytes to {sandbox.relative(args['file_path'])}"
 
 
 def write_tool() -> Tool:
     """The `Write` / `write` tool: create or replace a file (missing folders are created)."""
     return _file_tool(
-        "Write",
-        "write",
+        *_WRITE,
         "Create a file or replace its whole content. Missing parent folders are created. "
         "To change part of an existing file, prefer Edit.",
         _write,
@@ -226,7 +250,8 @@ def _edit(args: dict[str, Any], ctx: ToolContext) -> str:
         raise ToolError("old_string must not be empty; use Write to create a file")
     if old == new:
         raise ToolError("old_string and new_string are the same; nothing to change")
-    data = sandbox.read_bytes(path, READ_MAX_BYTES)
+    allow = _rule(_EDIT, ctx)
+    data = sandbox.read_bytes(path, READ_MAX_BYTES, allow=allow)
     if len(data) > READ_MAX_BYTES:
         raise ToolError(f"{shown} is larger than {READ_MAX_BYTES} bytes; Edit refuses it")
     if _is_binary(data):
@@ -241,15 +266,14 @@ def _edit(args: dict[str, Any], ctx: ToolContext) -> str:
             "make it unique, or set replace_all to true"
         )
     text = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-    sandbox.write_bytes(path, text.encode("utf-8", errors="surrogateescape"))
+    sandbox.write_bytes(path, text.encode("utf-8", errors="surrogateescape"), allow=allow)
     return f"Replaced {count if replace_all else 1} occurrence(s) in {shown}"
 
 
 def edit_tool() -> Tool:
     """The `Edit` / `edit` tool: exact string replacement that must match exactly once."""
     return _file_tool(
-        "Edit",
-        "edit",
+        *_EDIT,
         "Replace an exact string in a file. `old_string` must appear exactly once "
         "(include enough surrounding lines to make it unique) unless `replace_all` is "
         "true. Whitespace and indentation must match the file exactly.",
@@ -276,25 +300,86 @@ def edit_tool() -> Tool:
 # -- walking ------------------------------------------------------------------------
 
 
-def _walk_files(sandbox: Sandbox, top: str) -> Iterator[tuple[str, int, os.stat_result]]:
+class _Walk:
+    """What a walk left out: folders too deep to enter."""
+
+    def __init__(self) -> None:
+        self.too_deep = 0
+
+    def note(self) -> str:
+        if not self.too_deep:
+            return ""
+        return (
+            f"\n[{self.too_deep} folder(s) nested more than {WALK_MAX_DEPTH} levels below the "
+            "searched folder were not searched]"
+        )
+
+
+def _walk_files(
+    sandbox: Sandbox,
+    top: str,
+    walk: _Walk | None = None,
+    allow: Callable[[str], bool] | None = None,
+) -> Iterator[tuple[str, int, os.stat_result]]:
     """Yield (path relative to the root, parent dir fd, lstat) for every file under `top`.
 
-    Uses `os.fwalk` on a descriptor opened by the sandbox, which never follows links to
-    folders; linked files are yielded with their link's lstat (callers skip or refuse them).
+    Walks without recursion (a tree 5,000 folders deep used to end in `RecursionError` in
+    `os.fwalk`), from a descriptor the sandbox opened (`allow` decides on that folder),
+    opening each folder with `O_NOFOLLOW` relative to its parent: links to folders are
+    never followed; linked files are yielded with their link's lstat (callers skip or
+    refuse them). A folder's files come first, then its subfolders, in name order.
+    Folders deeper than `WALK_MAX_DEPTH` are counted in `walk` and skipped.
     """
     base = sandbox.relative(top)
     prefix = "" if base == "." else base + "/"
-    with sandbox.open_dir(top) as top_fd:
-        for dirpath, dirnames, filenames, dir_fd in os.fwalk(".", dir_fd=top_fd):
-            dirnames[:] = sorted(d for d in dirnames if d not in SKIPPED_DIRS)
-            rel_dir = dirpath[2:] if dirpath.startswith("./") else ""
-            for name in sorted(filenames):
-                try:
-                    info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-                except OSError:
-                    continue
-                rel = f"{rel_dir}/{name}" if rel_dir else name
-                yield prefix + rel, dir_fd, info
+    walk = walk or _Walk()
+    with sandbox.open_dir(top, allow=allow) as top_fd:
+        # each frame: an open folder, its path below `top`, its subfolders still to visit
+        frames: list[tuple[int, str, Iterator[str]]] = []
+        fd, rel_dir = top_fd, ""
+        try:
+            while True:
+                subdirs: list[str] = []
+                files: list[tuple[str, os.stat_result]] = []
+                with os.scandir(fd) as entries:
+                    for entry in entries:
+                        try:
+                            if entry.is_dir(follow_symlinks=False):
+                                if entry.name not in SKIPPED_DIRS:
+                                    subdirs.append(entry.name)
+                            else:
+                                files.append((entry.name, entry.stat(follow_symlinks=False)))
+                        except OSError:
+                            continue
+                for name, info in sorted(files, key=lambda item: item[0]):
+                    yield prefix + (f"{rel_dir}/{name}" if rel_dir else name), fd, info
+                frames.append((fd, rel_dir, iter(sorted(subdirs))))
+                fd = -1
+                while frames and fd < 0:
+                    parent_fd, parent_rel, pending = frames[-1]
+                    child = next(pending, None)
+                    if child is None:
+                        frames.pop()
+                        if parent_fd != top_fd:
+                            os.close(parent_fd)
+                        continue
+                    if len(frames) >= WALK_MAX_DEPTH:
+                        walk.too_deep += 1
+                        continue
+                    flags = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC
+                    try:
+                        fd = os.open(child, flags, dir_fd=parent_fd)
+                    except OSError:
+                        continue  # gone, or swapped for a link: not followed
+                    rel_dir = f"{parent_rel}/{child}" if parent_rel else child
+                if fd < 0:
+                    return
+        finally:
+            for frame_fd, _, _ in frames:
+                if frame_fd != top_fd:
+                    os.close(frame_fd)
+            if fd >= 0 and fd != top_fd and all(fd != f for f, _, _ in frames):
+                os.close(fd)
 
 
 def _check_pattern(pattern: str) -> str:
@@ -310,23 +395,23 @@ def _glob(args: dict[str, Any], ctx: ToolContext) -> str:
     base = sandbox.relative(top)
     skip = 0 if base == "." else len(base) + 1
     found: list[tuple[float, str]] = []
-    for rel, _, info in _walk_files(sandbox, top):
+    walk = _Walk()
+    for rel, _, info in _walk_files(sandbox, top, walk, _rule(_GLOB, ctx)):
         if path_matches(pattern, rel[skip:]):
             found.append((info.st_mtime, rel))
     found.sort(key=lambda item: (-item[0], item[1]))
     if not found:
-        return f"No files match {pattern!r} under {base}"
+        return f"No files match {pattern!r} under {base}{walk.note()}"
     lines = [rel for _, rel in found[:GLOB_MAX_RESULTS]]
     if len(found) > GLOB_MAX_RESULTS:
         lines.append(f"[{len(found) - GLOB_MAX_RESULTS} more; narrow the pattern]")
-    return "\n".join(lines)
+    return "\n".join(lines) + walk.note()
 
 
 def glob_tool() -> Tool:
     """The `Glob` / `glob` tool: file paths matching a glob pattern, newest first."""
     return _file_tool(
-        "Glob",
-        "glob",
+        *_GLOB,
         "Find files by name pattern, e.g. `**/*.py` or `src/*.ts`. `*` matches within a "
         "path segment, `**` any number of folders. Paths are returned relative to the "
         f"working directory, most recently modified first (at most {GLOB_MAX_RESULTS}).",
@@ -369,8 +454,10 @@ async def _grep(args: dict[str, Any], ctx: ToolContext) -> str:
     results: list[str] = []
     total = 0
     capped = False  # files_with_matches / count stop at the cap; content counts on
+    walk = _Walk()
     async with regex_scanner(str(args["pattern"]), flags) as scan:
-        files = _grep_files(sandbox, top, wanted)  # a generator: it runs in the threads
+        # a generator: it runs in the threads
+        files = _grep_files(sandbox, top, wanted, walk, _rule(_GREP, ctx))
         try:
             while not capped and (batch := await _in_thread(lambda: _next_batch(files))):
                 rels, texts = batch
@@ -392,23 +479,27 @@ async def _grep(args: dict[str, Any], ctx: ToolContext) -> str:
         finally:
             files.close()
     if not results:
-        return f"No matches for {args['pattern']!r}"
+        return f"No matches for {args['pattern']!r}{walk.note()}"
     more = total - len(results)
     if len(results) >= cap:
         results = results[:cap]
         results.append(f"[results capped at {cap}{f'; {more} more' if more > 0 else ''}]")
-    return "\n".join(results)
+    return "\n".join(results) + walk.note()
 
 
 def _grep_files(
-    sandbox: Sandbox, top: str, wanted: Callable[[str], bool]
+    sandbox: Sandbox,
+    top: str,
+    wanted: Callable[[str], bool],
+    walk: _Walk,
+    allow: Callable[[str], bool] | None,
 ) -> Generator[tuple[str, bytes], None, None]:
     """The files Grep searches: `top` itself when it is a file, else those under it."""
     rel_top = sandbox.relative(top)
     if rel_top != "." and _is_file(sandbox, top):
-        yield rel_top, sandbox.read_bytes(top, GREP_MAX_FILE_BYTES)
+        yield rel_top, sandbox.read_bytes(top, GREP_MAX_FILE_BYTES, allow=allow)
     else:
-        yield from _candidate_files(sandbox, top, wanted)
+        yield from _candidate_files(sandbox, top, wanted, walk, allow)
 
 
 def _next_batch(
@@ -440,9 +531,13 @@ def _is_file(sandbox: Sandbox, path: str) -> bool:
 
 
 def _candidate_files(
-    sandbox: Sandbox, top: str, wanted: Callable[[str], bool]
+    sandbox: Sandbox,
+    top: str,
+    wanted: Callable[[str], bool],
+    walk: _Walk,
+    allow: Callable[[str], bool] | None,
 ) -> Iterator[tuple[str, bytes]]:
-    for rel, dir_fd, info in _walk_files(sandbox, top):
+    for rel, dir_fd, info in _walk_files(sandbox, top, walk, allow):
         if not stat.S_ISREG(info.st_mode) or not wanted(rel):
             continue  # links are skipped: they are never followed while walking
         if info.st_size > GREP_MAX_FILE_BYTES:
@@ -462,8 +557,7 @@ def _candidate_files(
 def grep_tool() -> Tool:
     """The `Grep` / `grep` tool: search file contents with a regular expression."""
     return _async_file_tool(
-        "Grep",
-        "grep",
+        *_GREP,
         "Search file contents with a regular expression (Python `re` syntax). "
         "`output_mode`: `files_with_matches` (default; paths only), `content` "
         "(`path:line:text`), or `count` (matches per file). Filter files with `glob`, "
@@ -507,7 +601,7 @@ def _list_dir(args: dict[str, Any], ctx: ToolContext) -> str:
     path = args.get("path") or "."
     shown = sandbox.relative(path)
     entries: list[str] = []
-    with sandbox.open_dir(path) as fd:
+    with sandbox.open_dir(path, allow=_rule(_LS, ctx)) as fd:
         for entry in sorted(os.scandir(fd), key=lambda e: e.name):
             if entry.is_symlink():
                 entries.append(f"{entry.name}@")
@@ -526,8 +620,7 @@ def _list_dir(args: dict[str, Any], ctx: ToolContext) -> str:
 def list_dir_tool() -> Tool:
     """The `LS` / `list_dir` tool: a folder's entries (folders end in `/`, links in `@`)."""
     return _file_tool(
-        "LS",
-        "list_dir",
+        *_LS,
         "List the entries of a folder in the working directory. Folders end in `/`, "
         "symbolic links in `@`.",
         _list_dir,

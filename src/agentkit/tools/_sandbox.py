@@ -31,7 +31,7 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,24 +98,45 @@ class Sandbox:
 
     # -- opening ----------------------------------------------------------------------
 
-    def open_file(self, path: str, flags: int = os.O_RDONLY, mode: int = 0o644) -> int:
+    def open_file(
+        self,
+        path: str,
+        flags: int = os.O_RDONLY,
+        mode: int = 0o644,
+        *,
+        allow: Callable[[str], bool] | None = None,
+    ) -> int:
         """Open a file inside the sandbox and return its descriptor (the caller closes it).
 
         With `os.O_CREAT` in `flags`, missing parent folders are *not* created; call
         [`make_parents`][agentkit.tools.Sandbox.make_parents] first.
 
+        Args:
+            path: The path, relative to the root (or absolute inside it).
+            flags: `os.open` flags.
+            mode: Permissions of a created file.
+            allow: A permission rule, decided on the path that is really opened: the
+                folders the walk opened and the final name (links followed), relative to
+                the root. It is asked in the same walk, just before the final
+                no-follow open, so a link swapped in meanwhile is found and decided on.
+
         Raises:
-            ToolError: The path is refused, missing, or is a folder.
+            ToolError: The path is refused (by the sandbox or `allow`), missing, or is a
+                folder.
         """
         parts = self._parts(path)
         if not parts:
             raise ToolError(f"{path!r} is the working directory, not a file")
         if not _HAS_DIR_FD:
+            real = self._check_fallback(parts)
+            rel = real.relative_to(os.path.realpath(self.root)).as_posix()
+            _check_allowed(allow, path, rel)
             return self._open_fallback(parts, flags, mode)
         for _ in range(_MAX_LINKS):
             with self._walk_dirs(parts[:-1], create=False) as (dir_fd, stack):
                 assert dir_fd is not None
                 name = parts[-1]
+                _check_allowed(allow, path, "/".join([*stack, name]))
                 try:
                     fd = os.open(name, flags | _O_OPEN_FLAGS, mode, dir_fd=dir_fd)
                 except OSError as exc:
@@ -131,45 +152,65 @@ class Sandbox:
             return self._checked_fd(fd, path, flags)
         raise ToolError(f"{path!r}: too many levels of symbolic links")
 
-    def make_parents(self, path: str) -> None:
-        """Create the missing parent folders of `path` inside the sandbox."""
+    def make_parents(self, path: str, *, allow: Callable[[str], bool] | None = None) -> None:
+        """Create the missing parent folders of `path` inside the sandbox.
+
+        With `allow`, a folder is created only when the file would then be at a path the
+        rule allows (decided on the folders really walked, links followed).
+        """
         parts = self._parts(path)
         if not _HAS_DIR_FD:
             real = self._check_fallback(parts[:-1])
             real.mkdir(parents=True, exist_ok=True)
             return
-        with self._walk_dirs(parts[:-1], create=True):
+
+        def creating(where: list[str]) -> None:
+            _check_allowed(allow, path, "/".join([*where, parts[-1]]))
+
+        with self._walk_dirs(parts[:-1], create=True, before_create=creating):
             pass
 
     @contextmanager
-    def open_dir(self, path: str) -> Iterator[int]:
-        """Open a folder inside the sandbox; yields its descriptor and closes it after."""
+    def open_dir(
+        self, path: str, *, allow: Callable[[str], bool] | None = None
+    ) -> Iterator[int]:
+        """Open a folder inside the sandbox; yields its descriptor and closes it after.
+
+        `allow` decides on the folder really opened (links followed), as in
+        [`open_file`][agentkit.tools.Sandbox.open_file].
+        """
         parts = self._parts(path)
         if not _HAS_DIR_FD:
             real = self._check_fallback(parts)
+            _check_allowed(allow, path, real.relative_to(os.path.realpath(self.root)).as_posix())
             fd = os.open(real, os.O_RDONLY | _O_DIRECTORY)
             try:
                 yield fd
             finally:
                 os.close(fd)
             return
-        with self._walk_dirs(parts, create=False) as (dir_fd, _):
+        with self._walk_dirs(parts, create=False) as (dir_fd, stack):
             assert dir_fd is not None
+            _check_allowed(allow, path, "/".join(stack))
             yield dir_fd
 
-    def read_bytes(self, path: str, limit: int) -> bytes:
+    def read_bytes(
+        self, path: str, limit: int, *, allow: Callable[[str], bool] | None = None
+    ) -> bytes:
         """Up to `limit` + 1 bytes of a file (so callers can tell it was longer)."""
-        fd = self.open_file(path)
+        fd = self.open_file(path, allow=allow)
         with os.fdopen(fd, "rb") as handle:
             return handle.read(limit + 1)
 
-    def write_bytes(self, path: str, data: bytes) -> None:
+    def write_bytes(
+        self, path: str, data: bytes, *, allow: Callable[[str], bool] | None = None
+    ) -> None:
         """Create or replace a file, creating missing parent folders.
 
         The file is truncated only after it is known to be a regular file with one link.
         """
-        self.make_parents(path)
-        fd = self.open_file(path, os.O_WRONLY | os.O_CREAT)
+        self.make_parents(path, allow=allow)
+        fd = self.open_file(path, os.O_WRONLY | os.O_CREAT, allow=allow)
         with os.fdopen(fd, "wb") as handle:
             os.ftruncate(fd, 0)
             handle.write(data)
@@ -225,7 +266,12 @@ class Sandbox:
 
     @contextmanager
     def _walk_dirs(
-        self, parts: list[str], *, create: bool, missing_ok: bool = False
+        self,
+        parts: list[str],
+        *,
+        create: bool,
+        missing_ok: bool = False,
+        before_create: Callable[[list[str]], None] | None = None,
     ) -> Iterator[tuple[int | None, list[str]]]:
         """Open the folder `parts` by an O_NOFOLLOW walk; yield (fd, logical parts)."""
         fds: list[int] = [os.open(self.root, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)]
@@ -246,6 +292,8 @@ class Sandbox:
                     fd = os.open(name, flags, dir_fd=fds[-1])
                 except FileNotFoundError:
                     if create:
+                        if before_create is not None:
+                            before_create([*stack, name, *pending])
                         with contextlib.suppress(FileExistsError):  # made meanwhile
                             os.mkdir(name, 0o755, dir_fd=fds[-1])
                         pending.insert(0, name)
@@ -331,6 +379,14 @@ class Sandbox:
         if isinstance(exc, PermissionError):
             return ToolError(f"{shown}: permission denied")
         return ToolError(f"{shown}: {exc.strerror or exc}")
+
+
+def _check_allowed(allow: Callable[[str], bool] | None, path: str, opened: str) -> None:
+    """Refuse `path` when the permission rule `allow` does not allow where it really leads."""
+    opened = opened or "."
+    if allow is not None and not allow(opened):
+        shown = f"{path!r} leads to {opened}, which" if opened != path.strip("/") else repr(path)
+        raise ToolError(f"{shown} is not allowed by the permission rules")
 
 
 def _is_link(name: str, dir_fd: int) -> bool:

@@ -1,9 +1,20 @@
 """Shell tools: `Bash` / `bash` / `shell`, `powershell`, and `process` for background jobs.
 
 A shell command runs with the working directory as its current folder, in a new session
-(its own process group). When it finishes, times out, or the call is cancelled, the whole
-process group is killed, so nothing it started in the background survives the call; use
-the `process` tool for long-running jobs. Output (stdout and stderr together) is capped.
+(its own process group). When it finishes, times out, or the call is cancelled, everything
+it started is killed, so nothing it started in the background survives the call; use the
+`process` tool for long-running jobs. Output (stdout and stderr together) is capped.
+
+Killing the process group does not reach a process that left it (`setsid sleep 471 &`).
+On Linux each command therefore runs under a small helper (`_reaper`) that is a child
+subreaper: every descendant, in whatever session, stays in its process tree, and the
+helper kills that tree when the command ends or when it is told to stop (SIGTERM). What
+remains possible is described in `_reaper` and docs/security.md. Elsewhere only the
+process group is killed.
+
+Background jobs of the `process` tool belong to a [`ProcessTable`][agentkit.tools.ProcessTable]:
+they outlive the call and the run that started them, until stopped, until the host calls
+`stop_all(run_id)` for the run, or until the table's runtime closes.
 """
 
 from __future__ import annotations
@@ -26,7 +37,7 @@ import anyio.abc
 import anyio.to_thread
 
 from agentkit.tools._base import Tool, ToolContext, ToolError, object_schema
-from agentkit.tools._rules import command_matcher
+from agentkit.tools._rules import Shell, command_matcher
 
 __all__ = [
     "ProcessTable",
@@ -40,10 +51,35 @@ SHELL_MAX_TIMEOUT = 600.0
 SHELL_OUTPUT_CAP = 30_000
 """Characters of output kept; the rest is dropped (and said so)."""
 _EXIT_GRACE = 0.5
+_STOP_GRACE = 3.0
+"""Seconds the helper gets to kill its process tree before its group is killed."""
 
 
 def _posix_shell() -> list[str]:
     return [shutil.which("bash") or "/bin/sh", "-c"]
+
+
+_REAPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_reaper.py")
+
+
+def _reaped(argv: list[str]) -> list[str]:
+    """`argv` run under the subreaper helper where it works (Linux with /proc)."""
+    if (
+        sys.platform.startswith("linux")
+        and sys.executable
+        and os.path.isdir("/proc/self")
+        and os.path.isfile(_REAPER)
+    ):
+        return [sys.executable, "-I", "-S", _REAPER, *argv]
+    return argv
+
+
+def _stop_tree(process: anyio.abc.Process | subprocess.Popen[bytes]) -> None:
+    """Ask the helper (the process itself) to kill its whole tree at once (SIGUSR1, which
+    kills a command run without the helper just as well)."""
+    if sys.platform != "win32":
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(process.pid, signal.SIGUSR1)
 
 
 def _powershell() -> list[str] | None:
@@ -102,7 +138,7 @@ async def run_command(
     The group is killed when the command ends, times out or the caller is cancelled.
     """
     output = _Capped(cap)
-    process = await anyio.open_process(argv, cwd=cwd, **_CHILD)
+    process = await anyio.open_process(_reaped(argv), cwd=cwd, **_CHILD)
     timed_out = False
     try:
         assert process.stdout is not None
@@ -130,6 +166,11 @@ async def run_command(
         timed_out = scope.cancelled_caught
     finally:
         with anyio.CancelScope(shield=True):
+            if process.returncode is None:
+                # the helper kills every descendant, those in other sessions included
+                _stop_tree(process)
+                with anyio.move_on_after(_STOP_GRACE):
+                    await process.wait()
             _kill_group(process, signal.SIGKILL)
             await process.aclose()
     return (None if timed_out else process.returncode), output.text()
@@ -209,7 +250,7 @@ def powershell_tool(*, shell_alias: bool = False) -> Tool:
         function=_shell_function(None, "PowerShell"),
         effect="execute",
         timeout=SHELL_MAX_TIMEOUT + 10,
-        matches=command_matcher("command"),
+        matches=command_matcher("command", shell="powershell"),
     )
 
 
@@ -223,14 +264,19 @@ def powershell_available() -> bool:
 PROCESS_OUTPUT_CAP = 64 * 1024
 """Bytes of recent output kept per background process (older output is dropped)."""
 PROCESS_MAX_PER_RUN = 16
+_JOB_SHELL: Shell = "powershell" if sys.platform == "win32" else "bash"
 
 
 def _kill_jobs(jobs: dict[str, dict[str, _Job]]) -> None:
     """Kill every still-running job (a table's finalizer; also runs at interpreter exit)."""
-    for run_jobs in jobs.values():
-        for job in run_jobs.values():
-            if job.popen.poll() is None:
-                _kill_group(job.popen, signal.SIGKILL)
+    running = [j for run_jobs in jobs.values() for j in run_jobs.values() if j.popen.poll() is None]
+    for job in running:
+        _stop_tree(job.popen)  # the helper kills what left the group too
+    deadline = time.monotonic() + 1.0
+    for job in running:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            job.popen.wait(max(0.0, deadline - time.monotonic()))
+        _kill_group(job.popen, signal.SIGKILL)
 
 
 @dataclass
@@ -276,10 +322,14 @@ class _Job:
 class ProcessTable:
     """Background processes started by the `process` tool, per run.
 
-    Each run sees only its own processes. Call [`stop_all`][agentkit.tools.ProcessTable.stop_all]
-    when a run (or the runtime) ends to kill whatever is still running. As a safety net,
-    processes still running when the table is garbage-collected or the interpreter exits
-    are killed then.
+    Each run sees only its own processes, and they outlive the run that started them:
+    a [`Runtime`][agentkit.runtime.Runtime] stops them all when it closes; a host that
+    wants them to end with their run calls
+    [`stop_all(run_id)`][agentkit.tools.ProcessTable.stop_all] when the run ends, and can
+    see what is still running with [`list(run_id)`][agentkit.tools.ProcessTable.list]. As a
+    safety net, processes still running when the table is garbage-collected or the
+    interpreter exits are killed then. Each job runs under the subreaper helper, so
+    stopping it also kills what it started in other sessions (`setsid`).
     """
 
     def __init__(self) -> None:
@@ -299,7 +349,7 @@ class ProcessTable:
             argv = [*(_powershell() or ["cmd", "/c"]), command]
         else:
             argv = [*_posix_shell(), command]
-        popen = subprocess.Popen(argv, cwd=cwd, **_CHILD)
+        popen = subprocess.Popen(_reaped(argv), cwd=cwd, **_CHILD)
         self._counter += 1
         job = _Job(id=f"p{self._counter}", command=command, popen=popen, started=time.time())
         threading.Thread(target=_pump, args=(job,), daemon=True).start()
@@ -320,8 +370,8 @@ class ProcessTable:
     async def stop(self, job: _Job, grace: float = 2.0) -> int | None:
         """Terminate the job's process group (SIGTERM, then SIGKILL after `grace`)."""
         if job.popen.poll() is None:
-            _kill_group(job.popen, signal.SIGTERM)
-            await _wait_exit(job.popen, grace)
+            _kill_group(job.popen, signal.SIGTERM)  # the helper kills its whole tree on it
+            await _wait_exit(job.popen, grace + _STOP_GRACE)
         _kill_group(job.popen, signal.SIGKILL)
         with anyio.CancelScope(shield=True):
             await _wait_exit(job.popen, 5.0)
@@ -401,7 +451,8 @@ def process_tool(table: ProcessTable | None = None) -> Tool:
             "and returns an id; `poll` returns the state and the output since the last poll; "
             "`stop` terminates it (and everything it started); `list` shows this run's "
             f"processes. The last {PROCESS_OUTPUT_CAP // 1024} KiB of output are kept per "
-            "process."
+            "process. Processes keep running after this call until stopped, or until the "
+            "host ends them (at the latest when it shuts down); stop what you no longer need."
         ),
         input_schema=object_schema(
             {
@@ -414,5 +465,6 @@ def process_tool(table: ProcessTable | None = None) -> Tool:
         function=run,
         effect="execute",
         timeout=30.0,
-        matches=command_matcher("command"),
+        # on Windows jobs run under PowerShell (or cmd): its stricter word rules apply
+        matches=command_matcher("command", shell=_JOB_SHELL),
     )
