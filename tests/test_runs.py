@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -12,7 +14,7 @@ from agentkit import AgentSpec, Runtime, SessionBusyError
 from agentkit.providers import Chunk, ModelRequest, TextChunk
 from agentkit.runtime import AgentNotFoundError
 from agentkit.stores import MemoryStore, SessionNotFoundError
-from agentkit.testing import ScriptedProvider
+from agentkit.testing import FunctionProvider, ScriptedProvider
 
 pytestmark = pytest.mark.anyio
 
@@ -439,3 +441,27 @@ async def test_leaving_normally_after_a_crash_still_raises_it() -> None:
             with anyio.CancelScope(shield=True):
                 await run.wait()  # the body is shielded: it ends normally
     assert caught.value.subgroup(_Crash) is not None
+
+
+async def test_the_process_jobs_of_a_run_die_with_it(tmp_path: Path) -> None:
+    pid_file = tmp_path / "job.pid"
+    spec = AgentSpec(id="demo:jobs", tools=("process",), permission_mode="bypassPermissions")
+    start = {
+        "action": "start",
+        "command": f"echo $$ > {pid_file}.tmp; mv {pid_file}.tmp {pid_file}; exec sleep 300",
+    }
+
+    async def respond(request: ModelRequest) -> Any:
+        if len(request.messages) == 1:
+            return {"tool_calls": [{"name": "process", "input": start}]}
+        with anyio.fail_after(20):
+            while not pid_file.exists():  # noqa: ASYNC110 - the job is another process
+                await anyio.sleep(0.02)
+        return "started it"
+
+    async with Runtime(provider=FunctionProvider(respond), working_dir=tmp_path) as runtime:
+        run = await runtime.start(spec, "start a job")
+        assert (await run.wait()).ok
+        pid = int(pid_file.read_text())
+        with pytest.raises(ProcessLookupError):  # gone once the run has ended
+            os.kill(pid, 0)

@@ -578,6 +578,12 @@ class Runtime:
                 run._outcome = RunOutcome(
                     run_id=run.id, session_id=run.session_id, status="error", error=error
                 )
+            if self._processes is not None and self._processes.list(run.id):
+                # Every process a run started dies with it (the `process` tool's jobs).
+                try:
+                    await self._processes.stop_all(run.id)
+                except Exception:
+                    _logger.exception("could not stop the processes of run %s", run.id)
             await record_ending(run, self.store, self.instance_id)
         finally:
             self._runs.pop(run.id, None)

@@ -13,8 +13,8 @@ remains possible is described in `_reaper` and docs/security.md. Elsewhere only 
 process group is killed.
 
 Background jobs of the `process` tool belong to a [`ProcessTable`][agentkit.tools.ProcessTable]:
-they outlive the call and the run that started them, until stopped, until the host calls
-`stop_all(run_id)` for the run, or until the table's runtime closes.
+they outlive the call that started them, not its run: a `Runtime` stops a run's jobs when
+the run ends (a host without one calls `stop_all(run_id)`).
 """
 
 from __future__ import annotations
@@ -322,11 +322,11 @@ class _Job:
 class ProcessTable:
     """Background processes started by the `process` tool, per run.
 
-    Each run sees only its own processes, and they outlive the run that started them:
-    a [`Runtime`][agentkit.runtime.Runtime] stops them all when it closes; a host that
-    wants them to end with their run calls
-    [`stop_all(run_id)`][agentkit.tools.ProcessTable.stop_all] when the run ends, and can
-    see what is still running with [`list(run_id)`][agentkit.tools.ProcessTable.list]. As a
+    Each run sees only its own processes, and they end with it: a
+    [`Runtime`][agentkit.runtime.Runtime] stops a run's jobs when the run ends; a host
+    driving the tools without a runtime calls
+    [`stop_all(run_id)`][agentkit.tools.ProcessTable.stop_all] itself, and can see what is
+    still running with [`list(run_id)`][agentkit.tools.ProcessTable.list]. As a
     safety net, processes still running when the table is garbage-collected or the
     interpreter exits are killed then. Each job runs under the subreaper helper, so
     stopping it also kills what it started in other sessions (`setsid`).
