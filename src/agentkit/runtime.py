@@ -74,7 +74,8 @@ from agentkit._run import (
     write_ending,
 )
 from agentkit._runs_group import RunGroup
-from agentkit.actions import ActionContext, ActionRegistry, ActionResult
+from agentkit._summon import run_action, run_subagent
+from agentkit.actions import ActionRegistry, ActionResult
 from agentkit.errors import AgentNotFoundError
 from agentkit.events import (
     Accounting,
@@ -120,8 +121,6 @@ __all__ = [
 
 
 _logger = logging.getLogger("agentkit.runtime")
-
-SUMMON_ACTION = "system:summon"
 
 class Runtime:
     """Owns runs: provider, store, tools, actions, agents and the task group runs live in.
@@ -616,32 +615,7 @@ class Runtime:
         `depth` is the calling agent's nesting depth (0 for code outside any run), so a
         summon made from inside a run's action still counts towards the depth limit.
         """
-        if action_id == SUMMON_ACTION:
-            agent = args.get("agentName")
-            prompt = args.get("prompt")
-            session_id = args.get("sessionId")
-            if not isinstance(agent, str) or not isinstance(prompt, str) or not prompt:
-                return ActionResult.fail(
-                    "system:summon needs 'agentName' (a canonical agent id) and 'prompt'"
-                )
-            if session_id is not None and not isinstance(session_id, str):
-                return ActionResult.fail("system:summon: 'sessionId' must be a string")
-            return await self.run_subagent(
-                agent, prompt, session_id=session_id, depth=depth + 1
-            )
-        action = self.actions.get(action_id)
-        if action is None:
-            return ActionResult.fail(f"no action {action_id!r} is registered")
-        return await action.run(
-            args,
-            ActionContext(
-                app_id=action.app_id,
-                caller=caller,
-                runtime=self,
-                services=dict(self.services),
-                depth=depth,
-            ),
-        )
+        return await run_action(self, action_id, args, caller=caller, depth=depth)
 
     async def run_subagent(
         self,
@@ -658,34 +632,12 @@ class Runtime:
         With `forward`, the sub-agent's `session_init` and content events are passed on,
         tagged with its id in `agent`; its `turn_start`/`turn_end` and deltas never are.
         """
-        if depth > self.max_subagent_depth:
-            return ActionResult.fail(f"sub-agents nest deeper than {self.max_subagent_depth}")
-        spec = self._agents.get(agent_id)
-        if spec is None:
-            return ActionResult.fail(f"no agent {agent_id!r} is registered")
-        try:
-            child = await self.start(
-                spec, prompt, session_id=session_id, working_dir=working_dir, _depth=depth
-            )
-        except (LookupError, ValueError, SessionBusyError) as exc:
-            return ActionResult.fail(str(exc))
-        try:
-            if forward is not None:
-                async for event in child.events():
-                    if event.type in ("turn_start", "turn_end", "text_delta"):
-                        continue
-                    forward(event if event.agent else event.model_copy(update={"agent": spec.id}))
-            outcome = await child.wait()
-        finally:
-            if not child.done:
-                child.cancel()
-        data: dict[str, Any] = {
-            "agentName": spec.id,
-            "sessionId": outcome.session_id,
-            "content": outcome.text,
-        }
-        if outcome.payload is not None:
-            data["payload"] = outcome.payload
-        if outcome.ok:
-            return ActionResult.ok(data)
-        return ActionResult.fail(outcome.error or "the sub-agent failed", data)
+        return await run_subagent(
+            self,
+            agent_id,
+            prompt,
+            session_id=session_id,
+            forward=forward,
+            depth=depth,
+            working_dir=working_dir,
+        )

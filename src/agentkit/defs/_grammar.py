@@ -100,7 +100,13 @@ class _LineError(Exception):
 
 
 def read_document(text: str, file: str) -> tuple[Document, list[Diagnostic]]:
-    """Split `text` into frontmatter entries and body, collecting every grammar error."""
+    """Split `text` into frontmatter entries and body, collecting every grammar error.
+
+    The split is done here, not by python-frontmatter: its boundary pattern takes any run of
+    three or more dashes followed by any whitespace (`----`, `---  `) and it parses the block
+    as general YAML, where the document's grammar accepts exactly `---` lines and a
+    restricted set of values. Using it would loosen the contract for a few lines of code.
+    """
     errors: list[Diagnostic] = []
     doc = Document()
 

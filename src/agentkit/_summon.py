@@ -1,0 +1,107 @@
+"""Actions and sub-agents run from inside runs: `Runtime.run_action` and
+`Runtime.run_subagent`, which `system:summon` and the engine's action calls go through."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentkit.actions import ActionContext, ActionResult
+from agentkit.errors import AgentkitError
+
+if TYPE_CHECKING:
+    from agentkit._engine import Emit
+    from agentkit.runtime import Runtime
+
+__all__ = ["SUMMON_ACTION", "run_action", "run_subagent"]
+
+SUMMON_ACTION = "system:summon"
+"""The action that runs any registered agent (its arguments: `agentName`, `prompt`,
+optionally `sessionId`)."""
+
+
+async def run_action(
+    runtime: Runtime,
+    action_id: str,
+    args: dict[str, Any],
+    *,
+    caller: str | None = None,
+    depth: int = 0,
+) -> ActionResult:
+    """Run an action by canonical id; `system:summon` runs any registered agent.
+
+    `depth` is the calling agent's nesting depth (0 for code outside any run), so a
+    summon made from inside a run's action still counts towards the depth limit.
+    """
+    if action_id == SUMMON_ACTION:
+        agent = args.get("agentName")
+        prompt = args.get("prompt")
+        session_id = args.get("sessionId")
+        if not isinstance(agent, str) or not isinstance(prompt, str) or not prompt:
+            return ActionResult.fail(
+                "system:summon needs 'agentName' (a canonical agent id) and 'prompt'"
+            )
+        if session_id is not None and not isinstance(session_id, str):
+            return ActionResult.fail("system:summon: 'sessionId' must be a string")
+        return await run_subagent(runtime, agent, prompt, session_id=session_id, depth=depth + 1)
+    action = runtime.actions.get(action_id)
+    if action is None:
+        return ActionResult.fail(f"no action {action_id!r} is registered")
+    return await action.run(
+        args,
+        ActionContext(
+            app_id=action.app_id,
+            caller=caller,
+            runtime=runtime,
+            services=dict(runtime.services),
+            depth=depth,
+        ),
+    )
+
+
+async def run_subagent(
+    runtime: Runtime,
+    agent_id: str,
+    prompt: str,
+    *,
+    session_id: str | None = None,
+    forward: Emit | None = None,
+    depth: int = 1,
+    working_dir: Path | None = None,
+) -> ActionResult:
+    """Run an agent to the end and return its answer as an `ActionResult`.
+
+    With `forward`, the sub-agent's `session_init` and content events are passed on,
+    tagged with its id in `agent`; its `turn_start`/`turn_end` and deltas never are.
+    """
+    if depth > runtime.max_subagent_depth:
+        return ActionResult.fail(f"sub-agents nest deeper than {runtime.max_subagent_depth}")
+    spec = runtime.agents.get(agent_id)
+    if spec is None:
+        return ActionResult.fail(f"no agent {agent_id!r} is registered")
+    try:
+        child = await runtime.start(
+            spec, prompt, session_id=session_id, working_dir=working_dir, _depth=depth
+        )
+    except (AgentkitError, LookupError, ValueError) as exc:
+        return ActionResult.fail(str(exc))
+    try:
+        if forward is not None:
+            async for event in child.events():
+                if event.type in ("turn_start", "turn_end", "text_delta"):
+                    continue
+                forward(event if event.agent else event.model_copy(update={"agent": spec.id}))
+        outcome = await child.wait()
+    finally:
+        if not child.done:
+            child.cancel()
+    data: dict[str, Any] = {
+        "agentName": spec.id,
+        "sessionId": outcome.session_id,
+        "content": outcome.text,
+    }
+    if outcome.payload is not None:
+        data["payload"] = outcome.payload
+    if outcome.ok:
+        return ActionResult.ok(data)
+    return ActionResult.fail(outcome.error or "the sub-agent failed", data)
