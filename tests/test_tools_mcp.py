@@ -25,7 +25,7 @@ from agentkit.tools import (
 )
 from tools_support import make_ctx
 
-pytest.importorskip("mcp")
+pytest.importorskip("mcp", reason="the 'mcp' extra is not installed")
 
 SERVER = str(Path(__file__).with_name("tools_mcp_server.py"))
 
