@@ -815,3 +815,33 @@ async def test_allowlist_entries_naming_nothing_are_logged_once(
     assert "Raed, mcp__nowhere, demo:missing" in warnings[0]
     assert "demo:ghost" in warnings[1]
     assert [t.name for t in provider.requests[-1].tools] == ["add", "summon"]
+
+
+async def test_a_tool_timeout_holds_while_the_tool_waits_on_a_worker_thread() -> None:
+    import threading
+    import time
+
+    release = threading.Event()
+
+    async def blocking(arguments: dict[str, Any], context: Any) -> str:
+        # A worker thread cannot be interrupted: anyio waits for it even when cancelled.
+        await anyio.to_thread.run_sync(release.wait, 30)
+        return "finished"
+
+    spec = AgentSpec(id="demo:t", tools=("blocking",), permission_mode="bypassPermissions")
+    tool = Tool("blocking", "Blocks a thread.", {"type": "object"}, blocking, timeout=1)
+    provider = ScriptedProvider([call("blocking"), "done"])
+    try:
+        async with Runtime(provider=provider, tools=ToolRegistry([tool])) as runtime:
+            started = time.monotonic()
+            run = await runtime.start(spec, "go")
+            with anyio.fail_after(20):
+                outcome = await run.wait()
+            elapsed = time.monotonic() - started
+    finally:
+        release.set()  # the abandoned thread ends now, not in 30 s
+    assert outcome.ok and outcome.text == "done"
+    # 1 s timeout, 1 s grace for shielded cleanup; it used to wait for the thread (30 s).
+    assert elapsed < 6, elapsed
+    [result] = [e async for e in run.events() if e.type == "tool_result"]
+    assert result.is_error and result.output == "blocking timed out after 1 seconds"

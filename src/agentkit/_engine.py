@@ -15,6 +15,7 @@ import json
 import logging
 import random
 import re
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -437,6 +438,130 @@ def _as_text(output: Any) -> str:
     return json.dumps(output, ensure_ascii=False, default=str)
 
 
+TOOL_ABANDON_GRACE = 1.0
+"""Seconds a tool that is past its timeout gets to finish a shielded section, such as
+reaping a killed process, before the engine stops waiting for it and reports the timeout.
+A tool still busy then (typically waiting on a worker thread, which nothing can interrupt)
+is abandoned: the thread goes on alone and whatever it returns is dropped."""
+
+
+async def _call_within(
+    tool: Tool, arguments: dict[str, Any], context: ToolContext, seconds: float
+) -> Any:
+    """`tool.function(arguments, context)`, given `seconds`; raises `TimeoutError`.
+
+    The call runs under a cancel scope whose deadline is `seconds` away, which waits for
+    shielded sections as anyio's deadlines do on every backend (a timer cancelling the
+    task, `asyncio.timeout`'s way, would cut through a tool's cleanup). But waiting on a
+    worker thread is such a section too (`anyio.to_thread.run_sync` cannot be interrupted),
+    so `TOOL_ABANDON_GRACE` after the deadline the engine stops waiting: the run gets its
+    timeout error in time, whatever the tool is blocked in.
+
+    On asyncio the call runs in the caller's task (no task per call on this hot path), and
+    at the end of the grace a native `Task.cancel()` goes through the shields anyio keeps:
+    the task stops waiting, a worker thread's result is dropped and the thread runs on.
+    """
+    asyncio: Any = sys.modules.get("asyncio")
+    try:
+        loop = asyncio.get_running_loop()
+    except (AttributeError, RuntimeError):  # asyncio not even imported, or not running
+        return await _call_within_detached(tool, arguments, context, seconds)
+    task = asyncio.current_task()
+    forced = False
+    scope = anyio.CancelScope()
+    timer: Any = None
+
+    # One timer at a time, in place of the scope's own deadline timer: cancel the scope at
+    # the deadline, then force the task out at the end of the grace.
+    def expire() -> None:
+        nonlocal timer
+        scope.cancel()
+        timer = loop.call_at(loop.time() + TOOL_ABANDON_GRACE, force)
+
+    def force() -> None:
+        nonlocal forced
+        forced = True
+        task.cancel()  # not an anyio cancellation: no anyio scope swallows it
+
+    timer = loop.call_at(loop.time() + seconds, expire)
+    try:
+        # anyio.fail_after without its two generator-based context managers: the scope
+        # swallows only its own cancellation, so falling out of it means the call timed out.
+        with scope:
+            return await tool.function(arguments, context)
+        raise TimeoutError
+    except asyncio.CancelledError:
+        if not forced:
+            raise
+        _abandoned(tool, seconds)
+        raise TimeoutError from None
+    finally:
+        timer.cancel()
+        if forced:
+            task.uncancel()  # ours alone: the run's own cancellations stay pending
+
+
+async def _call_within_detached(
+    tool: Tool, arguments: dict[str, Any], context: ToolContext, seconds: float
+) -> Any:
+    """`_call_within` on other backends (trio: no way through a shield there): the call runs
+    in a system task, outside every nursery, so it can be left running; the caller waits on
+    it until the grace ends."""
+    import contextvars
+
+    import trio
+
+    scope = anyio.CancelScope(deadline=anyio.current_time() + seconds)
+    outcome: list[Any] = []  # [value] or [exception, None], once the call has ended
+    done = anyio.Event()
+
+    async def call() -> None:
+        try:
+            with scope:
+                outcome.append(await tool.function(arguments, context))
+        except trio.Cancelled:
+            raise  # the trio run itself is ending
+        except BaseException as exc:  # a tool's KeyboardInterrupt too: re-raised below
+            outcome.extend((exc, None))
+        finally:
+            done.set()
+
+    async def ended(deadline: float) -> bool:
+        with anyio.CancelScope(deadline=deadline):
+            await done.wait()
+        return done.is_set()
+
+    # A system task must not raise (`call` keeps the call's exceptions) and does not inherit
+    # the caller's context variables unless given them.
+    trio.lowlevel.spawn_system_task(call, context=contextvars.copy_context())
+    try:
+        finished = await ended(scope.deadline + TOOL_ABANDON_GRACE)
+    except trio.Cancelled:
+        # The run is being cancelled: so is the call, with the same grace to clean up.
+        scope.cancel()
+        with anyio.CancelScope(shield=True):
+            await ended(anyio.current_time() + TOOL_ABANDON_GRACE)
+        raise
+    if not finished:
+        scope.cancel()
+        _abandoned(tool, seconds)
+        raise TimeoutError
+    if len(outcome) == 1:
+        return outcome[0]
+    if outcome:
+        error: BaseException = outcome[0]
+        raise error
+    raise TimeoutError  # the scope's deadline ended the call
+
+
+def _abandoned(tool: Tool, seconds: float) -> None:
+    _logger.warning(
+        "tool %s did not stop within %gs of its %gs timeout; it was abandoned and may still "
+        "be running (in a worker thread, say)",
+        tool.name, TOOL_ABANDON_GRACE, seconds,
+    )
+
+
 class _Turn:
     """State of one engine turn."""
 
@@ -659,15 +784,8 @@ class _Turn:
         try:
             if tool.timeout is None:
                 return _json_safe(await tool.function(arguments, self.tool_context)), False
-            # Not a timer that cancels the task (`asyncio.timeout`'s way) on asyncio: it cancels
-            # through any shielded section the tool is in (reaping a process, say); anyio's
-            # deadline waits for the shield to end, as it does on trio.
-            # anyio.fail_after without its two generator-based context managers: the scope
-            # swallows only its own deadline's cancellation, so falling out of it means the
-            # call timed out.
-            with anyio.CancelScope(deadline=anyio.current_time() + tool.timeout):
-                return _json_safe(await tool.function(arguments, self.tool_context)), False
-            raise TimeoutError
+            output = await _call_within(tool, arguments, self.tool_context, tool.timeout)
+            return _json_safe(output), False
         except TimeoutError:
             return f"{tool.name} timed out after {tool.timeout:g} seconds", True
         except ToolError as exc:
