@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
 import re
 import sys
@@ -69,6 +70,7 @@ __all__ = [
     "SUBMIT_OUTPUT",
     "SUMMON",
     "Emit",
+    "OutputLimits",
     "RetryPolicy",
     "TurnOutcome",
     "TurnRequest",
@@ -115,6 +117,76 @@ class RetryPolicy:
             return min(max(retry_after, 0.0), self.max_delay)
         base: float = min(self.initial_delay * 2.0 ** (attempt - 1), self.max_delay)
         return base * (0.5 + random.random() / 2)
+
+
+MAX_TOOL_OUTPUT_ENV = "AGENTKIT_MAX_TOOL_OUTPUT_CHARS"
+MAX_REPLY_ENV = "AGENTKIT_MAX_REPLY_CHARS"
+
+
+@dataclass(frozen=True)
+class OutputLimits:
+    """Caps on what a turn takes in, so a runaway tool or model cannot fill memory, the
+    events and the transcript.
+
+    Attributes:
+        tool_output_chars: The most characters of one call's result (a tool's, an MCP
+            tool's, an action's or a sub-agent's, errors included; structured results count
+            as their JSON text) that the model, the events and the transcript get. A longer
+            result is cut to its head, followed by a note saying how much was cut. The
+            built-in tools keep their own, smaller, limits (`Read` pages at 200,000).
+        reply_chars: The most characters one model reply may stream (text, thinking and
+            tool-call arguments together). A reply that goes past it ends that model call
+            with a `reply_too_large` error; what was streamed until then stays in the events.
+
+    `None` means no cap. The defaults can be changed with the environment variables
+    `AGENTKIT_MAX_TOOL_OUTPUT_CHARS` and `AGENTKIT_MAX_REPLY_CHARS` (a positive integer, or
+    `none`), read by `from_env`.
+    """
+
+    tool_output_chars: int | None = 200_000
+    reply_chars: int | None = 1_000_000
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> OutputLimits:
+        """The defaults, with what `AGENTKIT_MAX_TOOL_OUTPUT_CHARS` and
+        `AGENTKIT_MAX_REPLY_CHARS` set. A value that is not a positive integer or `none` is
+        logged and ignored, so a typo never stops a run."""
+        env = os.environ if environ is None else environ
+        tool_raw, reply_raw = env.get(MAX_TOOL_OUTPUT_ENV), env.get(MAX_REPLY_ENV)
+        if tool_raw is None and reply_raw is None:
+            return _DEFAULT_LIMITS
+        return cls(
+            tool_output_chars=_env_cap(MAX_TOOL_OUTPUT_ENV, tool_raw, cls.tool_output_chars),
+            reply_chars=_env_cap(MAX_REPLY_ENV, reply_raw, cls.reply_chars),
+        )
+
+
+def _env_cap(name: str, raw: str | None, default: int | None) -> int | None:
+    if raw is None or not raw.strip():
+        return default
+    if raw.strip().lower() == "none":
+        return None
+    try:
+        value = int(raw.strip().replace("_", ""))
+    except ValueError:
+        value = 0
+    if value <= 0 or value > 10**12:
+        _logger.warning("ignoring %s=%r: expected a positive number of characters or 'none'",
+                        name, raw[:40])
+        return default
+    return value
+
+
+_DEFAULT_LIMITS = OutputLimits()
+
+
+def _cut_output(text: str, limit: int) -> str:
+    """The head of a result that is over `limit` characters, with a note of what was cut
+    (for the model, which cannot see the rest)."""
+    return (
+        f"{text[:limit]}\n\n[output truncated by agentkit: the first {limit:,} of "
+        f"{len(text):,} characters are shown]"
+    )
 
 
 _NOTHING_USED = Accounting()  # frozen, so one instance serves every fresh outcome
@@ -562,6 +634,36 @@ def _abandoned(tool: Tool, seconds: float) -> None:
     )
 
 
+def _size(value: Any) -> int:
+    """About how many characters `value` takes as JSON: its strings' lengths plus a few per
+    item, found without encoding it (`json.dumps` costs more than the rest of a small call);
+    iterative, so no nesting can exhaust the stack."""
+    size, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is str:
+            size += len(item) + 2
+        elif type(item) is dict:
+            size += 2 + 2 * len(item)
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif type(item) is list:
+            size += 2 + len(item)
+            stack.extend(item)
+        else:
+            size += 4
+    return size
+
+
+def _reply_too_large(cap: int | None) -> ProviderError:
+    return ProviderError(
+        f"the model's reply went over {cap:,} characters (text, thinking and tool-call "
+        "arguments), so the call was stopped; raise the limit with "
+        f"OutputLimits(reply_chars=...) or {MAX_REPLY_ENV} if that is expected",
+        kind="reply_too_large",
+    )
+
+
 class _Turn:
     """State of one engine turn."""
 
@@ -573,6 +675,13 @@ class _Turn:
         self.outcome = TurnOutcome()
         self.denials = 0
         self.offered, self.definitions = _offers(req.spec, req.runtime)
+        limits = getattr(req.runtime, "limits", None)
+        if not isinstance(limits, OutputLimits):
+            # The environment's, read once per runtime (`os.environ` lookups that miss cost
+            # an exception each): kept on the runtime as its `limits`.
+            limits = OutputLimits.from_env()
+            setattr(req.runtime, "limits", limits)  # noqa: B010 (not declared by Runtime yet)
+        self.limits: OutputLimits = limits
         self.tool_context = ToolContext(
             working_dir=req.working_dir,
             run_id=req.run_id,
@@ -630,6 +739,8 @@ class _Turn:
         emit_delta = self.req.emit_delta or (lambda content: emit(_text_delta(content)))
         stream = self.provider.stream(request)
         finished = False
+        cap = self.limits.reply_chars
+        room = cap if cap is not None else 1 << 62  # characters the reply may still stream
         try:
             async for chunk in stream:
                 if type(chunk) is text_chunk:
@@ -637,6 +748,9 @@ class _Turn:
                         close_thinking()
                     produced[0] = True
                     text = chunk.text
+                    room -= len(text)
+                    if room < 0:
+                        raise _reply_too_large(cap)
                     if not text.isascii():  # a lone surrogate would break every consumer
                         text = _text_safe(text)
                     add_text(text)
@@ -648,6 +762,9 @@ class _Turn:
                         close_thinking()
                         thinking.append(ThinkingBlock(content="", redacted=chunk.redacted))
                         continue
+                    room -= len(chunk.text)
+                    if room < 0:
+                        raise _reply_too_large(cap)
                     thinking_parts.append(chunk.text)
                     if chunk.signature is not None:
                         close_thinking(chunk.signature)
@@ -655,6 +772,10 @@ class _Turn:
                     if thinking_parts:
                         close_thinking()
                     produced[0] = True
+                    arguments = chunk.call.arguments
+                    room -= len(arguments) if type(arguments) is str else _size(arguments)
+                    if room < 0:
+                        raise _reply_too_large(cap)
                     calls.append(_call_safe(chunk.call))
                 elif type(chunk) is Usage:
                     current = usage.get(chunk.model, ModelUsage())
@@ -833,6 +954,7 @@ async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> T
     messages.extend(pending)
     calls_made = 0
     tool_calls = 0
+    output_cap = turn.limits.tool_output_chars
     try:
         while calls_made < max_turns:
             calls_made += 1
@@ -864,8 +986,11 @@ async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> T
                     output, is_error = "not run: the output was already submitted", True
                 else:
                     output, is_error = await turn.call_tool(call)
+                text = _as_text(output)
+                if output_cap is not None and len(text) > output_cap:
+                    output = text = _cut_output(text, output_cap)
                 req.emit(_tool_result(call.id, call.name, output, is_error))
-                step.append(_tool_result_message(call.id, call.name, _as_text(output), is_error))
+                step.append(_tool_result_message(call.id, call.name, text, is_error))
             messages.extend(step)
             pending.extend(step)
             await req.save_messages(pending)
