@@ -806,3 +806,44 @@ async def test_a_stream_without_its_end_says_how_much_came(flavour: str) -> None
         await provider.aclose()
     assert info.value.kind == "incomplete_stream"
     assert "(HTTP 200, text/event-stream, 0 events)" in info.value.message, info.value.message
+
+
+def _endless_arguments(flavour: str) -> list[bytes]:
+    """A tool call whose arguments stream 100,000 characters at a time, 10 M in all."""
+    piece = "x" * 100_000
+    if flavour == "anthropic":
+        events: list[tuple[str, dict[str, Any]]] = [
+            ("message_start", {"type": "message_start", "message": {
+                "id": "m", "type": "message", "role": "assistant", "model": "claude-x",
+                "content": [], "usage": {"input_tokens": 1, "output_tokens": 1}}}),
+            ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
+                "type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}}),
+        ]
+        events += [("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
+            "type": "input_json_delta", "partial_json": piece}})] * 100
+    elif flavour == "openai-chat":
+        events = [("", {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                        "choices": [{"index": 0, "finish_reason": None, "delta": {
+                            "tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                                            "function": {"name": "f", "arguments": piece}}]}}]})
+                  ] * 100
+    else:
+        events = [("response.function_call_arguments.delta", {
+            "type": "response.function_call_arguments.delta", "item_id": "fc_1",
+            "output_index": 0, "delta": piece, "sequence_number": 1})] * 100
+    return [(f"event: {name}\n" if name else "").encode() + b"data: "
+            + json.dumps(data).encode() + b"\n\n" for name, data in events]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("flavour", FLAVOURS)
+async def test_endlessly_streamed_tool_arguments_are_bounded(flavour: str) -> None:
+    from agentkit.providers._args import MAX_ARGUMENT_CHARS
+
+    with ReplayServer([Reply(200, _endless_arguments(flavour))], piece_delay=0) as server:
+        provider = _provider(flavour, server.base_url)
+        with pytest.raises(ProviderError) as info:
+            await collect(provider.stream(_request()))
+        await provider.aclose()
+    assert info.value.kind == "reply_too_large" and not info.value.retryable
+    assert f"over {MAX_ARGUMENT_CHARS:,} characters" in info.value.message

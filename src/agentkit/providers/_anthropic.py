@@ -25,7 +25,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from contextlib import aclosing
 from typing import Any
 
-from agentkit.providers._args import text_field, tool_call_chunk
+from agentkit.providers._args import Arguments, text_field, tool_call_chunk
 from agentkit.providers._base import (
     AssistantMessage,
     Chunk,
@@ -266,7 +266,9 @@ class _StreamState:
     def _start(self, index: int, block: Any) -> list[Chunk]:
         kind = block.type
         if kind == "tool_use":
-            self.blocks[index] = {"type": kind, "id": block.id, "name": block.name, "json": ""}
+            self.blocks[index] = {
+                "type": kind, "id": block.id, "name": block.name, "json": Arguments()
+            }
         elif kind == "thinking":
             self.blocks[index] = {"type": kind, "signature": block.signature or None}
             if block.thinking:
@@ -293,7 +295,7 @@ class _StreamState:
             signature = text_field(delta.signature, kind)
             block["signature"] = (block.get("signature") or "") + signature
         elif kind == "input_json_delta":
-            block["json"] = block.get("json", "") + text_field(delta.partial_json, kind)
+            block.setdefault("json", Arguments()).add(delta.partial_json, kind)
         return []
 
     def _stop(self, index: int) -> list[Chunk]:
@@ -301,7 +303,7 @@ class _StreamState:
         if block["type"] == "thinking" and block.get("signature"):
             return [ThinkingChunk("", signature=block["signature"])]
         if block["type"] == "tool_use":
-            return [tool_call_chunk(block["id"], block["name"], block["json"])]
+            return [tool_call_chunk(block["id"], block["name"], block["json"].text())]
         return []
 
 

@@ -14,7 +14,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from contextlib import aclosing
 from typing import Any, Literal
 
-from agentkit.providers._args import text_field, tool_call_chunk
+from agentkit.providers._args import Arguments, text_field, tool_call_chunk
 from agentkit.providers._base import (
     AssistantMessage,
     Chunk,
@@ -263,7 +263,7 @@ class _ChatState:
 
     def __init__(self, model: str) -> None:
         self.model = model
-        self.calls: dict[int, dict[str, str]] = {}
+        self.calls: dict[int, dict[str, Any]] = {}
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
 
@@ -292,16 +292,16 @@ class _ChatState:
                 if delta.content:
                     out.append(TextChunk(text_field(delta.content, "delta.content")))
                 for piece in delta.tool_calls or ():
-                    call = self.calls.setdefault(piece.index, {"id": "", "name": "", "args": ""})
+                    call = self.calls.setdefault(
+                        piece.index, {"id": "", "name": "", "args": Arguments()}
+                    )
                     if piece.id:
                         call["id"] = text_field(piece.id, "tool_calls[].id")
                     if piece.function is not None:
                         if piece.function.name:
                             call["name"] += text_field(piece.function.name, "function.name")
                         if piece.function.arguments:
-                            call["args"] += text_field(
-                                piece.function.arguments, "function.arguments"
-                            )
+                            call["args"].add(piece.function.arguments, "function.arguments")
             if choice.finish_reason:
                 self.finish_reason = choice.finish_reason
         return out
@@ -316,7 +316,9 @@ class _ChatState:
         out: list[Chunk] = []
         for index in sorted(self.calls):
             call = self.calls[index]
-            out.append(tool_call_chunk(call["id"] or f"call_{index}", call["name"], call["args"]))
+            out.append(
+                tool_call_chunk(call["id"] or f"call_{index}", call["name"], call["args"].text())
+            )
         if self.usage is not None:
             out.append(self.usage)
         reason = _FINISH_REASONS.get(self.finish_reason, "other")
@@ -410,7 +412,7 @@ class _ResponsesState:
     def __init__(self, model: str, provider: str) -> None:
         self.model = model
         self.provider = provider
-        self.calls: dict[str, dict[str, str]] = {}
+        self.calls: dict[str, dict[str, Any]] = {}
         self.saw_call = False
         self.done = False
         self.stop: StopReason = "end_turn"
@@ -425,11 +427,14 @@ class _ResponsesState:
         if kind == "response.output_item.added" and event.item.type == "function_call":
             item = event.item
             self.calls[item.id or item.call_id] = {
-                "call_id": item.call_id, "name": item.name, "args": item.arguments or ""
+                "call_id": item.call_id, "name": item.name,
+                "args": Arguments(item.arguments, "function_call.arguments"),
             }
         elif kind == "response.function_call_arguments.delta":
-            self.calls.setdefault(event.item_id, {"call_id": "", "name": "", "args": ""})
-            self.calls[event.item_id]["args"] += text_field(event.delta, kind)
+            self.calls.setdefault(
+                event.item_id, {"call_id": "", "name": "", "args": Arguments()}
+            )
+            self.calls[event.item_id]["args"].add(event.delta, kind)
         elif kind == "response.output_item.done":
             return self._item_done(event.item)
         elif kind in ("response.completed", "response.incomplete"):
@@ -454,7 +459,10 @@ class _ResponsesState:
     def _item_done(self, item: Any) -> list[Chunk]:
         if item.type == "function_call":
             partial = self.calls.pop(item.id or item.call_id, None)
-            raw = item.arguments if item.arguments is not None else (partial or {}).get("args", "")
+            raw = (
+                item.arguments if item.arguments is not None
+                else partial["args"].text() if partial is not None else ""
+            )
             self.saw_call = True
             return [tool_call_chunk(item.call_id, item.name, raw)]
         if item.type == "reasoning" and getattr(item, "encrypted_content", None):
