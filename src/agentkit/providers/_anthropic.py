@@ -92,8 +92,8 @@ class AnthropicProvider:
             connect and read timeouts then apply; first-byte and total ones still hold).
 
     Timeouts not given fall back to the environment (`AGENTKIT_PROVIDER_CONNECT_TIMEOUT`,
-    `..._FIRST_BYTE_TIMEOUT`, `..._READ_TIMEOUT`, `..._TOTAL_TIMEOUT`; see
-    `ProviderTimeouts`), then to the defaults.
+    `AGENTKIT_PROVIDER_FIRST_BYTE_TIMEOUT`, `AGENTKIT_PROVIDER_READ_TIMEOUT`,
+    `AGENTKIT_PROVIDER_TOTAL_TIMEOUT`; see `ProviderTimeouts`), then to the defaults.
     """
 
     name = "anthropic"

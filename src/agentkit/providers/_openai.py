@@ -83,8 +83,8 @@ class OpenAIProvider:
         total_timeout: Seconds one request may take in all (default 600).
 
     Timeouts not given fall back to the environment (`AGENTKIT_PROVIDER_CONNECT_TIMEOUT`,
-    `..._FIRST_BYTE_TIMEOUT`, `..._READ_TIMEOUT`, `..._TOTAL_TIMEOUT`; see
-    `ProviderTimeouts`), then to the defaults.
+    `AGENTKIT_PROVIDER_FIRST_BYTE_TIMEOUT`, `AGENTKIT_PROVIDER_READ_TIMEOUT`,
+    `AGENTKIT_PROVIDER_TOTAL_TIMEOUT`; see `ProviderTimeouts`), then to the defaults.
     """
 
     def __init__(
