@@ -746,7 +746,6 @@ class _Turn:
                 if type(chunk) is text_chunk:
                     if thinking_parts:
                         close_thinking()
-                    produced[0] = True
                     text = chunk.text
                     room -= len(text)
                     if room < 0:
@@ -756,7 +755,6 @@ class _Turn:
                     add_text(text)
                     emit_delta(text)
                 elif type(chunk) is ThinkingChunk:
-                    produced[0] = True
                     if chunk.redacted is not None:
                         # Kept for the transcript only: there is nothing to show.
                         close_thinking()
@@ -771,7 +769,6 @@ class _Turn:
                 elif type(chunk) is ToolCallChunk:
                     if thinking_parts:
                         close_thinking()
-                    produced[0] = True
                     arguments = chunk.call.arguments
                     room -= len(arguments) if type(arguments) is str else _size(arguments)
                     if room < 0:
@@ -787,6 +784,11 @@ class _Turn:
                         reasoning_tokens=chunk.reasoning_tokens,
                     )
             finished = True
+        except ProviderError:
+            # Whether anything came (so was shown) before the failure: worked out here, once,
+            # rather than flagged on every streamed piece.
+            produced[0] = bool(text_parts or thinking_parts or thinking or calls)
+            raise
         finally:
             # An async generator that ran to its end is closed already: skip the shielded
             # aclose (a cancel scope per model call) on that, the common, path.
