@@ -635,24 +635,22 @@ def _abandoned(tool: Tool, seconds: float) -> None:
 
 
 def _size(value: Any) -> int:
-    """About how many characters `value` takes as JSON: its strings' lengths plus a few per
-    item, found without encoding it (`json.dumps` costs more than the rest of a small call);
-    iterative, so no nesting can exhaust the stack."""
-    size, stack = 0, [value]
-    while stack:
-        item = stack.pop()
-        if type(item) is str:
-            size += len(item) + 2
-        elif type(item) is dict:
-            size += 2 + 2 * len(item)
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif type(item) is list:
-            size += 2 + len(item)
-            stack.extend(item)
-        else:
-            size += 4
-    return size
+    """About how many characters `value` takes as JSON, found without encoding it:
+    `json.dumps` costs more than the rest of a small tool call, `repr` (in C) a tenth of
+    that and comes within a few characters per item."""
+    try:
+        return len(repr(value))
+    except RecursionError:  # nested deeper than repr goes: count it the slow way
+        size, stack = 0, [value]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, dict):
+                stack.extend(item.keys())
+                stack.extend(item.values())
+            elif isinstance(item, list | tuple):
+                stack.extend(item)
+            size += len(item) + 2 if isinstance(item, str) else 4
+        return size
 
 
 def _reply_too_large(cap: int | None) -> ProviderError:
