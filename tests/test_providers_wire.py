@@ -847,3 +847,20 @@ async def test_endlessly_streamed_tool_arguments_are_bounded(flavour: str) -> No
         await provider.aclose()
     assert info.value.kind == "reply_too_large" and not info.value.retryable
     assert f"over {MAX_ARGUMENT_CHARS:,} characters" in info.value.message
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("flavour", FLAVOURS)
+async def test_a_refused_connection_says_where_and_why(flavour: str) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # nothing listens there once closed
+    provider = _provider(flavour, f"http://user:secret@127.0.0.1:{port}")
+    with pytest.raises(ProviderError) as info:
+        await collect(provider.stream(_request()))
+    await provider.aclose()
+    message = info.value.message
+    assert f"connection failed to http://127.0.0.1:{port}/" in message, message
+    assert "ConnectionRefusedError" in message or "refused" in message.lower(), message
+    assert "secret" not in message
+    assert info.value.retryable and info.value.kind == "connection"

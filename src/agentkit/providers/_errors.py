@@ -126,7 +126,8 @@ def map_error(
     if status is None:
         if cls == "APIConnectionError" or module.startswith(("httpx", "httpcore")):
             return ProviderError(
-                f"{provider}: connection failed: {exc}", retryable=True, kind="connection"
+                f"{provider}: connection failed{_where_and_why(exc)}",
+                retryable=True, kind="connection",
             )
         if kind or code:
             # An error event inside a stream (OpenAI raises APIError without a status).
@@ -195,3 +196,27 @@ def _timeout_phase(exc: BaseException) -> str:
             return phase
         seen = seen.__cause__ or seen.__context__
     return ""
+
+
+def _where_and_why(exc: BaseException) -> str:
+    """` to <url>: <the low-level reason>` for a connection failure, as far as known (the
+    client libraries' own message is only "Connection error.")."""
+    request: Any = getattr(exc, "request", None)
+    try:
+        # Scheme, host, port and path only: a URL's user info or query may hold a secret.
+        parsed = request.url
+        port = f":{parsed.port}" if parsed.port else ""
+        url = f"{parsed.scheme}://{parsed.host}{port}{parsed.path}"
+    except Exception:  # no request, or one without a URL
+        url = ""
+    reason, seen = str(exc), exc.__cause__ or exc.__context__
+    for _ in range(6):
+        if seen is None:
+            break
+        if isinstance(seen, BaseExceptionGroup):  # trio's "all attempts to connect failed"
+            seen = seen.exceptions[0]
+            continue
+        if str(seen):
+            reason = f"{seen!s} ({type(seen).__name__})"
+        seen = seen.__cause__ or seen.__context__
+    return f"{f' to {url}' if url else ''}: {_cut(reason, 300)}"
