@@ -971,3 +971,36 @@ async def test_the_default_reply_cap_stops_an_endless_stream() -> None:
         with anyio.fail_after(60):
             outcome = await run.wait()
     assert outcome.status == "error" and "1,000,000 characters" in (outcome.error or "")
+
+
+async def test_cancelling_a_run_whose_tool_waits_on_a_worker_thread_ends_it_promptly() -> None:
+    import threading
+    import time
+
+    release = threading.Event()
+
+    async def blocking(arguments: dict[str, Any], context: Any) -> str:
+        await anyio.to_thread.run_sync(release.wait, 60)
+        return "finished"
+
+    spec = AgentSpec(id="demo:t", tools=("blocking",), permission_mode="bypassPermissions")
+    tool = Tool("blocking", "Blocks a thread.", {"type": "object"}, blocking, timeout=60)
+    provider = ScriptedProvider([call("blocking"), "never reached"])
+    try:
+        async with Runtime(provider=provider, tools=ToolRegistry([tool])) as runtime:
+            run = await runtime.start(spec, "go")
+            async for event in run.events():
+                if event.type == "tool_use":
+                    await anyio.sleep(0.2)  # the tool waits on its thread now
+                    started = time.monotonic()
+                    run.cancel()
+            with anyio.fail_after(20):
+                outcome = await run.wait()
+            elapsed = time.monotonic() - started
+    finally:
+        release.set()
+    # Within a poll and a grace (about 2 s), not at the 60 s timeout or the thread's end.
+    assert elapsed < 6, elapsed
+    assert outcome.status == "interrupted"
+    kinds = [e.type async for e in run.events()]
+    assert "tool_result" not in kinds and kinds[-2:] == ["error", "turn_end"]

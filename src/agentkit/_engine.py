@@ -24,6 +24,7 @@ from types import AsyncGeneratorType
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
+import anyio.lowlevel
 from pydantic_core import to_jsonable_python
 
 from agentkit._schema import schema_violations
@@ -531,31 +532,17 @@ async def _call_within(
 
     On asyncio the call runs in the caller's task (no task per call on this hot path), and
     at the end of the grace a native `Task.cancel()` goes through the shields anyio keeps:
-    the task stops waiting, a worker thread's result is dropped and the thread runs on.
+    the task stops waiting, a worker thread's result is dropped and the thread runs on. The
+    same happens, within a second and a grace, when the run is cancelled during such a
+    wait, which anyio would otherwise hold off until the thread ends.
     """
     asyncio: Any = sys.modules.get("asyncio")
     try:
         loop = asyncio.get_running_loop()
     except (AttributeError, RuntimeError):  # asyncio not even imported, or not running
         return await _call_within_detached(tool, arguments, context, seconds)
-    task = asyncio.current_task()
-    forced = False
     scope = anyio.CancelScope()
-    timer: Any = None
-
-    # One timer at a time, in place of the scope's own deadline timer: cancel the scope at
-    # the deadline, then force the task out at the end of the grace.
-    def expire() -> None:
-        nonlocal timer
-        scope.cancel()
-        timer = loop.call_at(loop.time() + TOOL_ABANDON_GRACE, force)
-
-    def force() -> None:
-        nonlocal forced
-        forced = True
-        task.cancel()  # not an anyio cancellation: no anyio scope swallows it
-
-    timer = loop.call_at(loop.time() + seconds, expire)
+    watch = _Watch(loop, asyncio.current_task(), scope, loop.time() + seconds)
     try:
         # anyio.fail_after without its two generator-based context managers: the scope
         # swallows only its own cancellation, so falling out of it means the call timed out.
@@ -563,14 +550,63 @@ async def _call_within(
             return await tool.function(arguments, context)
         raise TimeoutError
     except asyncio.CancelledError:
-        if not forced:
+        if not watch.forced:
             raise
-        _abandoned(tool, seconds)
+        watch.forced = False
+        watch.task.uncancel()  # ours alone: the run's own cancellations stay pending
+        _abandoned(tool, seconds, cancelled=watch.stopping)
+        if watch.stopping:
+            # The run's cancellation, which anyio starts again now that the task has left
+            # the shielded section, ends the call instead of a timeout.
+            await anyio.lowlevel.checkpoint()
         raise TimeoutError from None
     finally:
-        timer.cancel()
-        if forced:
-            task.uncancel()  # ours alone: the run's own cancellations stay pending
+        watch.timer.cancel()
+        if watch.forced:  # forced out, but the call went on and ended some other way
+            watch.task.uncancel()
+
+
+class _Watch:
+    """The one timer of a timed tool call on asyncio, in place of its scope's own deadline
+    timer. It looks every `TOOL_ABANDON_GRACE` whether the run is being cancelled (anyio
+    holds that off while the call is in a shielded section) and at the deadline cancels
+    the call's scope; either way it then forces the task out at the end of the grace."""
+
+    __slots__ = ("deadline", "forced", "loop", "scope", "stopping", "task", "timer")
+
+    def __init__(self, loop: Any, task: Any, scope: Any, deadline: float) -> None:
+        self.loop, self.task, self.scope, self.deadline = loop, task, scope, deadline
+        self.forced = self.stopping = False
+        self.timer = loop.call_at(min(deadline, loop.time() + TOOL_ABANDON_GRACE), self.check)
+
+    def check(self) -> None:
+        now = self.loop.time()
+        if now >= self.deadline or _outer_cancelled(self.scope):
+            self.stopping = now < self.deadline
+            self.scope.cancel()
+            self.timer = self.loop.call_at(now + TOOL_ABANDON_GRACE, self.force)
+        else:
+            self.timer = self.loop.call_at(
+                min(self.deadline, now + TOOL_ABANDON_GRACE), self.check
+            )
+
+    def force(self) -> None:
+        self.forced = True
+        self.task.cancel()  # not an anyio cancellation: no anyio scope swallows it
+
+
+def _outer_cancelled(scope: Any) -> bool:
+    """Whether a cancel scope around `scope` (entered) has been cancelled, with no shield in
+    between: the run is being cancelled. Read from anyio's scopes on asyncio, where their
+    parent link is `_parent_scope`; `False` if that ever changes."""
+    outer = getattr(scope, "_parent_scope", None)
+    while outer is not None:
+        if outer.cancel_called:
+            return True
+        if outer.shield:
+            return False
+        outer = getattr(outer, "_parent_scope", None)
+    return False
 
 
 async def _call_within_detached(
@@ -626,11 +662,12 @@ async def _call_within_detached(
     raise TimeoutError  # the scope's deadline ended the call
 
 
-def _abandoned(tool: Tool, seconds: float) -> None:
+def _abandoned(tool: Tool, seconds: float, *, cancelled: bool = False) -> None:
     _logger.warning(
-        "tool %s did not stop within %gs of its %gs timeout; it was abandoned and may still "
-        "be running (in a worker thread, say)",
-        tool.name, TOOL_ABANDON_GRACE, seconds,
+        "tool %s did not stop within %gs of %s; it was abandoned and may still be running "
+        "(in a worker thread, say)",
+        tool.name, TOOL_ABANDON_GRACE,
+        "its run being cancelled" if cancelled else f"its {seconds:g}s timeout",
     )
 
 
