@@ -815,3 +815,192 @@ async def test_allowlist_entries_naming_nothing_are_logged_once(
     assert "Raed, mcp__nowhere, demo:missing" in warnings[0]
     assert "demo:ghost" in warnings[1]
     assert [t.name for t in provider.requests[-1].tools] == ["add", "summon"]
+
+
+async def test_a_tool_timeout_holds_while_the_tool_waits_on_a_worker_thread() -> None:
+    import threading
+    import time
+
+    release = threading.Event()
+
+    async def blocking(arguments: dict[str, Any], context: Any) -> str:
+        # A worker thread cannot be interrupted: anyio waits for it even when cancelled.
+        await anyio.to_thread.run_sync(release.wait, 30)
+        return "finished"
+
+    spec = AgentSpec(id="demo:t", tools=("blocking",), permission_mode="bypassPermissions")
+    tool = Tool("blocking", "Blocks a thread.", {"type": "object"}, blocking, timeout=1)
+    provider = ScriptedProvider([call("blocking"), "done"])
+    try:
+        async with Runtime(provider=provider, tools=ToolRegistry([tool])) as runtime:
+            started = time.monotonic()
+            run = await runtime.start(spec, "go")
+            with anyio.fail_after(20):
+                outcome = await run.wait()
+            elapsed = time.monotonic() - started
+    finally:
+        release.set()  # the abandoned thread ends now, not in 30 s
+    assert outcome.ok and outcome.text == "done"
+    # 1 s timeout, 1 s grace for shielded cleanup; it used to wait for the thread (30 s).
+    assert elapsed < 6, elapsed
+    [result] = [e async for e in run.events() if e.type == "tool_result"]
+    assert result.is_error and result.output == "blocking timed out after 1 seconds"
+
+
+# --- output limits ----------------------------------------------------------------------
+
+
+async def test_a_huge_tool_output_is_cut_to_its_head_with_a_note_everywhere() -> None:
+    from agentkit._engine import OutputLimits
+
+    async def flood(arguments: dict[str, Any], context: Any) -> str:
+        return "x" * 20_000_000  # 20 MB: it used to reach the model, events and store whole
+
+    spec = AgentSpec(id="demo:f", tools=("flood",), permission_mode="bypassPermissions")
+    registry = ToolRegistry([Tool("flood", "Floods.", {"type": "object"}, flood)])
+    provider = ScriptedProvider([call("flood"), "done"])
+    store = MemoryStore()
+    async with Runtime(provider=provider, tools=registry, store=store) as runtime:
+        run = await runtime.start(spec, "go")
+        outcome = await run.wait()
+    assert outcome.ok
+    cap = OutputLimits().tool_output_chars
+    assert cap == 200_000
+    [result] = [e async for e in run.events() if e.type == "tool_result"]
+    assert not result.is_error
+    assert result.output.startswith("x" * cap)
+    assert result.output.endswith(
+        "[output truncated by agentkit: the first 200,000 of 20,000,000 characters are shown]"
+    )
+    assert len(result.output) < cap + 200
+    sent = provider.requests[1].messages[-1]
+    assert isinstance(sent, ToolResultMessage) and sent.content == result.output
+    transcript = await store.load_transcript(outcome.session_id)
+    assert max(len(json.dumps(m.model_dump())) for m in transcript) < cap + 500
+
+
+async def test_output_caps_cover_structured_results_and_actions_and_are_configurable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agentkit._engine import OutputLimits
+
+    actions = ActionRegistry()
+
+    @actions.action("demo:big")
+    async def big(arguments: dict[str, Any], context: Any) -> ActionResult:
+        return ActionResult.ok({"rows": list(range(10_000))})
+
+    async def rows(arguments: dict[str, Any], context: Any) -> dict[str, Any]:
+        return {"rows": ["row"] * 10_000}
+
+    spec = AgentSpec(
+        id="demo:s", tools=("rows",), actions=("demo:big",), permission_mode="bypassPermissions"
+    )
+    registry = ToolRegistry([Tool("rows", "Rows.", {"type": "object"}, rows)])
+    provider = ScriptedProvider([call("rows"), call("demo__big"), "done"] * 2)
+    async with Runtime(provider=provider, tools=registry, actions=actions) as runtime:
+        runtime.limits = OutputLimits(tool_output_chars=100)  # type: ignore[attr-defined]
+        run = await runtime.start(spec, "go")
+        assert (await run.wait()).ok
+        shown = [e.output async for e in run.events() if e.type == "tool_result"]
+        del runtime.limits  # type: ignore[attr-defined]
+        monkeypatch.setenv("AGENTKIT_MAX_TOOL_OUTPUT_CHARS", "50")
+        run = await runtime.start(spec, "go")
+        assert (await run.wait()).ok
+        shown += [e.output async for e in run.events() if e.type == "tool_result"]
+    assert [s[:12] for s in shown] == ['{"rows": ["r', '{"status": "'] * 2
+    assert [len(s.partition("\n\n")[0]) for s in shown] == [100, 100, 50, 50]
+    assert all("characters are shown]" in s for s in shown)
+
+
+def test_output_limits_from_the_environment() -> None:
+    from agentkit._engine import OutputLimits
+
+    assert OutputLimits.from_env({}) == OutputLimits()
+    limits = OutputLimits.from_env(
+        {"AGENTKIT_MAX_TOOL_OUTPUT_CHARS": "1_000", "AGENTKIT_MAX_REPLY_CHARS": "none"}
+    )
+    assert limits == OutputLimits(tool_output_chars=1000, reply_chars=None)
+    # A typo is ignored (and logged), never a reason for a run to fail.
+    assert OutputLimits.from_env({"AGENTKIT_MAX_REPLY_CHARS": "lots"}) == OutputLimits()
+    assert OutputLimits.from_env({"AGENTKIT_MAX_REPLY_CHARS": "-5"}) == OutputLimits()
+
+
+class _EndlessProvider:
+    """A model that never stops talking (or thinking, or calling a tool with huge input)."""
+
+    name = "endless"
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    def resolve_model(self, tier: str | None, model: str | None) -> str:
+        return "endless-1"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
+        from agentkit.providers import ToolCall, ToolCallChunk
+
+        if self.kind == "tool":
+            yield ToolCallChunk(ToolCall(id="c1", name="add", arguments={"a": "1" * 5000}))
+        while True:
+            yield TextChunk("blah " * 20) if self.kind == "text" else ThinkingChunk("hmm " * 25)
+            await anyio.lowlevel.checkpoint()
+
+
+@pytest.mark.parametrize("kind", ["text", "thinking", "tool"])
+async def test_a_reply_over_the_size_cap_ends_the_model_call_with_a_clear_error(
+    kind: str,
+) -> None:
+    from agentkit._engine import OutputLimits
+
+    async with Runtime(provider=_EndlessProvider(kind), tools=tools()) as runtime:
+        runtime.limits = OutputLimits(reply_chars=4000)  # type: ignore[attr-defined]
+        run = await runtime.start(SPEC, "go")
+        with anyio.fail_after(10):  # it used to stream forever
+            outcome = await run.wait()
+    assert outcome.status == "error"
+    assert outcome.error.startswith("model call failed: the model's reply went over 4,000 ")
+    deltas = [e.content async for e in run.events() if e.type == "text_delta"]
+    assert sum(map(len, deltas)) <= 4000
+    assert outcome.accounting.model_calls == 1  # not retried
+
+
+async def test_the_default_reply_cap_stops_an_endless_stream() -> None:
+    async with Runtime(provider=_EndlessProvider("text"), tools=tools()) as runtime:
+        run = await runtime.start(SPEC, "go")
+        with anyio.fail_after(60):
+            outcome = await run.wait()
+    assert outcome.status == "error" and "1,000,000 characters" in (outcome.error or "")
+
+
+async def test_cancelling_a_run_whose_tool_waits_on_a_worker_thread_ends_it_promptly() -> None:
+    import threading
+    import time
+
+    release = threading.Event()
+
+    async def blocking(arguments: dict[str, Any], context: Any) -> str:
+        await anyio.to_thread.run_sync(release.wait, 60)
+        return "finished"
+
+    spec = AgentSpec(id="demo:t", tools=("blocking",), permission_mode="bypassPermissions")
+    tool = Tool("blocking", "Blocks a thread.", {"type": "object"}, blocking, timeout=60)
+    provider = ScriptedProvider([call("blocking"), "never reached"])
+    try:
+        async with Runtime(provider=provider, tools=ToolRegistry([tool])) as runtime:
+            run = await runtime.start(spec, "go")
+            async for event in run.events():
+                if event.type == "tool_use":
+                    await anyio.sleep(0.2)  # the tool waits on its thread now
+                    started = time.monotonic()
+                    run.cancel()
+            with anyio.fail_after(20):
+                outcome = await run.wait()
+            elapsed = time.monotonic() - started
+    finally:
+        release.set()
+    # Within a poll and a grace (about 2 s), not at the 60 s timeout or the thread's end.
+    assert elapsed < 6, elapsed
+    assert outcome.status == "interrupted"
+    kinds = [e.type async for e in run.events()]
+    assert "tool_result" not in kinds and kinds[-2:] == ["error", "turn_end"]

@@ -4,6 +4,10 @@ server replaying byte-exact SSE streams of its API (tests/data/providers/<api>/)
 from __future__ import annotations
 
 import json
+import os
+import socket
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +20,7 @@ from agentkit.providers import (
     ModelRequest,
     OpenAIProvider,
     Provider,
+    ProviderConfigError,
     ProviderError,
     Stop,
     TextChunk,
@@ -27,6 +32,7 @@ from agentkit.providers import (
     Usage,
     UserMessage,
 )
+from agentkit.providers._timeouts import ProviderTimeouts, set_default_timeouts
 from agentkit.testing._provider_conformance import (
     CONFORMANCE_SCENARIOS,
     ReplayServer,
@@ -520,3 +526,341 @@ async def test_anthropic_redacted_thinking_goes_back_unchanged_and_is_never_show
         assert isinstance(transcript[1], AssistantMessage)
         assert transcript[1].thinking[0] == ThinkingBlock(content="", redacted=REDACTED)
         await provider.aclose()
+
+
+# --- timeouts: seconds, not minutes (issue 11, item 9) ------------------------------------
+
+TIMEOUT_VARS = ("AGENTKIT_PROVIDER_CONNECT_TIMEOUT", "AGENTKIT_PROVIDER_FIRST_BYTE_TIMEOUT",
+                "AGENTKIT_PROVIDER_READ_TIMEOUT", "AGENTKIT_PROVIDER_TOTAL_TIMEOUT")
+
+
+class RawServer:
+    """A loopback server whose `answer(connection)` writes whatever bytes it likes; for
+    servers that stall, trickle or send half a response."""
+
+    def __init__(self, answer: Callable[[socket.socket, threading.Event], None]) -> None:
+        self._answer = answer
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self._sock.settimeout(0.05)
+        self.base_url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        self.stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def __enter__(self) -> RawServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self._thread.join(5)
+        self._sock.close()
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def _handle(self, conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(10)
+            try:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(65536)
+                self._answer(conn, self.stop)
+            except OSError:
+                return
+
+
+def _never_answer(conn: socket.socket, stop: threading.Event) -> None:
+    stop.wait(60)
+
+
+def _headers_then_silence(conn: socket.socket, stop: threading.Event) -> None:
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                 b"Transfer-Encoding: chunked\r\n\r\n")
+    stop.wait(60)
+
+
+def _trickle(conn: socket.socket, stop: threading.Event) -> None:
+    """An event stream that never ends: a keep-alive comment every 0.2 s."""
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                 b"Transfer-Encoding: chunked\r\n\r\n")
+    while not stop.wait(0.2):
+        piece = b": keep-alive\n\n"
+        conn.sendall(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+
+
+def _provider(flavour: str, url: str, **options: Any) -> Any:
+    if flavour == "anthropic":
+        return AnthropicProvider(api_key="k", base_url=url, **options)
+    return OpenAIProvider(api_key="k", base_url=url + "/v1", api=flavour[7:], **options)  # type: ignore[arg-type]
+
+
+FLAVOURS = ["anthropic", "openai-chat", "openai-responses"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("flavour", FLAVOURS)
+@pytest.mark.parametrize(
+    ("answer", "option", "phrase"),
+    [
+        (_never_answer, "first_byte_timeout", "no response within 1 s of sending the request"),
+        (_headers_then_silence, "read_timeout", "the server went silent"),
+        (_trickle, "total_timeout", "took longer than 1 s in all"),
+    ],
+)
+async def test_a_stalled_server_times_out_in_seconds(
+    flavour: str, answer: Any, option: str, phrase: str
+) -> None:
+    with RawServer(answer) as server:
+        provider = _provider(flavour, server.base_url, **{option: 1})
+        started = time.monotonic()
+        with pytest.raises(ProviderError) as info:
+            await collect(provider.stream(_request()))
+        elapsed = time.monotonic() - started
+        await provider.aclose()
+    assert elapsed < 6, elapsed  # it used to take 600 s per attempt
+    assert info.value.retryable and info.value.kind == "timeout"
+    assert phrase in info.value.message, info.value.message
+
+
+@pytest.mark.anyio
+async def test_a_server_that_never_answers_fails_the_run_in_seconds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agentkit import AgentSpec, Runtime
+    from agentkit.runtime import RetryPolicy
+
+    monkeypatch.setenv("AGENTKIT_PROVIDER_FIRST_BYTE_TIMEOUT", "1")
+    with RawServer(_never_answer) as server:
+        provider = AnthropicProvider(api_key="k", base_url=server.base_url)
+        retry = RetryPolicy(max_attempts=2, initial_delay=0.01)
+        async with Runtime(provider=provider, retry=retry) as runtime:
+            started = time.monotonic()
+            run = await runtime.start(AgentSpec(id="demo:t"), "hello?")
+            outcome = await run.wait()
+            elapsed = time.monotonic() - started
+        await provider.aclose()
+    assert outcome.status == "error" and outcome.accounting.model_calls == 1
+    assert "no response within 1 s" in (outcome.error or "")
+    assert "AGENTKIT_PROVIDER_FIRST_BYTE_TIMEOUT" in (outcome.error or "")
+    assert elapsed < 8, elapsed  # two attempts of 1 s; it used to be 4 of 600 s
+
+
+def test_timeouts_come_from_arguments_then_the_environment_then_defaults(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in TIMEOUT_VARS:
+        monkeypatch.delenv(name, raising=False)
+    assert ProviderTimeouts.resolve() == ProviderTimeouts(10, 60, 120, 600)
+    monkeypatch.setenv("AGENTKIT_PROVIDER_CONNECT_TIMEOUT", "3")
+    monkeypatch.setenv("AGENTKIT_PROVIDER_TOTAL_TIMEOUT", "90.5")
+    assert ProviderTimeouts.resolve() == ProviderTimeouts(3, 60, 120, 90.5)
+    assert ProviderTimeouts.resolve(connect=1, read=7) == ProviderTimeouts(1, 60, 7, 90.5)
+    # The older single `timeout` stands in for connect, first byte and read.
+    assert ProviderTimeouts.resolve(timeout=5) == ProviderTimeouts(5, 5, 5, 90.5)
+    provider = AnthropicProvider(api_key="k", first_byte_timeout=2)
+    assert provider.timeouts == ProviderTimeouts(3, 2, 120, 90.5)
+    from agentkit.providers import create_provider
+
+    made = create_provider("openai", api_key="k", read_timeout=4)
+    assert made.timeouts == ProviderTimeouts(3, 60, 4, 90.5)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "soon", "nan", "inf", "1e99"])
+def test_a_bad_timeout_is_a_config_error_naming_the_setting(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("AGENTKIT_PROVIDER_READ_TIMEOUT", value)
+    with pytest.raises(ProviderConfigError, match="AGENTKIT_PROVIDER_READ_TIMEOUT must be a"):
+        AnthropicProvider(api_key="k")
+    monkeypatch.delenv("AGENTKIT_PROVIDER_READ_TIMEOUT")
+    with pytest.raises(ProviderConfigError, match="total_timeout must be a positive"):
+        OpenAIProvider(api_key="k", total_timeout=float(value) if value != "soon" else value)  # type: ignore[arg-type]
+
+
+def test_set_default_timeouts_is_what_a_command_line_calls(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in TIMEOUT_VARS:
+        monkeypatch.delenv(name, raising=False)
+    set_default_timeouts(connect="2", first_byte=20, total=None)
+    assert os.environ["AGENTKIT_PROVIDER_CONNECT_TIMEOUT"] == "2.0"
+    assert "AGENTKIT_PROVIDER_TOTAL_TIMEOUT" not in os.environ
+    assert AnthropicProvider(api_key="k").timeouts == ProviderTimeouts(2, 20, 120, 600)
+    with pytest.raises(ProviderConfigError):
+        set_default_timeouts(read="x", connect=5)
+    assert os.environ["AGENTKIT_PROVIDER_CONNECT_TIMEOUT"] == "2.0"  # nothing changed
+
+
+# --- what the server sent (issue 11, item 12) ---------------------------------------------
+
+PAGE = (b"<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title>"
+        b"<style>body { color: red }</style></head>\n<body><center><h1>502 Bad Gateway</h1>"
+        b"</center><hr><center>nginx/1.25.3</center>" + b" " * 5000 + b"</body></html>\n")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("flavour", FLAVOURS)
+async def test_an_html_page_with_200_says_what_the_server_sent(flavour: str) -> None:
+    with ReplayServer([Reply(200, (PAGE,), content_type="text/html; charset=utf-8")]) as server:
+        provider = _provider(flavour, server.base_url)
+        with pytest.raises(ProviderError) as info:
+            await collect(provider.stream(_request()))
+        await provider.aclose()
+    message = info.value.message
+    assert "HTTP 200, text/html; charset=utf-8 instead of an event stream" in message, message
+    assert "page titled '502 Bad Gateway'" in message and "nginx/1.25.3" in message
+    assert "<" not in message.partition("stream")[2] and len(message) < 400
+    assert not info.value.retryable and info.value.kind == "bad_response"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("flavour", FLAVOURS)
+async def test_an_html_error_page_says_status_type_and_an_excerpt(flavour: str) -> None:
+    with ReplayServer([Reply(502, (PAGE,), content_type="text/html")]) as server:
+        provider = _provider(flavour, server.base_url)
+        with pytest.raises(ProviderError) as info:
+            await collect(provider.stream(_request()))
+        await provider.aclose()
+    message = info.value.message
+    assert "(HTTP 502)" in message and "the server sent text/html" in message, message
+    assert "page titled '502 Bad Gateway'" in message and len(message) < 400
+    assert info.value.retryable and info.value.status == 502
+
+
+BROKEN = {
+    "anthropic": b'event: message_start\ndata: {"type": "message_start", "message": {oops\n\n',
+    "openai-chat": b"data: {\"id\": \"c\", \"choices\": [{oops\n\n",
+    "openai-responses": b"event: response.created\ndata: {\"type\": \"response.created\", oops\n\n",
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("flavour", FLAVOURS)
+async def test_broken_sse_says_what_the_server_sent(flavour: str) -> None:
+    with ReplayServer([Reply(200, [BROKEN[flavour]])]) as server:
+        provider = _provider(flavour, server.base_url)
+        with pytest.raises(ProviderError) as info:
+            await collect(provider.stream(_request()))
+        await provider.aclose()
+    message = info.value.message
+    assert "a stream event that is not JSON (HTTP 200, text/event-stream" in message, message
+    assert "oops" in message
+    assert info.value.kind == "bad_response"
+
+
+WRONG_TYPED = {
+    "anthropic": [
+        ("message_start", {"type": "message_start", "message": {
+            "id": "m", "type": "message", "role": "assistant", "model": "claude-x",
+            "content": [], "usage": {"input_tokens": 1, "output_tokens": 1}}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": {"type": "text", "text": ""}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": "Hi"}),
+    ],
+    "openai-chat": [
+        ("", {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-x",
+              "choices": ["Hi"]}),
+    ],
+    "openai-responses": [
+        ("response.output_text.delta", {"type": "response.output_text.delta", "item_id": "m",
+                                        "output_index": 0, "content_index": 0, "delta": 42,
+                                        "sequence_number": 1}),
+    ],
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("flavour", FLAVOURS)
+async def test_a_wrong_typed_chunk_says_what_the_server_sent(flavour: str) -> None:
+    pieces = [(f"event: {name}\n" if name else "").encode() + b"data: "
+              + json.dumps(data).encode() + b"\n\n" for name, data in WRONG_TYPED[flavour]]
+    with ReplayServer([Reply(200, pieces)]) as server:
+        provider = _provider(flavour, server.base_url)
+        with pytest.raises(ProviderError) as info:
+            await collect(provider.stream(_request()))
+        await provider.aclose()
+    message = info.value.message
+    assert "the server sent an event of an unexpected shape" in message, message
+    assert "HTTP 200, text/event-stream" in message
+    assert ('"Hi"' in message) or ("42" in message), message
+    assert "'str' object has no attribute" not in message.partition("):")[2]
+    assert info.value.kind == "bad_response" and not info.value.retryable
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("flavour", FLAVOURS)
+async def test_a_stream_without_its_end_says_how_much_came(flavour: str) -> None:
+    pieces = [b": just comments\n\n", b": and nothing else\n\n"]
+    with ReplayServer([Reply(200, pieces)]) as server:
+        provider = _provider(flavour, server.base_url)
+        with pytest.raises(ProviderError) as info:
+            await collect(provider.stream(_request()))
+        await provider.aclose()
+    assert info.value.kind == "incomplete_stream"
+    assert "(HTTP 200, text/event-stream, 0 events)" in info.value.message, info.value.message
+
+
+def _endless_arguments(flavour: str) -> list[bytes]:
+    """A tool call whose arguments stream 100,000 characters at a time, 10 M in all."""
+    piece = "x" * 100_000
+    if flavour == "anthropic":
+        events: list[tuple[str, dict[str, Any]]] = [
+            ("message_start", {"type": "message_start", "message": {
+                "id": "m", "type": "message", "role": "assistant", "model": "claude-x",
+                "content": [], "usage": {"input_tokens": 1, "output_tokens": 1}}}),
+            ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
+                "type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}}),
+        ]
+        events += [("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
+            "type": "input_json_delta", "partial_json": piece}})] * 100
+    elif flavour == "openai-chat":
+        events = [("", {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                        "choices": [{"index": 0, "finish_reason": None, "delta": {
+                            "tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                                            "function": {"name": "f", "arguments": piece}}]}}]})
+                  ] * 100
+    else:
+        events = [("response.function_call_arguments.delta", {
+            "type": "response.function_call_arguments.delta", "item_id": "fc_1",
+            "output_index": 0, "delta": piece, "sequence_number": 1})] * 100
+    return [(f"event: {name}\n" if name else "").encode() + b"data: "
+            + json.dumps(data).encode() + b"\n\n" for name, data in events]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("flavour", FLAVOURS)
+async def test_endlessly_streamed_tool_arguments_are_bounded(flavour: str) -> None:
+    from agentkit.providers._args import MAX_ARGUMENT_CHARS
+
+    with ReplayServer([Reply(200, _endless_arguments(flavour))], piece_delay=0) as server:
+        provider = _provider(flavour, server.base_url)
+        with pytest.raises(ProviderError) as info:
+            await collect(provider.stream(_request()))
+        await provider.aclose()
+    assert info.value.kind == "reply_too_large" and not info.value.retryable
+    assert f"over {MAX_ARGUMENT_CHARS:,} characters" in info.value.message
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("flavour", FLAVOURS)
+async def test_a_refused_connection_says_where_and_why(flavour: str) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # nothing listens there once closed
+    provider = _provider(flavour, f"http://user:secret@127.0.0.1:{port}")
+    with pytest.raises(ProviderError) as info:
+        await collect(provider.stream(_request()))
+    await provider.aclose()
+    message = info.value.message
+    assert f"connection failed to http://127.0.0.1:{port}/" in message, message
+    assert "ConnectionRefusedError" in message or "refused" in message.lower(), message
+    assert "secret" not in message
+    assert info.value.retryable and info.value.kind == "connection"

@@ -118,3 +118,25 @@ async def test_a_claude_name_is_not_offered_to_a_rho_registry(tmp_path: Path) ->
         results = await results_of(runtime, spec)
     assert results[0].is_error
     assert provider.requests[0].tools == ()
+
+
+async def test_an_mcp_tool_result_over_the_output_cap_is_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTKIT_MAX_TOOL_OUTPUT_CHARS", "1000")
+    spec = AgentSpec(id="demo:m", tools=("mcp__local__env_value",),
+                     permission_mode="bypassPermissions")
+    provider = ScriptedProvider(
+        [{"tool_calls": [{"name": "mcp__local__env_value", "input": {"name": "BIG"}}]}, "done"]
+    )
+    config = {"local": {"command": sys.executable, "args": [SERVER],
+                        "env": {"BIG": "y" * 50_000}}}
+    async with Runtime(
+        provider=provider, tools=builtin_tools("claude"), mcp_servers=config,
+        working_dir=tmp_path,
+    ) as runtime:
+        [result] = await results_of(runtime, spec)
+    assert not result.is_error
+    assert result.output == "y" * 1000 + (
+        "\n\n[output truncated by agentkit: the first 1,000 of 50,000 characters are shown]"
+    )

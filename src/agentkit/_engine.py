@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
 import re
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +24,7 @@ from types import AsyncGeneratorType
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
+import anyio.lowlevel
 from pydantic_core import to_jsonable_python
 
 from agentkit._schema import schema_violations
@@ -84,6 +87,7 @@ __all__ = [
     "SUBMIT_OUTPUT",
     "SUMMON",
     "Emit",
+    "OutputLimits",
     "RetryPolicy",
     "TurnOutcome",
     "TurnRequest",
@@ -130,6 +134,76 @@ class RetryPolicy:
             return min(max(retry_after, 0.0), self.max_delay)
         base: float = min(self.initial_delay * 2.0 ** (attempt - 1), self.max_delay)
         return base * (0.5 + random.random() / 2)
+
+
+MAX_TOOL_OUTPUT_ENV = "AGENTKIT_MAX_TOOL_OUTPUT_CHARS"
+MAX_REPLY_ENV = "AGENTKIT_MAX_REPLY_CHARS"
+
+
+@dataclass(frozen=True)
+class OutputLimits:
+    """Caps on what a turn takes in, so a runaway tool or model cannot fill memory, the
+    events and the transcript.
+
+    Attributes:
+        tool_output_chars: The most characters of one call's result (a tool's, an MCP
+            tool's, an action's or a sub-agent's, errors included; structured results count
+            as their JSON text) that the model, the events and the transcript get. A longer
+            result is cut to its head, followed by a note saying how much was cut. The
+            built-in tools keep their own, smaller, limits (`Read` pages at 200,000).
+        reply_chars: The most characters one model reply may stream (text, thinking and
+            tool-call arguments together). A reply that goes past it ends that model call
+            with a `reply_too_large` error; what was streamed until then stays in the events.
+
+    `None` means no cap. The defaults can be changed with the environment variables
+    `AGENTKIT_MAX_TOOL_OUTPUT_CHARS` and `AGENTKIT_MAX_REPLY_CHARS` (a positive integer, or
+    `none`), read by `from_env`.
+    """
+
+    tool_output_chars: int | None = 200_000
+    reply_chars: int | None = 1_000_000
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> OutputLimits:
+        """The defaults, with what `AGENTKIT_MAX_TOOL_OUTPUT_CHARS` and
+        `AGENTKIT_MAX_REPLY_CHARS` set. A value that is not a positive integer or `none` is
+        logged and ignored, so a typo never stops a run."""
+        env = os.environ if environ is None else environ
+        tool_raw, reply_raw = env.get(MAX_TOOL_OUTPUT_ENV), env.get(MAX_REPLY_ENV)
+        if tool_raw is None and reply_raw is None:
+            return _DEFAULT_LIMITS
+        return cls(
+            tool_output_chars=_env_cap(MAX_TOOL_OUTPUT_ENV, tool_raw, cls.tool_output_chars),
+            reply_chars=_env_cap(MAX_REPLY_ENV, reply_raw, cls.reply_chars),
+        )
+
+
+def _env_cap(name: str, raw: str | None, default: int | None) -> int | None:
+    if raw is None or not raw.strip():
+        return default
+    if raw.strip().lower() == "none":
+        return None
+    try:
+        value = int(raw.strip().replace("_", ""))
+    except ValueError:
+        value = 0
+    if value <= 0 or value > 10**12:
+        _logger.warning("ignoring %s=%r: expected a positive number of characters or 'none'",
+                        name, raw[:40])
+        return default
+    return value
+
+
+_DEFAULT_LIMITS = OutputLimits()
+
+
+def _cut_output(text: str, limit: int) -> str:
+    """The head of a result that is over `limit` characters, with a note of what was cut
+    (for the model, which cannot see the rest)."""
+    return (
+        f"{text[:limit]}\n\n[output truncated by agentkit: the first {limit:,} of "
+        f"{len(text):,} characters are shown]"
+    )
 
 
 _NOTHING_USED = Accounting()  # frozen, so one instance serves every fresh outcome
@@ -453,6 +527,194 @@ def _as_text(output: Any) -> str:
     return json.dumps(output, ensure_ascii=False, default=str)
 
 
+TOOL_ABANDON_GRACE = 1.0
+"""Seconds a tool that is past its timeout gets to finish a shielded section, such as
+reaping a killed process, before the engine stops waiting for it and reports the timeout.
+A tool still busy then (typically waiting on a worker thread, which nothing can interrupt)
+is abandoned: the thread goes on alone and whatever it returns is dropped."""
+
+
+async def _call_within(
+    tool: Tool, arguments: dict[str, Any], context: ToolContext, seconds: float
+) -> Any:
+    """`tool.function(arguments, context)`, given `seconds`; raises `TimeoutError`.
+
+    The call runs under a cancel scope whose deadline is `seconds` away, which waits for
+    shielded sections as anyio's deadlines do on every backend (a timer cancelling the
+    task, `asyncio.timeout`'s way, would cut through a tool's cleanup). But waiting on a
+    worker thread is such a section too (`anyio.to_thread.run_sync` cannot be interrupted),
+    so `TOOL_ABANDON_GRACE` after the deadline the engine stops waiting: the run gets its
+    timeout error in time, whatever the tool is blocked in.
+
+    On asyncio the call runs in the caller's task (no task per call on this hot path), and
+    at the end of the grace a native `Task.cancel()` goes through the shields anyio keeps:
+    the task stops waiting, a worker thread's result is dropped and the thread runs on. The
+    same happens, within a second and a grace, when the run is cancelled during such a
+    wait, which anyio would otherwise hold off until the thread ends.
+    """
+    asyncio: Any = sys.modules.get("asyncio")
+    try:
+        loop = asyncio.get_running_loop()
+    except (AttributeError, RuntimeError):  # asyncio not even imported, or not running
+        return await _call_within_detached(tool, arguments, context, seconds)
+    scope = anyio.CancelScope()
+    watch = _Watch(loop, asyncio.current_task(), scope, loop.time() + seconds)
+    try:
+        # anyio.fail_after without its two generator-based context managers: the scope
+        # swallows only its own cancellation, so falling out of it means the call timed out.
+        with scope:
+            return await tool.function(arguments, context)
+        raise TimeoutError
+    except asyncio.CancelledError:
+        if not watch.forced:
+            raise
+        watch.forced = False
+        watch.task.uncancel()  # ours alone: the run's own cancellations stay pending
+        _abandoned(tool, seconds, cancelled=watch.stopping)
+        if watch.stopping:
+            # The run's cancellation, which anyio starts again now that the task has left
+            # the shielded section, ends the call instead of a timeout.
+            await anyio.lowlevel.checkpoint()
+        raise TimeoutError from None
+    finally:
+        watch.timer.cancel()
+        if watch.forced:  # forced out, but the call went on and ended some other way
+            watch.task.uncancel()
+
+
+class _Watch:
+    """The one timer of a timed tool call on asyncio, in place of its scope's own deadline
+    timer. It looks every `TOOL_ABANDON_GRACE` whether the run is being cancelled (anyio
+    holds that off while the call is in a shielded section) and at the deadline cancels
+    the call's scope; either way it then forces the task out at the end of the grace."""
+
+    __slots__ = ("deadline", "forced", "loop", "scope", "stopping", "task", "timer")
+
+    def __init__(self, loop: Any, task: Any, scope: Any, deadline: float) -> None:
+        self.loop, self.task, self.scope, self.deadline = loop, task, scope, deadline
+        self.forced = self.stopping = False
+        self.timer = loop.call_at(min(deadline, loop.time() + TOOL_ABANDON_GRACE), self.check)
+
+    def check(self) -> None:
+        now = self.loop.time()
+        if now >= self.deadline or _outer_cancelled(self.scope):
+            self.stopping = now < self.deadline
+            self.scope.cancel()
+            self.timer = self.loop.call_at(now + TOOL_ABANDON_GRACE, self.force)
+        else:
+            self.timer = self.loop.call_at(
+                min(self.deadline, now + TOOL_ABANDON_GRACE), self.check
+            )
+
+    def force(self) -> None:
+        self.forced = True
+        self.task.cancel()  # not an anyio cancellation: no anyio scope swallows it
+
+
+def _outer_cancelled(scope: Any) -> bool:
+    """Whether a cancel scope around `scope` (entered) has been cancelled, with no shield in
+    between: the run is being cancelled. Read from anyio's scopes on asyncio, where their
+    parent link is `_parent_scope`; `False` if that ever changes."""
+    outer = getattr(scope, "_parent_scope", None)
+    while outer is not None:
+        if outer.cancel_called:
+            return True
+        if outer.shield:
+            return False
+        outer = getattr(outer, "_parent_scope", None)
+    return False
+
+
+async def _call_within_detached(
+    tool: Tool, arguments: dict[str, Any], context: ToolContext, seconds: float
+) -> Any:
+    """`_call_within` on other backends (trio: no way through a shield there): the call runs
+    in a system task, outside every nursery, so it can be left running; the caller waits on
+    it until the grace ends."""
+    import contextvars
+
+    import trio
+
+    scope = anyio.CancelScope(deadline=anyio.current_time() + seconds)
+    outcome: list[Any] = []  # [value] or [exception, None], once the call has ended
+    done = anyio.Event()
+
+    async def call() -> None:
+        try:
+            with scope:
+                outcome.append(await tool.function(arguments, context))
+        except trio.Cancelled:
+            raise  # the trio run itself is ending
+        except BaseException as exc:  # a tool's KeyboardInterrupt too: re-raised below
+            outcome.extend((exc, None))
+        finally:
+            done.set()
+
+    async def ended(deadline: float) -> bool:
+        with anyio.CancelScope(deadline=deadline):
+            await done.wait()
+        return done.is_set()
+
+    # A system task must not raise (`call` keeps the call's exceptions) and does not inherit
+    # the caller's context variables unless given them.
+    trio.lowlevel.spawn_system_task(call, context=contextvars.copy_context())
+    try:
+        finished = await ended(scope.deadline + TOOL_ABANDON_GRACE)
+    except trio.Cancelled:
+        # The run is being cancelled: so is the call, with the same grace to clean up.
+        scope.cancel()
+        with anyio.CancelScope(shield=True):
+            await ended(anyio.current_time() + TOOL_ABANDON_GRACE)
+        raise
+    if not finished:
+        scope.cancel()
+        _abandoned(tool, seconds)
+        raise TimeoutError
+    if len(outcome) == 1:
+        return outcome[0]
+    if outcome:
+        error: BaseException = outcome[0]
+        raise error
+    raise TimeoutError  # the scope's deadline ended the call
+
+
+def _abandoned(tool: Tool, seconds: float, *, cancelled: bool = False) -> None:
+    _logger.warning(
+        "tool %s did not stop within %gs of %s; it was abandoned and may still be running "
+        "(in a worker thread, say)",
+        tool.name, TOOL_ABANDON_GRACE,
+        "its run being cancelled" if cancelled else f"its {seconds:g}s timeout",
+    )
+
+
+def _size(value: Any) -> int:
+    """About how many characters `value` takes as JSON, found without encoding it:
+    `json.dumps` costs more than the rest of a small tool call, `repr` (in C) a tenth of
+    that and comes within a few characters per item."""
+    try:
+        return len(repr(value))
+    except RecursionError:  # nested deeper than repr goes: count it the slow way
+        size, stack = 0, [value]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, dict):
+                stack.extend(item.keys())
+                stack.extend(item.values())
+            elif isinstance(item, list | tuple):
+                stack.extend(item)
+            size += len(item) + 2 if isinstance(item, str) else 4
+        return size
+
+
+def _reply_too_large(cap: int | None) -> ProviderError:
+    return ProviderError(
+        f"the model's reply went over {cap:,} characters (text, thinking and tool-call "
+        "arguments), so the call was stopped; raise the limit with "
+        f"OutputLimits(reply_chars=...) or {MAX_REPLY_ENV} if that is expected",
+        kind="reply_too_large",
+    )
+
+
 class _Turn:
     """State of one engine turn."""
 
@@ -465,6 +727,13 @@ class _Turn:
         self.denials = 0
         self.stop_reason: str | None = None  # the last model call's `Stop`
         self.offered, self.definitions = _offers(req.spec, req.runtime)
+        limits = getattr(req.runtime, "limits", None)
+        if not isinstance(limits, OutputLimits):
+            # The environment's, read once per runtime (`os.environ` lookups that miss cost
+            # an exception each): kept on the runtime as its `limits`.
+            limits = OutputLimits.from_env()
+            setattr(req.runtime, "limits", limits)  # noqa: B010 (not declared by Runtime yet)
+        self.limits: OutputLimits = limits
         self.tool_context = ToolContext(
             working_dir=req.working_dir,
             run_id=req.run_id,
@@ -523,31 +792,40 @@ class _Turn:
         stream = self.provider.stream(request)
         finished = False
         self.stop_reason = None
+        cap = self.limits.reply_chars
+        room = cap if cap is not None else 1 << 62  # characters the reply may still stream
         try:
             async for chunk in stream:
                 if type(chunk) is text_chunk:
                     if thinking_parts:
                         close_thinking()
-                    produced[0] = True
                     text = chunk.text
+                    room -= len(text)
+                    if room < 0:
+                        raise _reply_too_large(cap)
                     if not text.isascii():  # a lone surrogate would break every consumer
                         text = _text_safe(text)
                     add_text(text)
                     emit_delta(text)
                 elif type(chunk) is ThinkingChunk:
-                    produced[0] = True
                     if chunk.redacted is not None:
                         # Kept for the transcript only: there is nothing to show.
                         close_thinking()
                         thinking.append(ThinkingBlock(content="", redacted=chunk.redacted))
                         continue
+                    room -= len(chunk.text)
+                    if room < 0:
+                        raise _reply_too_large(cap)
                     thinking_parts.append(chunk.text)
                     if chunk.signature is not None:
                         close_thinking(chunk.signature)
                 elif type(chunk) is ToolCallChunk:
                     if thinking_parts:
                         close_thinking()
-                    produced[0] = True
+                    arguments = chunk.call.arguments
+                    room -= len(arguments) if type(arguments) is str else _size(arguments)
+                    if room < 0:
+                        raise _reply_too_large(cap)
                     calls.append(_call_safe(chunk.call))
                 elif type(chunk) is Stop:
                     self.stop_reason = chunk.reason
@@ -561,6 +839,11 @@ class _Turn:
                         reasoning_tokens=chunk.reasoning_tokens,
                     )
             finished = True
+        except ProviderError:
+            # Whether anything came (so was shown) before the failure: worked out here, once,
+            # rather than flagged on every streamed piece.
+            produced[0] = bool(text_parts or thinking_parts or thinking or calls)
+            raise
         finally:
             # An async generator that ran to its end is closed already: skip the shielded
             # aclose (a cancel scope per model call) on that, the common, path.
@@ -679,15 +962,8 @@ class _Turn:
         try:
             if tool.timeout is None:
                 return _json_safe(await tool.function(arguments, self.tool_context)), False
-            # Not a timer that cancels the task (`asyncio.timeout`'s way) on asyncio: it cancels
-            # through any shielded section the tool is in (reaping a process, say); anyio's
-            # deadline waits for the shield to end, as it does on trio.
-            # anyio.fail_after without its two generator-based context managers: the scope
-            # swallows only its own deadline's cancellation, so falling out of it means the
-            # call timed out.
-            with anyio.CancelScope(deadline=anyio.current_time() + tool.timeout):
-                return _json_safe(await tool.function(arguments, self.tool_context)), False
-            raise TimeoutError
+            output = await _call_within(tool, arguments, self.tool_context, tool.timeout)
+            return _json_safe(output), False
         except TimeoutError:
             return f"{tool.name} timed out after {tool.timeout:g} seconds", True
         except ToolError as exc:
@@ -735,6 +1011,7 @@ async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> T
     messages.extend(pending)
     calls_made = 0
     tool_calls = 0
+    output_cap = turn.limits.tool_output_chars
     try:
         while calls_made < max_turns:
             calls_made += 1
@@ -766,8 +1043,11 @@ async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> T
                     output, is_error = "not run: the output was already submitted", True
                 else:
                     output, is_error = await turn.call_tool(call)
+                text = _as_text(output)
+                if output_cap is not None and len(text) > output_cap:
+                    output = text = _cut_output(text, output_cap)
                 req.emit(_tool_result(call.id, call.name, output, is_error))
-                step.append(_tool_result_message(call.id, call.name, _as_text(output), is_error))
+                step.append(_tool_result_message(call.id, call.name, text, is_error))
             messages.extend(step)
             pending.extend(step)
             await req.save_messages(pending)

@@ -56,6 +56,11 @@ if TYPE_CHECKING:
         local_model_available,
         register_provider,
     )
+    from agentkit.providers._timeouts import (
+        TIMEOUT_ENV,
+        ProviderTimeouts,
+        set_default_timeouts,
+    )
 
 # Every public name, by the module that defines it: imported on first use, so importing
 # `agentkit.providers` for one name does not load every module of the package.
@@ -76,9 +81,11 @@ _EXPORTS: dict[str, str] = {
     "ProviderConfigError": "agentkit.providers._registry",
     "ProviderError": "agentkit.providers._base",
     "ProviderFactory": "agentkit.providers._registry",
+    "ProviderTimeouts": "agentkit.providers._timeouts",
     "Stop": "agentkit.providers._base",
     "StopReason": "agentkit.providers._base",
     "THINKING_BUDGETS": "agentkit.providers._anthropic",
+    "TIMEOUT_ENV": "agentkit.providers._timeouts",
     "TextChunk": "agentkit.providers._base",
     "ThinkingBlock": "agentkit.providers._base",
     "ThinkingChunk": "agentkit.providers._base",
@@ -97,6 +104,7 @@ _EXPORTS: dict[str, str] = {
     "local_model_available": "agentkit.providers._registry",
     "openai_compatible": "agentkit.providers._openai",
     "register_provider": "agentkit.providers._registry",
+    "set_default_timeouts": "agentkit.providers._timeouts",
 }
 
 __all__ = [
@@ -104,6 +112,7 @@ __all__ = [
     "LOCAL_MODEL",
     "NO_PROVIDER_HELP",
     "THINKING_BUDGETS",
+    "TIMEOUT_ENV",
     "AnthropicProvider",
     "AssistantMessage",
     "Chunk",
@@ -117,6 +126,7 @@ __all__ = [
     "ProviderConfigError",
     "ProviderError",
     "ProviderFactory",
+    "ProviderTimeouts",
     "Stop",
     "StopReason",
     "TextChunk",
@@ -137,6 +147,7 @@ __all__ = [
     "local_model_available",
     "openai_compatible",
     "register_provider",
+    "set_default_timeouts",
 ]
 
 

@@ -21,11 +21,11 @@ use with thinking.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from contextlib import aclosing
 from typing import Any
 
-from agentkit.providers._args import tool_call_chunk
+from agentkit.providers._args import Arguments, text_field, tool_call_chunk
 from agentkit.providers._base import (
     AssistantMessage,
     Chunk,
@@ -43,7 +43,8 @@ from agentkit.providers._base import (
 from agentkit.providers._catalog import ModelCatalog, coerce_catalog
 from agentkit.providers._errors import map_error
 from agentkit.providers._registry import ProviderConfigError
-from agentkit.providers._sdk import relay, sdk_client
+from agentkit.providers._sdk import StreamSeen, WithinTotal, open_stream, relay, sdk_client
+from agentkit.providers._timeouts import ProviderTimeouts
 from agentkit.spec import ReasoningEffort
 
 __all__ = ["THINKING_BUDGETS", "AnthropicProvider"]
@@ -77,11 +78,22 @@ class AnthropicProvider:
             `ANTHROPIC_BASE_URL` or the public API.
         catalog: A [`ModelCatalog`][agentkit.providers.ModelCatalog], or tier -> model
             overrides of `DEFAULT_CATALOGS["anthropic"]`.
-        timeout: Seconds before a request (or a silent stream) times out.
+        timeout: The older single timeout: when given, the connect, first-byte and read
+            timeouts that are not given on their own.
+        connect_timeout: Seconds to open the connection (default 10).
+        first_byte_timeout: Seconds from sending the request to the response's headers
+            (default 60).
+        read_timeout: The longest silence, in seconds, inside a response (default 120).
+        total_timeout: Seconds one request may take in all (default 600).
         max_tokens: The output allowance when the request sets none.
         thinking: `"adaptive"` (thinking plus the `effort` setting) or `"budget"`
             (thinking with a token budget, for models without `effort`).
-        client: A ready `anthropic.AsyncAnthropic` to use instead of building one.
+        client: A ready `anthropic.AsyncAnthropic` to use instead of building one (its own
+            connect and read timeouts then apply; first-byte and total ones still hold).
+
+    Timeouts not given fall back to the environment (`AGENTKIT_PROVIDER_CONNECT_TIMEOUT`,
+    `AGENTKIT_PROVIDER_FIRST_BYTE_TIMEOUT`, `AGENTKIT_PROVIDER_READ_TIMEOUT`,
+    `AGENTKIT_PROVIDER_TOTAL_TIMEOUT`; see `ProviderTimeouts`), then to the defaults.
     """
 
     name = "anthropic"
@@ -92,10 +104,14 @@ class AnthropicProvider:
         api_key: str | None = None,
         base_url: str | None = None,
         catalog: ModelCatalog | Mapping[str, str] | None = None,
-        timeout: float = 600.0,
+        timeout: float | None = None,
         max_tokens: int = 8192,
         thinking: str = "adaptive",
         client: Any = None,
+        connect_timeout: float | None = None,
+        first_byte_timeout: float | None = None,
+        read_timeout: float | None = None,
+        total_timeout: float | None = None,
     ) -> None:
         if thinking not in ("adaptive", "budget"):
             raise ProviderConfigError(
@@ -104,6 +120,10 @@ class AnthropicProvider:
         self.catalog = coerce_catalog("anthropic", catalog)
         self.max_tokens = max_tokens
         self.thinking = thinking
+        self.timeouts = ProviderTimeouts.resolve(
+            connect=connect_timeout, first_byte=first_byte_timeout, read=read_timeout,
+            total=total_timeout, timeout=timeout,
+        )
         if client is None:
             key = api_key or os.environ.get("ANTHROPIC_API_KEY")
             if not key:
@@ -118,7 +138,7 @@ class AnthropicProvider:
                 api_key=key,
                 base_url=base_url,
                 base_url_env="ANTHROPIC_BASE_URL",
-                timeout=timeout,
+                timeouts=self.timeouts,
             )
         self._client = client
 
@@ -160,22 +180,30 @@ class AnthropicProvider:
         level = "low" if effort == "minimal" else effort
         return {"thinking": {"type": "adaptive"}, "output_config": {"effort": level}}
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
+    def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
         """Stream one response as chunks; failures raise `ProviderError`."""
+        return WithinTotal(self._stream(request), self.timeouts, self.name)
+
+    async def _stream(self, request: ModelRequest) -> AsyncGenerator[Chunk, None]:
         params = self.build_params(request)
-        try:
-            events = await self._client.messages.create(**params, stream=True)
-        except Exception as exc:
-            raise self._error(exc, request.model) from exc
+
+        def error(exc: BaseException) -> ProviderError:
+            return self._error(exc, request.model)
+
+        events = await open_stream(
+            self._client.messages.create(**params, stream=True), self.timeouts, self.name, error
+        )
         state = _StreamState(request.model)
-        chunks = relay(events, state.feed, lambda exc: self._error(exc, request.model))
+        seen = StreamSeen()
+        chunks = relay(events, state.feed, error, provider=self.name, seen=seen)
         async with aclosing(chunks):
             async for chunk in chunks:
                 yield chunk
         if not state.stopped:
             raise ProviderError(
-                "anthropic: the response stream ended before message_stop",
-                retryable=True, kind="incomplete_stream",
+                "anthropic: the response stream ended before message_stop "
+                f"({seen.describe()})",
+                retryable=True, status=seen.status, kind="incomplete_stream",
             )
 
     def _error(self, exc: BaseException, model: str) -> ProviderError:
@@ -238,18 +266,20 @@ class _StreamState:
     def _start(self, index: int, block: Any) -> list[Chunk]:
         kind = block.type
         if kind == "tool_use":
-            self.blocks[index] = {"type": kind, "id": block.id, "name": block.name, "json": ""}
+            self.blocks[index] = {
+                "type": kind, "id": block.id, "name": block.name, "json": Arguments()
+            }
         elif kind == "thinking":
             self.blocks[index] = {"type": kind, "signature": block.signature or None}
             if block.thinking:
-                return [ThinkingChunk(block.thinking)]
+                return [ThinkingChunk(text_field(block.thinking, "content_block.thinking"))]
         elif kind == "redacted_thinking":
             self.blocks[index] = {"type": kind}
             return [ThinkingChunk("", redacted=block.data)]
         elif kind == "text":
             self.blocks[index] = {"type": kind}
             if block.text:
-                return [TextChunk(block.text)]
+                return [TextChunk(text_field(block.text, "content_block.text"))]
         else:
             self.blocks[index] = {"type": kind}
         return []
@@ -258,13 +288,14 @@ class _StreamState:
         block = self.blocks.setdefault(index, {"type": "unknown"})
         kind = delta.type
         if kind == "text_delta":
-            return [TextChunk(delta.text)] if delta.text else []
+            return [TextChunk(text_field(delta.text, kind))] if delta.text else []
         if kind == "thinking_delta":
-            return [ThinkingChunk(delta.thinking)] if delta.thinking else []
+            return [ThinkingChunk(text_field(delta.thinking, kind))] if delta.thinking else []
         if kind == "signature_delta":
-            block["signature"] = (block.get("signature") or "") + delta.signature
+            signature = text_field(delta.signature, kind)
+            block["signature"] = (block.get("signature") or "") + signature
         elif kind == "input_json_delta":
-            block["json"] = block.get("json", "") + delta.partial_json
+            block.setdefault("json", Arguments()).add(delta.partial_json, kind)
         return []
 
     def _stop(self, index: int) -> list[Chunk]:
@@ -272,7 +303,7 @@ class _StreamState:
         if block["type"] == "thinking" and block.get("signature"):
             return [ThinkingChunk("", signature=block["signature"])]
         if block["type"] == "tool_use":
-            return [tool_call_chunk(block["id"], block["name"], block["json"])]
+            return [tool_call_chunk(block["id"], block["name"], block["json"].text())]
         return []
 
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from contextlib import aclosing
 from typing import Any, Literal
 
-from agentkit.providers._args import tool_call_chunk
+from agentkit.providers._args import Arguments, text_field, tool_call_chunk
 from agentkit.providers._base import (
     AssistantMessage,
     Chunk,
@@ -33,7 +33,8 @@ from agentkit.providers._base import (
 from agentkit.providers._catalog import ModelCatalog, coerce_catalog
 from agentkit.providers._errors import map_error
 from agentkit.providers._registry import ProviderConfigError
-from agentkit.providers._sdk import relay, sdk_client
+from agentkit.providers._sdk import StreamSeen, WithinTotal, open_stream, relay, sdk_client
+from agentkit.providers._timeouts import ProviderTimeouts
 from agentkit.spec import ReasoningEffort
 
 __all__ = ["OpenAIProvider", "openai_compatible"]
@@ -67,12 +68,23 @@ class OpenAIProvider:
         catalog: A [`ModelCatalog`][agentkit.providers.ModelCatalog], or tier -> model
             overrides of `DEFAULT_CATALOGS[name]`.
         model: One model for every tier (handy for a compatible server that serves one).
-        timeout: Seconds before a request (or a silent stream) times out.
+        timeout: The older single timeout: when given, the connect, first-byte and read
+            timeouts that are not given on their own.
         name: The provider name reported in errors and usage (`openai` or
             `openai-compatible`).
         store: Whether the Responses API keeps responses server-side (default `False`;
             reasoning is carried across turns as encrypted content instead).
-        client: A ready `openai.AsyncOpenAI` to use instead of building one.
+        client: A ready `openai.AsyncOpenAI` to use instead of building one (its own
+            connect and read timeouts then apply; first-byte and total ones still hold).
+        connect_timeout: Seconds to open the connection (default 10).
+        first_byte_timeout: Seconds from sending the request to the response's headers
+            (default 60).
+        read_timeout: The longest silence, in seconds, inside a response (default 120).
+        total_timeout: Seconds one request may take in all (default 600).
+
+    Timeouts not given fall back to the environment (`AGENTKIT_PROVIDER_CONNECT_TIMEOUT`,
+    `AGENTKIT_PROVIDER_FIRST_BYTE_TIMEOUT`, `AGENTKIT_PROVIDER_READ_TIMEOUT`,
+    `AGENTKIT_PROVIDER_TOTAL_TIMEOUT`; see `ProviderTimeouts`), then to the defaults.
     """
 
     def __init__(
@@ -83,10 +95,14 @@ class OpenAIProvider:
         base_url: str | None = None,
         catalog: ModelCatalog | Mapping[str, str] | None = None,
         model: str | None = None,
-        timeout: float = 600.0,
+        timeout: float | None = None,
         name: str = "openai",
         store: bool = False,
         client: Any = None,
+        connect_timeout: float | None = None,
+        first_byte_timeout: float | None = None,
+        read_timeout: float | None = None,
+        total_timeout: float | None = None,
     ) -> None:
         compatible = name != "openai"
         api = api or ("chat" if compatible else "responses")
@@ -97,6 +113,10 @@ class OpenAIProvider:
         self.store = store
         self.catalog = coerce_catalog(name, catalog, model)
         self._key_env = "AGENTKIT_API_KEY" if compatible else "OPENAI_API_KEY"
+        self.timeouts = ProviderTimeouts.resolve(
+            connect=connect_timeout, first_byte=first_byte_timeout, read=read_timeout,
+            total=total_timeout, timeout=timeout,
+        )
         if client is None:
             if compatible:
                 key = api_key or os.environ.get("AGENTKIT_API_KEY") or "not-needed"
@@ -119,7 +139,7 @@ class OpenAIProvider:
                 api_key=key,
                 base_url=base_url,
                 base_url_env="OPENAI_BASE_URL",
-                timeout=timeout,
+                timeouts=self.timeouts,
             )
         self._client = client
 
@@ -137,24 +157,30 @@ class OpenAIProvider:
             return _chat_params(request)
         return _responses_params(request, store=self.store)
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
+    def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
         """Stream one response as chunks; failures raise `ProviderError`."""
+        return WithinTotal(self._stream(request), self.timeouts, self.name)
+
+    async def _stream(self, request: ModelRequest) -> AsyncGenerator[Chunk, None]:
         params = self.build_params(request)
+
+        def error(exc: BaseException) -> ProviderError:
+            return self._error(exc, request.model)
+
         state: _ChatState | _ResponsesState
-        try:
-            if self.api == "chat":
-                events = await self._client.chat.completions.create(**params, stream=True)
-                state = _ChatState(request.model)
-            else:
-                events = await self._client.responses.create(**params, stream=True)
-                state = _ResponsesState(request.model, self.name)
-        except Exception as exc:
-            raise self._error(exc, request.model) from exc
-        chunks = relay(events, state.feed, lambda exc: self._error(exc, request.model))
+        if self.api == "chat":
+            create = self._client.chat.completions.create(**params, stream=True)
+            state = _ChatState(request.model)
+        else:
+            create = self._client.responses.create(**params, stream=True)
+            state = _ResponsesState(request.model, self.name)
+        events = await open_stream(create, self.timeouts, self.name, error)
+        seen = StreamSeen()
+        chunks = relay(events, state.feed, error, provider=self.name, seen=seen)
         async with aclosing(chunks):
             async for chunk in chunks:
                 yield chunk
-        for chunk in state.finish(self.name):
+        for chunk in state.finish(self.name, seen):
             yield chunk
 
     def _error(self, exc: BaseException, model: str) -> ProviderError:
@@ -237,7 +263,7 @@ class _ChatState:
 
     def __init__(self, model: str) -> None:
         self.model = model
-        self.calls: dict[int, dict[str, str]] = {}
+        self.calls: dict[int, dict[str, Any]] = {}
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
 
@@ -264,30 +290,35 @@ class _ChatState:
                 if isinstance(reasoning, str) and reasoning:
                     out.append(ThinkingChunk(reasoning))
                 if delta.content:
-                    out.append(TextChunk(delta.content))
+                    out.append(TextChunk(text_field(delta.content, "delta.content")))
                 for piece in delta.tool_calls or ():
-                    call = self.calls.setdefault(piece.index, {"id": "", "name": "", "args": ""})
+                    call = self.calls.setdefault(
+                        piece.index, {"id": "", "name": "", "args": Arguments()}
+                    )
                     if piece.id:
-                        call["id"] = piece.id
+                        call["id"] = text_field(piece.id, "tool_calls[].id")
                     if piece.function is not None:
                         if piece.function.name:
-                            call["name"] += piece.function.name
+                            call["name"] += text_field(piece.function.name, "function.name")
                         if piece.function.arguments:
-                            call["args"] += piece.function.arguments
+                            call["args"].add(piece.function.arguments, "function.arguments")
             if choice.finish_reason:
                 self.finish_reason = choice.finish_reason
         return out
 
-    def finish(self, provider: str) -> list[Chunk]:
+    def finish(self, provider: str, seen: StreamSeen) -> list[Chunk]:
         if self.finish_reason is None:
             raise ProviderError(
-                f"{provider}: the response stream ended without a finish reason",
-                retryable=True, kind="incomplete_stream",
+                f"{provider}: the response stream ended without a finish reason "
+                f"({seen.describe()})",
+                retryable=True, status=seen.status, kind="incomplete_stream",
             )
         out: list[Chunk] = []
         for index in sorted(self.calls):
             call = self.calls[index]
-            out.append(tool_call_chunk(call["id"] or f"call_{index}", call["name"], call["args"]))
+            out.append(
+                tool_call_chunk(call["id"] or f"call_{index}", call["name"], call["args"].text())
+            )
         if self.usage is not None:
             out.append(self.usage)
         reason = _FINISH_REASONS.get(self.finish_reason, "other")
@@ -381,7 +412,7 @@ class _ResponsesState:
     def __init__(self, model: str, provider: str) -> None:
         self.model = model
         self.provider = provider
-        self.calls: dict[str, dict[str, str]] = {}
+        self.calls: dict[str, dict[str, Any]] = {}
         self.saw_call = False
         self.done = False
         self.stop: StopReason = "end_turn"
@@ -390,17 +421,20 @@ class _ResponsesState:
     def feed(self, event: Any) -> list[Chunk]:
         kind = event.type
         if kind == "response.output_text.delta":
-            return [TextChunk(event.delta)] if event.delta else []
+            return [TextChunk(text_field(event.delta, kind))] if event.delta else []
         if kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
-            return [ThinkingChunk(event.delta)] if event.delta else []
+            return [ThinkingChunk(text_field(event.delta, kind))] if event.delta else []
         if kind == "response.output_item.added" and event.item.type == "function_call":
             item = event.item
             self.calls[item.id or item.call_id] = {
-                "call_id": item.call_id, "name": item.name, "args": item.arguments or ""
+                "call_id": item.call_id, "name": item.name,
+                "args": Arguments(item.arguments, "function_call.arguments"),
             }
         elif kind == "response.function_call_arguments.delta":
-            self.calls.setdefault(event.item_id, {"call_id": "", "name": "", "args": ""})
-            self.calls[event.item_id]["args"] += event.delta
+            self.calls.setdefault(
+                event.item_id, {"call_id": "", "name": "", "args": Arguments()}
+            )
+            self.calls[event.item_id]["args"].add(event.delta, kind)
         elif kind == "response.output_item.done":
             return self._item_done(event.item)
         elif kind in ("response.completed", "response.incomplete"):
@@ -425,7 +459,10 @@ class _ResponsesState:
     def _item_done(self, item: Any) -> list[Chunk]:
         if item.type == "function_call":
             partial = self.calls.pop(item.id or item.call_id, None)
-            raw = item.arguments if item.arguments is not None else (partial or {}).get("args", "")
+            raw = (
+                item.arguments if item.arguments is not None
+                else partial["args"].text() if partial is not None else ""
+            )
             self.saw_call = True
             return [tool_call_chunk(item.call_id, item.name, raw)]
         if item.type == "reasoning" and getattr(item, "encrypted_content", None):
@@ -457,11 +494,12 @@ class _ResponsesState:
                 reasoning_tokens=reasoning or 0,
             )
 
-    def finish(self, provider: str) -> list[Chunk]:
+    def finish(self, provider: str, seen: StreamSeen) -> list[Chunk]:
         if not self.done:
             raise ProviderError(
-                f"{provider}: the response stream ended before response.completed",
-                retryable=True, kind="incomplete_stream",
+                f"{provider}: the response stream ended before response.completed "
+                f"({seen.describe()})",
+                retryable=True, status=seen.status, kind="incomplete_stream",
             )
         out: list[Chunk] = []
         if self.usage is not None:

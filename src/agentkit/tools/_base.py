@@ -68,7 +68,10 @@ class Tool:
         function: The implementation.
         effect: `read`, `edit` (changes files) or `execute` (runs commands); permission modes
             decide by it.
-        timeout: Seconds before the call is abandoned with a tool error; `None` for no limit.
+        timeout: Seconds before the call is cancelled and the model gets a tool error;
+            `None` for no limit. A call still busy a second later (in a shielded
+            section, or waiting on a worker thread, which cannot be interrupted) is
+            abandoned: the run goes on and the call's result is dropped.
         aliases: Other names for the same capability (the other vocabulary).
         matches: Decides whether a call fits a permission specifier, the `git *` of
             `Bash(git *)`. Tools without it accept no specifier.
