@@ -851,7 +851,7 @@ async def test_a_tool_timeout_holds_while_the_tool_waits_on_a_worker_thread() ->
 
 
 async def test_a_huge_tool_output_is_cut_to_its_head_with_a_note_everywhere() -> None:
-    from agentkit._engine import OutputLimits
+    from agentkit.runtime import OutputLimits
 
     async def flood(arguments: dict[str, Any], context: Any) -> str:
         return "x" * 20_000_000  # 20 MB: it used to reach the model, events and store whole
@@ -882,7 +882,7 @@ async def test_a_huge_tool_output_is_cut_to_its_head_with_a_note_everywhere() ->
 async def test_output_caps_cover_structured_results_and_actions_and_are_configurable(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from agentkit._engine import OutputLimits
+    from agentkit.runtime import OutputLimits
 
     actions = ActionRegistry()
 
@@ -899,11 +899,11 @@ async def test_output_caps_cover_structured_results_and_actions_and_are_configur
     registry = ToolRegistry([Tool("rows", "Rows.", {"type": "object"}, rows)])
     provider = ScriptedProvider([call("rows"), call("demo__big"), "done"] * 2)
     async with Runtime(provider=provider, tools=registry, actions=actions) as runtime:
-        runtime.limits = OutputLimits(tool_output_chars=100)  # type: ignore[attr-defined]
+        runtime.limits = OutputLimits(tool_output_chars=100)
         run = await runtime.start(spec, "go")
         assert (await run.wait()).ok
         shown = [e.output async for e in run.events() if e.type == "tool_result"]
-        del runtime.limits  # type: ignore[attr-defined]
+        runtime.limits = None  # read from the environment at the next turn
         monkeypatch.setenv("AGENTKIT_MAX_TOOL_OUTPUT_CHARS", "50")
         run = await runtime.start(spec, "go")
         assert (await run.wait()).ok
@@ -914,7 +914,7 @@ async def test_output_caps_cover_structured_results_and_actions_and_are_configur
 
 
 def test_output_limits_from_the_environment() -> None:
-    from agentkit._engine import OutputLimits
+    from agentkit.runtime import OutputLimits
 
     assert OutputLimits.from_env({}) == OutputLimits()
     limits = OutputLimits.from_env(
@@ -951,10 +951,10 @@ class _EndlessProvider:
 async def test_a_reply_over_the_size_cap_ends_the_model_call_with_a_clear_error(
     kind: str,
 ) -> None:
-    from agentkit._engine import OutputLimits
+    from agentkit.runtime import OutputLimits
 
     async with Runtime(provider=_EndlessProvider(kind), tools=tools()) as runtime:
-        runtime.limits = OutputLimits(reply_chars=4000)  # type: ignore[attr-defined]
+        runtime.limits = OutputLimits(reply_chars=4000)
         run = await runtime.start(SPEC, "go")
         with anyio.fail_after(10):  # it used to stream forever
             outcome = await run.wait()

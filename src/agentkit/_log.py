@@ -19,19 +19,16 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from agentkit.events import (
+from agentkit._trusted import (
     _CONTENT_ONLY,
-    AgentMessage,
-    TextDelta,
     _new,
     _set_dict,
     _set_extra,
     _set_fields_set,
     _set_private,
     _text_delta,
-    _wire_json,
-    from_wire,
 )
+from agentkit.events import AgentMessage, TextDelta, _wire_json, from_wire
 from agentkit.stores import EventEntry
 
 __all__ = ["RunLog"]

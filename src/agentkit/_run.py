@@ -19,17 +19,11 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from agentkit import _aio
-from agentkit._engine import TurnOutcome, TurnRequest, _text_safe
 from agentkit._log import RunLog
-from agentkit.events import (
-    Accounting,
-    AgentMessage,
-    ErrorEvent,
-    TextDelta,
-    TurnStatus,
-    _result,
-    _turn_end,
-)
+from agentkit._text_safety import _text_safe
+from agentkit._trusted import _result, _turn_end
+from agentkit._turns import TurnOutcome, TurnRequest
+from agentkit.events import Accounting, AgentMessage, ErrorEvent, TextDelta, TurnStatus
 from agentkit.spec import AgentSpec
 from agentkit.stores import EventEntry, Store
 

@@ -10,7 +10,7 @@ from agentkit.actions import ActionContext, ActionResult
 from agentkit.errors import AgentkitError
 
 if TYPE_CHECKING:
-    from agentkit._engine import Emit
+    from agentkit._turns import Emit
     from agentkit.runtime import Runtime
 
 __all__ = ["SUMMON_ACTION", "run_action", "run_subagent"]

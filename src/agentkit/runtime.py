@@ -48,14 +48,7 @@ from agentkit._drivers import (
     registered_driver,
     session_checks,
 )
-from agentkit._engine import (
-    Emit,
-    RetryPolicy,
-    TurnOutcome,
-    TurnRequest,
-    resolve_context,
-    run_engine_turn,
-)
+from agentkit._engine import run_engine_turn
 from agentkit._lease import (
     DEFAULT_HEARTBEAT_INTERVAL,
     DEFAULT_LEASE_DURATION,
@@ -63,6 +56,7 @@ from agentkit._lease import (
     end_expired_runs,
 )
 from agentkit._pricing import CostEstimator, priced
+from agentkit._prompt import resolve_context
 from agentkit._run import (
     Run,
     RunOutcome,
@@ -75,16 +69,11 @@ from agentkit._run import (
 )
 from agentkit._runs_group import RunGroup
 from agentkit._summon import run_action, run_subagent
+from agentkit._trusted import _session_init, _turn_end, _turn_start
+from agentkit._turns import Emit, OutputLimits, RetryPolicy, TurnOutcome, TurnRequest
 from agentkit.actions import ActionRegistry, ActionResult
 from agentkit.errors import AgentNotFoundError
-from agentkit.events import (
-    Accounting,
-    AgentMessage,
-    ErrorEvent,
-    _session_init,
-    _turn_end,
-    _turn_start,
-)
+from agentkit.events import Accounting, AgentMessage, ErrorEvent
 from agentkit.permissions import PermissionHandler
 from agentkit.providers import (
     NO_PROVIDER_HELP,
@@ -108,6 +97,7 @@ from agentkit.tools import ToolRegistry
 __all__ = [
     "AgentNotFoundError",
     "Driver",
+    "OutputLimits",
     "RetryPolicy",
     "Run",
     "RunOutcome",
@@ -153,6 +143,8 @@ class Runtime:
             runs on `anthropic`, `openai` and `local` are priced with
             `agentkit.providers.estimate_cost`.
         max_subagent_depth: How deep summons may nest.
+        limits: Caps on a turn's tool results and model replies (`OutputLimits`); by
+            default read from the environment when the first turn starts.
         heartbeat_interval: Seconds between two renewals of the leases of the runs this
             runtime executes (and two sweeps for runs whose lease expired).
         lease_duration: Seconds a run's lease lasts without renewal. When it expires (the
@@ -187,6 +179,7 @@ class Runtime:
         drivers: Mapping[str, Driver] | None = None,
         cost_estimator: CostEstimator | None = None,
         max_subagent_depth: int = 4,
+        limits: OutputLimits | None = None,
         heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
         lease_duration: float = DEFAULT_LEASE_DURATION,
     ) -> None:
@@ -220,6 +213,8 @@ class Runtime:
         self.drivers: dict[str, Driver] = dict(drivers or {})
         self.cost_estimator = cost_estimator
         self.max_subagent_depth = max_subagent_depth
+        self.limits = limits
+        """The caps of this runtime's turns (`None` until the first turn reads them)."""
         self._running = False
         self._runs: dict[str, Run] = {}
         self._group = RunGroup(self._runs)

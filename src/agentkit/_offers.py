@@ -1,0 +1,171 @@
+"""What a spec is offered in a turn: its allowlisted tools, actions, `summon` and
+`submit_output`, as model-facing definitions with what calling each means.
+
+Computed once per spec and registry version, and kept by the runtime."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from agentkit.actions import Action, action_tool_name
+from agentkit.providers import ToolDefinition
+from agentkit.spec import AgentSpec
+from agentkit.tools import Tool, entry_tool_names, parse_tool_entry
+
+if TYPE_CHECKING:
+    from agentkit.runtime import Runtime
+
+__all__ = ["SUBMIT_OUTPUT", "SUMMON", "offered_tools"]
+
+_logger = logging.getLogger("agentkit.engine")
+
+
+SUBMIT_OUTPUT = "submit_output"
+
+
+SUMMON = "summon"
+
+
+@dataclass
+class _Offered:
+    """A tool as offered in this turn, with what calling it means."""
+
+    definition: ToolDefinition
+    kind: Literal["tool", "action", "summon", "submit"]
+    tool: Tool | None = None
+    action: Action | None = None
+    entries: tuple[str, ...] = ()  # restricting allowlist entries; empty: unrestricted
+
+
+def _submit_schema(output_schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """The `submit_output` input schema, and whether the payload is wrapped in `output`
+    (model APIs take object schemas only)."""
+    if output_schema.get("type") == "object":
+        return output_schema, False
+    inner = dict(output_schema)
+    wrapper: dict[str, Any] = {}
+    # Root-relative `$ref`s (`#/$defs/item`) must still resolve from the wrapper's root.
+    for key in ("$defs", "definitions", "$schema"):
+        if key in inner:
+            wrapper[key] = inner.pop(key)
+    wrapper.update(
+        type="object",
+        properties={"output": inner},
+        required=["output"],
+        additionalProperties=False,
+    )
+    return wrapper, True
+
+
+def offered_tools(spec: AgentSpec, runtime: Runtime) -> dict[str, _Offered]:
+    """Everything the model may call in a turn of `spec`, by model-facing name."""
+    offered: dict[str, _Offered] = {}
+    for entry in spec.tools:
+        restricted = parse_tool_entry(entry)[1] is not None
+        for name in entry_tool_names(entry, runtime.tools):
+            tool = runtime.tools.get(name)
+            if tool is None:
+                continue
+            previous = offered.get(name)
+            if previous is None:
+                offered[name] = _Offered(
+                    ToolDefinition(name, tool.description, tool.input_schema),
+                    "tool",
+                    tool=tool,
+                    entries=(entry,) if restricted else (),
+                )
+            elif previous.entries:
+                # A bare entry lifts every restriction; otherwise any entry may allow.
+                previous.entries = (*previous.entries, entry) if restricted else ()
+    if spec.actions:
+        for action in runtime.actions:
+            if spec.allows_action(action.id):
+                tool_name = action_tool_name(action.id)
+                offered[tool_name] = _Offered(
+                    ToolDefinition(
+                        tool_name,
+                        action.description or f"Run the action {action.id}.",
+                        action.input_schema,
+                    ),
+                    "action",
+                    action=action,
+                )
+    if spec.allowed_subagents:
+        offered[SUMMON] = _Offered(
+            ToolDefinition(
+                SUMMON,
+                "Run another agent on a task and get its final answer.",
+                {
+                    "type": "object",
+                    "properties": {
+                        "agentName": {"type": "string", "enum": list(spec.allowed_subagents)},
+                        "prompt": {"type": "string", "minLength": 1},
+                        "sessionId": {"type": "string"},
+                    },
+                    "required": ["agentName", "prompt"],
+                    "additionalProperties": False,
+                },
+            ),
+            "summon",
+        )
+    if spec.output_schema is not None:
+        schema, _ = _submit_schema(spec.output_schema)
+        offered[SUBMIT_OUTPUT] = _Offered(
+            ToolDefinition(SUBMIT_OUTPUT, "Submit your final structured answer.", schema),
+            "submit",
+        )
+    return offered
+
+
+_Offers = tuple[dict[str, _Offered], tuple[ToolDefinition, ...]]
+
+
+def _offers(spec: AgentSpec, runtime: Runtime) -> _Offers:
+    """`offered_tools` and their definitions, remembered per spec by the runtime: a spec is
+    immutable, so the answer changes only when the spec is another object or a registry
+    has changed (registries only grow; a tool registry counts its changes)."""
+    tools, actions = runtime.tools, runtime.actions
+    cache = runtime._offers
+    key = id(spec)
+    hit = cache.get(key)
+    if hit is not None:
+        cached_spec, cached_tools, tools_version, cached_actions, action_count, found = hit
+        offers: _Offers = found
+        if (
+            cached_spec is spec
+            and cached_tools is tools
+            and tools_version == tools._version
+            and cached_actions is actions
+            and action_count == len(actions)
+        ):
+            return offers
+    offered = offered_tools(spec, runtime)
+    _warn_unresolved(spec, runtime)
+    offers = (offered, tuple(o.definition for o in offered.values()))
+    if len(cache) >= 512:  # many short-lived specs: start over rather than grow
+        cache.clear()
+    cache[key] = (spec, tools, tools._version, actions, len(actions), offers)
+    return offers
+
+
+def _warn_unresolved(spec: AgentSpec, runtime: Runtime) -> None:
+    """Log the allowlist entries of `spec` that name nothing this runtime has: they are
+    not offered, and a typo there would otherwise only show as a model that never calls
+    the tool. Once per spec and registry version (see `_offers`)."""
+    tools = [entry for entry in spec.tools if not entry_tool_names(entry, runtime.tools)]
+    actions = [a for a in spec.actions if a != "*" and runtime.actions.get(a) is None]
+    agents = [name for name in spec.allowed_subagents if name not in runtime.agents]
+    if tools or actions:
+        _logger.warning(
+            "agent %s allows what this runtime does not have, so it is not offered: %s",
+            spec.id,
+            ", ".join([*tools, *actions]),
+        )
+    if agents:
+        _logger.warning(
+            "agent %s may summon agents this runtime does not have (yet): %s",
+            spec.id,
+            ", ".join(agents),
+        )

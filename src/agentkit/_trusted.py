@@ -1,0 +1,258 @@
+"""Events and transcript messages built without validation, on the hot path.
+
+Validating a pydantic model costs microseconds; a run builds a dozen events and messages
+from values the engine made itself. Each builder here checks the types of what it is given
+and builds the model exactly as validation would (same `__dict__`, same fields set);
+anything unexpected takes the validating constructor instead, which raises the error a
+caller would expect. `tests/test_bench_fastpaths.py` proves the two paths equal.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel
+
+from agentkit.events import (
+    Accounting,
+    Result,
+    SessionInit,
+    Text,
+    TextDelta,
+    ToolResult,
+    ToolUse,
+    TurnEnd,
+    TurnStart,
+    TurnStatus,
+)
+from agentkit.messages import (
+    AssistantMessage,
+    ThinkingBlock,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+
+__all__: list[str] = []  # private helpers, imported by name
+
+_E = TypeVar("_E", bound=BaseModel)
+_new = object.__new__
+# The slot setters of BaseModel's instance layout, called directly (cheaper than
+# object.__setattr__, which frozen models need anyway).
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
+
+
+_FIELDS_SETS: dict[frozenset[str], set[str]] = {}
+
+
+def _shared_fields_set(names: Any) -> set[str]:
+    """One `set` per distinct set of field names, shared by every trusted model built with
+    it. Models here are frozen, so nothing changes the set in place (`model_copy` copies
+    it first); sharing it spares each event (and the garbage collector) a set of its own."""
+    key = frozenset(names)
+    shared = _FIELDS_SETS.get(key)
+    if shared is None:
+        shared = _FIELDS_SETS[key] = set(key)
+    return shared
+
+
+def _trusted(cls: type[_E], fields_set: Any, values: dict[str, Any]) -> _E:
+    """`cls` with `values` (every field, in declaration order) and `fields_set` (the names
+    the caller gave explicitly), exactly as validating those values would build it."""
+    return _build(cls, _shared_fields_set(fields_set), values)
+
+
+def _build(cls: type[_E], shared_fields_set: set[str], values: dict[str, Any]) -> _E:
+    """`_trusted` with the shared fields set already looked up (the builders below)."""
+    model = _new(cls)
+    _set_dict(model, values)
+    _set_fields_set(model, shared_fields_set)
+    _set_extra(model, None)
+    _set_private(model, None)
+    return model
+
+
+def _given(cls: type[BaseModel]) -> set[str]:
+    """The shared fields set of an event whose every field but `agent` and `type` is given."""
+    return _shared_fields_set(set(cls.model_fields) - {"agent", "type"})
+
+
+# Each builder checks the types of what it is given; anything unexpected takes the
+# validating constructor, which raises the error a caller would expect.
+
+_CONTENT_ONLY = _shared_fields_set(("content",))
+
+
+def _text_delta(content: str) -> TextDelta:
+    if type(content) is not str:
+        return TextDelta(content=content)
+    # _build, inlined: this runs once per streamed delta
+    delta = _new(TextDelta)
+    _set_dict(delta, {"agent": None, "type": "text_delta", "content": content})
+    _set_fields_set(delta, _CONTENT_ONLY)
+    _set_extra(delta, None)
+    _set_private(delta, None)
+    return delta
+
+
+def _text(content: str, turn_phase: Literal["commentary", "final"]) -> Text:
+    if type(content) is not str or turn_phase not in ("commentary", "final"):
+        return Text(content=content, turn_phase=turn_phase)
+    values = {"agent": None, "type": "text", "content": content, "turn_phase": turn_phase}
+    return _build(Text, _TEXT, values)
+
+
+def _tool_use(id: str, tool: str, input: dict[str, Any]) -> ToolUse:
+    if type(id) is not str or type(tool) is not str or type(input) is not dict:
+        return ToolUse(id=id, tool=tool, input=input)
+    # validation copies the dict (shallowly): so does this
+    values = {"agent": None, "type": "tool_use", "id": id, "tool": tool, "input": dict(input)}
+    return _build(ToolUse, _TOOL_USE, values)
+
+
+def _tool_result(tool_use_id: str, tool: str, output: Any, is_error: bool) -> ToolResult:
+    if type(tool_use_id) is not str or type(tool) is not str or type(is_error) is not bool:
+        return ToolResult(tool_use_id=tool_use_id, tool=tool, output=output, is_error=is_error)
+    values = {
+        "agent": None,
+        "type": "tool_result",
+        "tool_use_id": tool_use_id,
+        "tool": tool,
+        "output": output,
+        "is_error": is_error,
+    }
+    return _build(ToolResult, _TOOL_RESULT, values)
+
+
+def _turn_start(turn_id: str, session_id: str, user_prompt: str) -> TurnStart:
+    if type(turn_id) is not str or type(session_id) is not str or type(user_prompt) is not str:
+        return TurnStart(turn_id=turn_id, session_id=session_id, user_prompt=user_prompt)
+    values = {
+        "agent": None,
+        "type": "turn_start",
+        "turn_id": turn_id,
+        "session_id": session_id,
+        "user_prompt": user_prompt,
+    }
+    return _build(TurnStart, _TURN_START, values)
+
+
+def _session_init(
+    session_id: str, system_prompt: str | None, project_path: str | None
+) -> SessionInit:
+    if (
+        type(session_id) is not str
+        or (system_prompt is not None and type(system_prompt) is not str)
+        or (project_path is not None and type(project_path) is not str)
+    ):
+        return SessionInit(
+            session_id=session_id, system_prompt=system_prompt, project_path=project_path
+        )
+    values = {
+        "agent": None,
+        "type": "session_init",
+        "session_id": session_id,
+        "system_prompt": system_prompt,
+        "project_path": project_path,
+    }
+    return _build(SessionInit, _SESSION_INIT, values)
+
+
+def _turn_end(turn_id: str, status: TurnStatus, duration_ms: int) -> TurnEnd:
+    if (
+        type(turn_id) is not str
+        or status not in ("completed", "interrupted", "error")
+        or type(duration_ms) is not int
+    ):
+        return TurnEnd(turn_id=turn_id, status=status, duration_ms=duration_ms)
+    values = {
+        "agent": None,
+        "type": "turn_end",
+        "turn_id": turn_id,
+        "status": status,
+        "duration_ms": duration_ms,
+    }
+    return _build(TurnEnd, _TURN_END, values)
+
+
+def _result(content: str, accounting: Accounting | None) -> Result:
+    if type(content) is not str or (accounting is not None and type(accounting) is not Accounting):
+        return Result(content=content, accounting=accounting)
+    values = {"agent": None, "type": "result", "content": content, "accounting": accounting}
+    return _build(Result, _RESULT, values)
+
+
+_TEXT = _given(Text)
+_TOOL_USE = _given(ToolUse)
+_TOOL_RESULT = _given(ToolResult)
+_TURN_START = _given(TurnStart)
+_SESSION_INIT = _given(SessionInit)
+_TURN_END = _given(TurnEnd)
+_RESULT = _given(Result)
+
+
+_USER_FIELDS = _shared_fields_set(("content",))
+
+
+_ASSISTANT_FIELDS = _shared_fields_set(("thinking", "text", "tool_calls"))
+
+
+_TOOL_RESULT_FIELDS = _shared_fields_set(("tool_call_id", "name", "content", "is_error"))
+
+
+def _user_message(content: str) -> UserMessage:
+    if type(content) is not str:
+        return UserMessage(content=content)
+    return _build(UserMessage, _USER_FIELDS, {"role": "user", "content": content})
+
+
+def _all_of(items: tuple[Any, ...], cls: type) -> bool:
+    # A plain loop: `all()` over a generator costs more than the check for short tuples.
+    for item in items:  # noqa: SIM110
+        if type(item) is not cls:
+            return False
+    return True
+
+
+def _assistant_message(
+    thinking: tuple[ThinkingBlock, ...], text: str, tool_calls: tuple[ToolCall, ...]
+) -> AssistantMessage:
+    if (
+        type(text) is not str
+        or (tool_calls and not _all_of(tool_calls, ToolCall))
+        or (thinking and not _all_of(thinking, ThinkingBlock))
+    ):
+        return AssistantMessage(thinking=thinking, text=text, tool_calls=tool_calls)
+    return _build(
+        AssistantMessage,
+        _ASSISTANT_FIELDS,
+        {"role": "assistant", "thinking": thinking, "text": text, "tool_calls": tool_calls},
+    )
+
+
+def _tool_result_message(
+    tool_call_id: str, name: str, content: str, is_error: bool
+) -> ToolResultMessage:
+    if (
+        type(tool_call_id) is not str
+        or type(name) is not str
+        or type(content) is not str
+        or type(is_error) is not bool
+    ):
+        return ToolResultMessage(
+            tool_call_id=tool_call_id, name=name, content=content, is_error=is_error
+        )
+    return _build(
+        ToolResultMessage,
+        _TOOL_RESULT_FIELDS,
+        {
+            "role": "tool",
+            "tool_call_id": tool_call_id,
+            "name": name,
+            "content": content,
+            "is_error": is_error,
+        },
+    )
