@@ -755,3 +755,60 @@ def test_validate_json_is_one_object_as_documented(
         text = " ".join((ROOT / "docs" / page).read_text(encoding="utf-8").split())
         assert '`--format json` a JSON list' not in text
         assert '{"valid": ..., "diagnostics": [...]}' in text, page
+
+
+# --- provider timeouts on the command line (issue 11, item 9) ----------------------------
+
+
+def test_a_bad_provider_timeout_is_one_error_line(python: str, cli_env: dict[str, str]) -> None:
+    done = agentkit(python, cli_env, *HELLO, "--provider-read-timeout", "soon")
+    assert done.returncode == 2
+    assert done.stderr.startswith("agentkit: error: ") and "Traceback" not in done.stderr
+    assert "AGENTKIT_PROVIDER_READ_TIMEOUT" in done.stderr or "read" in done.stderr
+
+
+def test_a_server_that_never_answers_ends_the_run_by_the_first_byte_timeout(
+    python: str, cli_env: dict[str, str]
+) -> None:
+    import socket
+    import threading
+    import time
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:  # takes connections and never answers
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    env = {**cli_env, "AGENTKIT_BASE_URL": f"http://127.0.0.1:{listener.getsockname()[1]}/v1"}
+    try:
+        started = time.monotonic()
+        done = agentkit(
+            python,
+            env,
+            *HELLO[:3],
+            "--provider",
+            "openai-compatible",
+            "--provider-first-byte-timeout",
+            "0.5",
+        )
+        took = time.monotonic() - started
+    finally:
+        stop.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+        listener.close()
+    assert done.returncode == 1, done.stderr
+    assert "first" in done.stderr.lower() or "timed out" in done.stderr.lower()
+    assert took < 45  # four attempts of half a second plus backoff, not minutes

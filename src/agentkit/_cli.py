@@ -4,6 +4,7 @@
 agentkit run TARGET PROMPT|- [--provider NAME] [--script FILE] [--session ID]
                              [--format text|jsonl] [--working-dir DIR] [--app DIR]
                              [--store LOCATION]
+                             [--provider-{connect,first-byte,read,total}-timeout SECONDS]
 agentkit sessions [--format text|json] [--store LOCATION]
 agentkit runs [--session ID] [--format text|json] [--store LOCATION]
 agentkit runs show RUN_ID [--format text|jsonl] [--store LOCATION]
@@ -72,6 +73,18 @@ exit codes:
   130  interrupted by Ctrl-C: the run ends as interrupted (its error and turn_end are
        printed and stored); a second Ctrl-C stops at once
   143  stopped by SIGTERM (kill, timeout, docker stop, systemd), handled like Ctrl-C"""
+
+_TIMEOUT_FLAGS = (
+    ("connect", "seconds to connect to the model's server", "AGENTKIT_PROVIDER_CONNECT_TIMEOUT"),
+    (
+        "first-byte",
+        "seconds from sending a request to the answer's first byte",
+        "AGENTKIT_PROVIDER_FIRST_BYTE_TIMEOUT",
+    ),
+    ("read", "seconds of silence allowed inside an answer", "AGENTKIT_PROVIDER_READ_TIMEOUT"),
+    ("total", "seconds one model request may take in all", "AGENTKIT_PROVIDER_TOTAL_TIMEOUT"),
+)
+"""The provider timeout flags of `agentkit run`: name, meaning, environment variable."""
 
 _PROVIDER_HELP = (
     "the model provider: test (offline, canned answers), scripted (replays --script FILE), "
@@ -174,6 +187,12 @@ output:
         "--app", metavar="DIR", help="the app folder for <app-id>:<name> targets (default: .)"
     )
     run.add_argument("--store", metavar="LOCATION", help=_STORE_HELP)
+    for name, what, variable in _TIMEOUT_FLAGS:
+        run.add_argument(
+            f"--provider-{name}-timeout",
+            metavar="SECONDS",
+            help=f"{what} (default: ${variable}, else the provider's default)",
+        )
 
     sessions = sub.add_parser(
         "sessions",
@@ -615,7 +634,18 @@ def _make_provider(args: argparse.Namespace) -> Provider:
         NoProviderError,
         create_provider,
         default_provider_name,
+        set_default_timeouts,
     )
+
+    try:
+        set_default_timeouts(
+            connect=args.provider_connect_timeout,
+            first_byte=args.provider_first_byte_timeout,
+            read=args.provider_read_timeout,
+            total=args.provider_total_timeout,
+        )
+    except NoProviderError as exc:
+        raise UsageError(str(exc)) from None
 
     name = args.provider or default_provider_name()
     if name is None:
