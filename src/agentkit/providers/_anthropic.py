@@ -43,7 +43,14 @@ from agentkit.providers._base import (
 from agentkit.providers._catalog import ModelCatalog, coerce_catalog
 from agentkit.providers._errors import map_error
 from agentkit.providers._registry import ProviderConfigError
-from agentkit.providers._sdk import StreamSeen, WithinTotal, open_stream, relay, sdk_client
+from agentkit.providers._sdk import (
+    SDKProvider,
+    StreamSeen,
+    WithinTotal,
+    open_stream,
+    relay,
+    sdk_client,
+)
 from agentkit.providers._timeouts import ProviderTimeouts
 from agentkit.spec import ReasoningEffort
 
@@ -69,7 +76,7 @@ _STOP_REASONS: Mapping[str, StopReason] = {
 }
 
 
-class AnthropicProvider:
+class AnthropicProvider(SDKProvider):
     """Streams Claude responses from the Messages API.
 
     Args:
@@ -141,14 +148,6 @@ class AnthropicProvider:
                 timeouts=self.timeouts,
             )
         self._client = client
-
-    def resolve_model(self, tier: str | None, model: str | None) -> str:
-        """The concrete model for a tier or a pinned name."""
-        return self.catalog.resolve(tier, model)
-
-    async def aclose(self) -> None:
-        """Close the HTTP connections."""
-        await self._client.close()
 
     def build_params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of `messages.create` for `request` (without `stream`)."""

@@ -33,7 +33,14 @@ from agentkit.providers._base import (
 from agentkit.providers._catalog import ModelCatalog, coerce_catalog
 from agentkit.providers._errors import map_error
 from agentkit.providers._registry import ProviderConfigError
-from agentkit.providers._sdk import StreamSeen, WithinTotal, open_stream, relay, sdk_client
+from agentkit.providers._sdk import (
+    SDKProvider,
+    StreamSeen,
+    WithinTotal,
+    open_stream,
+    relay,
+    sdk_client,
+)
 from agentkit.providers._timeouts import ProviderTimeouts
 from agentkit.spec import ReasoningEffort
 
@@ -56,7 +63,7 @@ def _effort(effort: ReasoningEffort | None) -> str | None:
     return "none" if effort == "off" else effort
 
 
-class OpenAIProvider:
+class OpenAIProvider(SDKProvider):
     """Streams responses from OpenAI or an OpenAI-compatible server.
 
     Args:
@@ -142,14 +149,6 @@ class OpenAIProvider:
                 timeouts=self.timeouts,
             )
         self._client = client
-
-    def resolve_model(self, tier: str | None, model: str | None) -> str:
-        """The concrete model for a tier or a pinned name."""
-        return self.catalog.resolve(tier, model)
-
-    async def aclose(self) -> None:
-        """Close the HTTP connections."""
-        await self._client.close()
 
     def build_params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of the create call for `request` (without `stream`)."""

@@ -19,11 +19,12 @@ from typing import Any
 import anyio
 
 from agentkit.providers._base import Chunk, ProviderError
+from agentkit.providers._catalog import ModelCatalog
 from agentkit.providers._errors import excerpt
 from agentkit.providers._registry import ProviderConfigError
 from agentkit.providers._timeouts import TIMEOUT_ENV, ProviderTimeouts
 
-__all__ = ["StreamSeen", "WithinTotal", "open_stream", "relay", "sdk_client"]
+__all__ = ["SDKProvider", "StreamSeen", "WithinTotal", "open_stream", "relay", "sdk_client"]
 
 
 def sdk_client(
@@ -77,6 +78,25 @@ async def open_stream(
         f"{TIMEOUT_ENV['first_byte']})",
         retryable=True, kind="timeout",
     )
+
+
+
+class SDKProvider:
+    """What the providers built on an official client library have alike: a model
+    catalog, their timeouts and the client, which `aclose` closes."""
+
+    name: str
+    catalog: ModelCatalog
+    timeouts: ProviderTimeouts
+    _client: Any
+
+    def resolve_model(self, tier: str | None, model: str | None) -> str:
+        """The concrete model for a tier or a pinned name."""
+        return self.catalog.resolve(tier, model)
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections."""
+        await self._client.close()
 
 
 class WithinTotal:
