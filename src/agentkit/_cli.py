@@ -19,6 +19,10 @@ session asked for is not in the store; 2 a usage or environment error (bad argum
 unreadable or invalid files, no provider configured, a store that cannot be opened or
 fails); 130 the run was interrupted by Ctrl-C (SIGINT); 143 it was stopped by SIGTERM.
 docs/cli.md is the full reference.
+
+Why one long module: about half of it is the argument parser with its help texts, examples
+and exit codes, which are read and kept right together; printing events and the store
+commands live in `_cli_output` and `_cli_store`.
 """
 
 from __future__ import annotations

@@ -28,6 +28,11 @@ Leaving the `async with` block waits for runs still going (like a task group); a
 inside it cancels them, and each cancelled run still ends with `turn_end` (`interrupted`).
 """
 
+# Why one long module: the `Runtime` facade documents every option of its constructor, and its
+# lifecycle, sessions and run start belong to that one object; the run and its ending
+# (`_run`), the task-group rules (`_runs_group`), leases (`_lease`), pricing (`_pricing`),
+# summons (`_summon`) and the engine (`_engine` and its modules) live apart.
+
 from __future__ import annotations
 
 import contextlib

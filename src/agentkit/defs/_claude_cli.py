@@ -7,6 +7,9 @@
 AgentMessage events: `session_init`, `text` / `thinking` / `tool_use` / `tool_result`,
 `text_delta`, and a final `result` or `error`. The last text before a successful result is
 the `final` text; earlier ones are `commentary`. `turn_start` / `turn_end` are the caller's.
+
+Why one long module: driving the `claude` command line is one concern: its arguments, the
+version check, the process's lifetime and the mapping of its stream-JSON onto events.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@
 line, column and field. After the prose rules, the frontmatter is also checked against the
 document's JSON Schema (shipped as package data); a field the prose rules already reported is
 not reported twice.
+
+Why one long module: one reader per frontmatter field, in the order of the document's table,
+each short; they share the checker that collects every problem at once.
 """
 
 from __future__ import annotations

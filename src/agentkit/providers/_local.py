@@ -16,6 +16,9 @@ answer cut by the output allowance or the context ends with `Stop("max_tokens")`
 llama.cpp's own logging goes through its log callback, which this module replaces with
 one that keeps the messages off the terminal (errors are logged on `agentkit.local`); the
 process's standard output and error are never redirected.
+
+Why one long module: loading the model, its grammar, its chat template and its generation
+thread all hang on llama.cpp's one model object and its lock.
 """
 
 from __future__ import annotations

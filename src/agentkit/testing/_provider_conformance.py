@@ -15,6 +15,9 @@ await run_provider_conformance(lambda base_url: MyProvider(base_url=base_url), s
 Providers without a wire (an in-process model, a live server) are checked with
 [`check_live_provider`][agentkit.testing.check_live_provider], which only asserts the
 stream contract.
+
+Why one long module: the replay server and one scenario per point of the wire contract, kept
+together so that a provider's author reads the whole contract in one place.
 """
 
 from __future__ import annotations

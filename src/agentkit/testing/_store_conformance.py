@@ -25,6 +25,9 @@ Two ways to run it:
   from `make_store()` and raises an `ExceptionGroup` naming each check that failed.
 
 This module does not import pytest, so importing it costs nothing outside tests.
+
+Why one long module: one short check per point of the store contract, kept together so that
+a backend's author reads the whole contract in one place.
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 File work runs in worker threads. `Grep`'s regular expression comes from the model, so it
 runs in a child process instead (see `_scan`): a runaway pattern is killed when the tool
 times out or the call is cancelled, and never blocks the event loop.
+
+Why one long module: the file tools share one sandboxed walk and its rule checks (decided on
+the path really opened); splitting the tools apart would split that walk.
 """
 
 from __future__ import annotations
