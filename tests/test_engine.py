@@ -24,7 +24,7 @@ from agentkit.providers import (
 )
 from agentkit.runtime import RetryPolicy
 from agentkit.stores import MemoryStore
-from agentkit.testing import FunctionProvider, ScriptedProvider
+from agentkit.testing import FunctionProvider, ScriptedProvider, assert_stream_invariants
 from agentkit.tools import Tool, ToolContext, ToolError, ToolRegistry
 
 pytestmark = pytest.mark.anyio
@@ -120,14 +120,6 @@ def results(events: list[AgentMessage]) -> list[Any]:
     return [e for e in events if e.type == "tool_result"]
 
 
-def check_invariants(events: list[AgentMessage]) -> None:
-    assert events[0].type == "turn_start"
-    assert events[-1].type == "turn_end"
-    finals = [e for e in events if e.type in ("result", "error") and e.agent is None]
-    assert len(finals) == 1
-    assert sum(1 for e in events if e.type in ("turn_start", "turn_end")) == 2
-
-
 SPEC = AgentSpec(id="demo:calc", tools=("add",), permission_mode="bypassPermissions")
 
 
@@ -135,7 +127,7 @@ async def test_tool_call_then_answer() -> None:
     events, outcome, provider = await run_all(
         SPEC, [call("add", a=1, b=2), {"text": "3", "deltas": 1}], prompt="1+2?"
     )
-    check_invariants(events)
+    assert_stream_invariants(events)
     assert types(events) == [
         "turn_start",
         "session_init",
@@ -208,7 +200,7 @@ async def test_bad_calls_become_tool_errors_and_the_run_goes_on(
         id="demo:calc", tools=("add", "boom", "refuse", "hang"), permission_mode="bypassPermissions"
     )
     events, outcome, provider = await run_all(spec, [response, {"text": "recovered"}])
-    check_invariants(events)
+    assert_stream_invariants(events)
     result = results(events)[0]
     assert result.is_error and message in result.output
     assert outcome.ok and outcome.text == "recovered"
@@ -365,7 +357,7 @@ async def test_structured_output_accepted_after_a_rejection() -> None:
             call("submit_output", decision="REPLY", reason="friendly"),
         ],
     )
-    check_invariants(events)
+    assert_stream_invariants(events)
     rejected, accepted = results(events)
     assert rejected.is_error and "decision" in rejected.output
     assert not accepted.is_error
@@ -395,7 +387,7 @@ async def test_stopping_without_submitting_gets_a_reminder_then_errors_at_the_ca
     assert isinstance(reminder, UserMessage) and "submit_output" in reminder.content
     assert outcome.status == "error" and "maxTurns (2)" in (outcome.error or "")
     assert events[-1].status == "error"
-    check_invariants(events)
+    assert_stream_invariants(events)
 
 
 async def test_turn_cap_counts_model_calls() -> None:
@@ -411,7 +403,7 @@ async def test_turn_cap_counts_model_calls() -> None:
 
 async def test_provider_error_becomes_an_error_block_with_accounting() -> None:
     events, outcome, _ = await run_all(SPEC, [call("add", a=1, b=1), {"error": "bad request"}])
-    check_invariants(events)
+    assert_stream_invariants(events)
     error = events[-2]
     assert error.type == "error" and "bad request" in error.error
     assert error.accounting is not None and error.accounting.model_calls == 2
@@ -480,7 +472,7 @@ async def test_a_provider_that_raises_anything_ends_in_an_error_block() -> None:
     async with Runtime(provider=Broken()) as runtime:
         run = await runtime.start(SPEC, "go")
         events = [e async for e in run.events()]
-    check_invariants(events)
+    assert_stream_invariants(events)
     assert events[-2].type == "error" and "socket closed" in events[-2].error
 
 
@@ -496,7 +488,7 @@ async def test_cancel_ends_interrupted_with_one_error_block() -> None:
                 run.cancel()
         outcome = await run.wait()
     events = [e async for e in run.events()]
-    check_invariants(events)
+    assert_stream_invariants(events)
     assert events[-1].status == "interrupted" and outcome.status == "interrupted"
 
 
@@ -537,7 +529,7 @@ async def test_summon_forwards_tagged_content_not_lifecycle() -> None:
         run = await runtime.start(parent, "go")
         events = [e async for e in run.events()]
         outcome = await run.wait()
-    check_invariants(events)
+    assert_stream_invariants(events)
     tagged = [e for e in events if e.agent == "demo:helper"]
     assert {e.type for e in tagged} == {"session_init", "text", "result"}
     assert "helper says hi" in outcome.text
