@@ -9,6 +9,7 @@ from typing import Any
 
 from agentkit._offers import _submit_schema
 from agentkit._text_safety import _LONE_SURROGATE
+from agentkit.errors import PromptError
 from agentkit.spec import AgentSpec
 
 __all__ = [
@@ -68,7 +69,7 @@ def resolve_context(
     for what, text in (("the prompt and its context", user), ("the system prompt", system)):
         found = None if text.isascii() else _LONE_SURROGATE.search(text)
         if found is not None:
-            raise ValueError(
+            raise PromptError(
                 f"{what} is not valid Unicode text: a lone surrogate at position {found.start()}"
             )
     return system, user

@@ -29,8 +29,10 @@ __all__ = [
     "LoadError",
     "McpConfigError",
     "McpServerError",
+    "NoDriverError",
     "NoProviderError",
     "OffsetError",
+    "PromptError",
     "ProviderConfigError",
     "ProviderError",
     "ResumeError",
@@ -100,8 +102,9 @@ class BindError(AgentkitError, ValueError):
 
 
 class ResumeError(AgentkitError, ValueError):
-    """A session cannot resume with this definition. `changed` names the fields that differ
-    (empty when they cannot be told)."""
+    """A session cannot resume with this agent: it belongs to another agent, or to a
+    definition that has changed since. `changed` names the fields that differ (empty when
+    they cannot be told)."""
 
     def __init__(self, message: str, changed: tuple[str, ...] = ()) -> None:
         super().__init__(message)
@@ -133,6 +136,15 @@ class ValidateUsageError(AgentkitError, ValueError):
     def __init__(self, message: str, paths: Iterable[str]) -> None:
         super().__init__(message)
         self.paths = list(paths)
+
+
+class PromptError(AgentkitError, ValueError):
+    """A prompt (or its context, or a system prompt) cannot be sent to any model: it is not
+    valid Unicode text."""
+
+
+class NoDriverError(AgentkitError, LookupError):
+    """No driver runs specs of this `runtime` (the adapter that brings it is not imported)."""
 
 
 class AgentNotFoundError(AgentkitError, LookupError):

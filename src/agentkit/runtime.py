@@ -77,7 +77,7 @@ from agentkit._summon import run_action, run_subagent
 from agentkit._trusted import _session_init, _turn_end, _turn_start
 from agentkit._turns import Emit, OutputLimits, RetryPolicy, TurnOutcome, TurnRequest
 from agentkit.actions import ActionRegistry, ActionResult
-from agentkit.errors import AgentNotFoundError
+from agentkit.errors import AgentNotFoundError, NoDriverError, ResumeError
 from agentkit.events import Accounting, AgentMessage, ErrorEvent
 from agentkit.permissions import PermissionHandler
 from agentkit.providers import (
@@ -402,7 +402,7 @@ class Runtime:
             if found is None:
                 raise SessionNotFoundError(f"no session {session_id!r} to resume")
             if found.agent_id != spec.id:
-                raise ValueError(
+                raise ResumeError(
                     f"session {session_id!r} belongs to agent {found.agent_id!r}, not {spec.id!r}"
                 )
             session = found
@@ -477,7 +477,7 @@ class Runtime:
             return driver
         if spec.runtime == "engine":
             return self._engine_driver
-        raise LookupError(
+        raise NoDriverError(
             f"no driver for runtime {spec.runtime!r}: pass one in Runtime(drivers=...) or "
             "import the adapter that registers it (agentkit.defs, for claude-cli)"
         )

@@ -176,7 +176,7 @@ def _current(current: Definition | AgentSpec) -> tuple[dict[str, Any], str]:
     record = current.metadata.get("definition")
     fields = record.get("fields") if isinstance(record, Mapping) else None
     if not isinstance(fields, Mapping):
-        raise ValueError(f"spec {current.id!r} was not bound from a definition")
+        raise ResumeError(f"spec {current.id!r} was not bound from a definition")
     return dict(fields), current.id
 
 
