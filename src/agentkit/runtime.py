@@ -392,7 +392,7 @@ class Runtime:
         checks = session_checks()
         if session_id is None:
             metadata = dict(session_metadata or {})
-            for key in checks.keys() & spec.metadata.keys():
+            for key in checks.keys() & spec.metadata.keys() if checks else ():
                 # What an adapter checks on resume (a Markdown definition's fingerprint
                 # record, say) is remembered with the session.
                 metadata.setdefault(key, spec.metadata[key])
@@ -406,7 +406,7 @@ class Runtime:
                     f"session {session_id!r} belongs to agent {found.agent_id!r}, not {spec.id!r}"
                 )
             session = found
-            for key in checks.keys() & session.metadata.keys():
+            for key in checks.keys() & session.metadata.keys() if checks else ():
                 checks[key](session.metadata[key], spec)
         run = Run(
             run_id=new_id(),
@@ -430,9 +430,10 @@ class Runtime:
                 spec.id,
                 "running",
                 now,
-                owner=self.instance_id,
-                heartbeat_at=now,
-                lease_expires_at=now + self.lease_duration,
+                None,
+                self.instance_id,
+                now,
+                now + self.lease_duration,
             ),
             run._take_unsaved(),
         )
