@@ -145,8 +145,8 @@ class Machine:
             work this process does not execute (a run of a process that died or of
             another process sharing the store).
 
-    Leaving the `async with` block stops the watches and waits for the runs still going,
-    as a `Runtime` does (an exception cancels them instead).
+    Leaving the `async with` block stops the watches and cancels the runs still going
+    (they end `cancelled`, with what they had produced).
     """
 
     def __init__(
@@ -194,6 +194,7 @@ class Machine:
         self._group: TaskGroup | None = None
         self._locks: list[anyio.Lock] = []
         self._changes: dict[str, anyio.Event] = {}
+        self._runs: dict[str, Run] = {}  # the runs this machine started, until seen ended
 
     @property
     def store(self) -> Store:
@@ -224,6 +225,11 @@ class Machine:
             if group is not None:
                 group.cancel_scope.cancel()  # the watches
                 await group.__aexit__(None, None, None)
+            # The runs still going are stopped (they end `cancelled`), not awaited: a
+            # machine that closes does not wait for a model that may never answer.
+            for run in list(self._runs.values()):
+                run.cancel()
+            self._runs.clear()
         finally:
             handled = await self.runtime.__aexit__(exc_type, exc, tb)
         return handled
@@ -523,12 +529,19 @@ class Machine:
                 raise _busy(conversation_id) from None
             except ValueError as exc:  # text that is not valid Unicode
                 raise ConversationError(str(exc)) from None
+            self._keep(run)
             meta.runs[run.id] = RunEntry(run.id, length, tuple(paths))
             await self._save(session, meta)
         self._changed(conversation_id)
         return PromptAccepted(
             conversation_id=conversation_id, run_id=run.id, turn_id=user_turn_id(run.id)
         )
+
+    def _keep(self, run: Run) -> None:
+        if len(self._runs) >= 64:
+            for run_id in [key for key, kept in self._runs.items() if kept.done]:
+                del self._runs[run_id]
+        self._runs[run.id] = run
 
     async def _drop_from(
         self,
@@ -643,6 +656,7 @@ class Machine:
                 if part is not None:
                     yield OutputEvent(offset=entry.offset, part=part)
             return
+        ended_seen = False
         while True:
             for entry in await self.store.read_events(run_id, cursor):
                 cursor = entry.offset
@@ -656,6 +670,12 @@ class Machine:
                 part = part_of(entry.event)
                 if part is not None:
                     yield OutputEvent(offset=entry.offset, part=part)
+            record = await self.store.get_run(run_id)
+            if record is None or record.status != "running":
+                if not ended_seen:
+                    ended_seen = True  # its ending may have been stored meanwhile
+                    continue
+                return  # ended, and its final event was at or before `after`
             # Not ended: another process executes it, or its process died and the lease
             # sweep will end it.
             await anyio.sleep(self.poll_interval)
