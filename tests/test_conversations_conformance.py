@@ -4,8 +4,11 @@ and on PostgreSQL, under asyncio and trio."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -22,6 +25,33 @@ class TestLocalClient(ConversationConformance):
     @pytest.fixture
     async def conversation_host(self, tmp_path: Path) -> AsyncIterator[MachineHost]:
         async with MachineHost.open(tmp_path) as host:
+            yield host
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A PostgreSQL schema of its own, as a store URL."""
+    dsn = os.environ.get("AGENTKIT_TEST_POSTGRES_DSN")
+    if not dsn:
+        pytest.skip("AGENTKIT_TEST_POSTGRES_DSN is not set")
+    import psycopg
+
+    schema = f"agentkit_conv_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    separator = "&" if "?" in dsn else "?"
+    yield f"{dsn}{separator}options={quote(f'-csearch_path={schema}')}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.mark.postgres
+class TestLocalClientOnPostgres(ConversationConformance):
+    @pytest.fixture
+    async def conversation_host(
+        self, tmp_path: Path, postgres_url: str
+    ) -> AsyncIterator[MachineHost]:
+        async with MachineHost.open(tmp_path, store=postgres_url) as host:
             yield host
 
 

@@ -646,9 +646,11 @@ class Machine:
         if live is not None:
             async for entry in live.entries(cursor):
                 if isinstance(entry.event, TurnEnd):
-                    outcome = live.outcome
+                    # Once its ending is stored too: a caller that prompts again as soon
+                    # as it has the final event finds the conversation idle.
+                    outcome = await live.wait()
                     yield final_of(
-                        entry.event, error or (outcome.error if outcome else None), entry.offset
+                        entry.event, error or outcome.error, entry.offset
                     )
                     return
                 error = _error(entry, error)
