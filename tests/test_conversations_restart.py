@@ -57,7 +57,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 
 async def _until(predicate: Callable[[], bool]) -> None:
     with anyio.fail_after(30):
-        while not predicate():
+        while not predicate():  # noqa: ASYNC110 (a watch callback sets no event)
             await anyio.sleep(0.02)
 
 
