@@ -168,7 +168,8 @@ class Machine:
         self.attachment_roots = normalise_roots(attachment_roots)
         """The attachment roots, absolute (each also by its real path)."""
         self._configured: dict[str, AgentSpec] = {}
-        for spec in [*agents, *_load_definitions(definitions), *_load_apps(apps)]:
+        loaded = _load_definitions(definitions, tools)
+        for spec in [*agents, *loaded, *_load_apps(apps)]:
             if spec.id == ROOL or spec.id in self._configured:
                 raise ValueError(f"two configured agents are named {spec.id!r}")
             self._configured[spec.id] = spec
@@ -267,6 +268,8 @@ class Machine:
         return event
 
     async def _member(self, member: Member) -> Member:
+        if self._group is None:
+            raise RuntimeError("use the machine inside 'async with Machine(...) as machine:'")
         current = await self.members.get(member.name)
         if current is None:
             raise AccessDeniedError(f"{member.name!r} is not a member of this machine")
@@ -727,14 +730,22 @@ async def _streamed(run: Run) -> str:
     return buffer.streamed
 
 
-def _load_definitions(paths: Iterable[str | os.PathLike[str]]) -> list[AgentSpec]:
+def _load_definitions(
+    paths: Iterable[str | os.PathLike[str]], tools: ToolRegistry | None
+) -> list[AgentSpec]:
+    """Markdown definitions bound to the tools the machine's runtime offers."""
     specs: list[AgentSpec] = []
     paths = list(paths)
     if paths:
-        from agentkit.defs import bind, load_definition
+        from agentkit.defs import HostCapabilities, bind, load_definition
 
+        if tools is None:
+            from agentkit.tools import builtin_tools
+
+            tools = builtin_tools()
+        host = HostCapabilities.of(tools.names())
         for path in paths:
-            specs.append(bind(load_definition(os.fspath(path))))
+            specs.append(bind(load_definition(os.fspath(path)), host))
     return specs
 
 
