@@ -196,6 +196,7 @@ class Machine:
         self._locks: list[anyio.Lock] = []
         self._changes: dict[str, anyio.Event] = {}
         self._runs: dict[str, Run] = {}  # the runs this machine started, until seen ended
+        self._specs: dict[str, tuple[AgentDefinition, AgentSpec]] = {}
 
     @property
     def store(self) -> Store:
@@ -310,14 +311,24 @@ class Machine:
         return agent_definition(session.metadata[_AGENT_KEY]), session.updated_at
 
     async def _agent_spec(self, name: str) -> AgentSpec:
-        if name == ROOL:
-            return machine_spec(self._rool, self.attachment_roots)
+        """The agent as it is now. Specs are reused while the agent is unchanged, so the
+        runtime's per-spec caches keep working across runs."""
         if name in self._configured:
             return self._configured[name]
-        stored = await self._stored_agent(name)
-        if stored is None:
-            raise MachineAgentNotFoundError(f"the machine has no agent {name!r}")
-        return machine_spec(stored[0], self.attachment_roots)
+        if name == ROOL:
+            definition = self._rool
+        else:
+            stored = await self._stored_agent(name)
+            if stored is None:
+                raise MachineAgentNotFoundError(f"the machine has no agent {name!r}")
+            definition = stored[0]
+        cached = self._specs.get(name)
+        if cached is None or cached[0] != definition:
+            if len(self._specs) >= 256:
+                self._specs.clear()
+            spec = machine_spec(definition, self.attachment_roots)
+            cached = self._specs[name] = (definition, spec)
+        return cached[1]
 
     async def _list_agents(self, member: Member) -> list[AgentInfo]:
         await self._member(member)
