@@ -24,7 +24,7 @@ async def main(url: str, root: str) -> None:
         heartbeat_interval=0.2,
         lease_duration=1.5,
     ) as machine:
-        if await machine.members.get("ada") is None:
+        if await machine.get_member("ada") is None:
             await machine.add_member("ada", "owner")
         client = machine.client(Member(name="ada", role="owner"))
         conversation = await client.create_conversation(name="survives", visibility="shared")

@@ -59,15 +59,16 @@ async def test_a_role_change_applies_at_once_and_removed_members_lose_access(
     async with MachineHost.open(tmp_path) as host:
         ed = await host.client("ed", "editor")
         conversation = await ed.create_conversation(visibility="shared")
-        await host.machine.members.set_role("ed", "viewer")
+        assert await host.machine.set_role("ed", "viewer") == Member(name="ed", role="viewer")
+        assert await host.machine.list_members() == [Member(name="ed", role="viewer")]
         with pytest.raises(AccessDeniedError):
             await conversation.prompt("say x")
         assert (await conversation.get()).turns == ()  # reading is still allowed
-        await host.machine.members.remove("ed")
+        await host.machine.remove_member("ed")
         with pytest.raises(AccessDeniedError, match="not a member"):
             await conversation.get()
         with pytest.raises(MemberError):
-            await host.machine.members.remove("ed")
+            await host.machine.remove_member("ed")
 
 
 async def test_tokens_are_stored_hashed_and_authenticate(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from agentkit.conversations import (
     AgentDefinition,
+    ConversationError,
     FinalEvent,
     FollowEvent,
     Machine,
@@ -143,6 +144,8 @@ async def test_follow_only_finds_runs_of_its_conversation(tmp_path: Path) -> Non
             await _collect(two.follow(accepted.run_id))
         with pytest.raises(RunNotFoundError):
             await _collect(one.follow("no-such-run"))
+        with pytest.raises(ConversationError, match="after must be an offset"):
+            await _collect(one.follow(accepted.run_id, after="3"))  # type: ignore[arg-type]
         # A run dropped by replace_turn is gone from the conversation.
         replaced = await one.prompt("say two", replace_turn=accepted.turn_id)
         await _collect(one.follow(replaced.run_id))

@@ -71,6 +71,7 @@ from agentkit.conversations._models import (
     Visibility,
 )
 from agentkit.conversations._turns import (
+    INTERRUPTED_REASON,
     OutputBuffer,
     build_turns,
     final_of,
@@ -191,7 +192,7 @@ class Machine:
         )
         """The runtime every conversation run runs in."""
         self.poll_interval = poll_interval
-        self.members = Members(self.runtime.store)
+        self._members = Members(self.runtime.store)
         self._group: TaskGroup | None = None
         self._locks: list[anyio.Lock] = []
         self._changes: dict[str, anyio.Event] = {}
@@ -239,12 +240,33 @@ class Machine:
     # --- members ----------------------------------------------------------------------
 
     async def add_member(self, name: str, role: Role) -> str:
-        """Add a member; returns its secret token (only its hash is stored)."""
-        return await self.members.add(name, role)
+        """Add a member; returns its secret token (only its SHA-256 hash is stored).
+
+        Raises:
+            MemberError: The name is taken or not valid, or the role is unknown.
+        """
+        return await self._members.add(name, role)
+
+    async def get_member(self, name: str) -> Member | None:
+        """The member with this name, or `None`."""
+        return await self._members.get(name)
+
+    async def list_members(self) -> list[Member]:
+        """Every member, oldest first."""
+        return await self._members.list()
+
+    async def set_role(self, name: str, role: Role) -> Member:
+        """Change a member's role; it applies to the member's next call."""
+        return await self._members.set_role(name, role)
+
+    async def remove_member(self, name: str) -> None:
+        """Remove a member: its clients are refused from their next call (its
+        conversations stay, private ones visible to nobody)."""
+        await self._members.remove(name)
 
     async def authenticate(self, token: str) -> Member:
         """The member a token belongs to (`MemberError` when none)."""
-        return await self.members.authenticate(token)
+        return await self._members.authenticate(token)
 
     def client(self, member: Member) -> LocalClient:
         """The client API acting as `member` (authorised by its current role)."""
@@ -271,7 +293,7 @@ class Machine:
     async def _member(self, member: Member) -> Member:
         if self._group is None:
             raise RuntimeError("use the machine inside 'async with Machine(...) as machine:'")
-        current = await self.members.get(member.name)
+        current = await self._members.get(member.name)
         if current is None:
             raise AccessDeniedError(f"{member.name!r} is not a member of this machine")
         return current
@@ -483,13 +505,13 @@ class Machine:
         self._changed(conversation_id)
 
     async def _delete(self, member: Member, conversation_id: str) -> None:
-        await self._writable(member, conversation_id, "delete conversations")
-        active = await self._active(conversation_id)
-        run = self.runtime.get_run(active.id) if active is not None else None
-        if run is not None:
-            run.cancel()
-            await run.wait()
-        async with self._lock(conversation_id):
+        async with self._lock(conversation_id):  # no prompt starts a run meanwhile
+            await self._writable(member, conversation_id, "delete conversations")
+            active = await self._active(conversation_id)
+            run = self.runtime.get_run(active.id) if active is not None else None
+            if run is not None:
+                run.cancel()
+                await run.wait()
             await self.store.delete_session(conversation_id)
         self._changed(conversation_id)
 
@@ -607,10 +629,15 @@ class Machine:
             if entry.attachments:
                 shown = json.dumps({"attachments": list(entry.attachments)}, ensure_ascii=False)
                 prompt = f"<thread_context>\n{shown}\n</thread_context>\n\n{prompt}"
-            status = "cancelled" if last.status == "interrupted" else "interrupted"
+            if last.status == "interrupted":
+                why = "the run was cancelled"
+            elif last.error == INTERRUPTED_REASON:
+                why = "the run was interrupted"
+            else:
+                why = f"the run failed: {last.error or 'unknown error'}"
             added = [
                 UserMessage(content=prompt),
-                AssistantMessage(text=partial or f"(no answer: the run was {status})"),
+                AssistantMessage(text=partial or f"(no answer: {why})"),
             ]
         elif partial and not isinstance(transcript[-1], AssistantMessage):
             added = [AssistantMessage(text=partial)]
@@ -653,8 +680,10 @@ class Machine:
     async def _follow(
         self, member: Member, conversation_id: str, run_id: str, after: int | None
     ) -> AsyncIterator[FollowEvent]:
+        if after is not None and (not isinstance(after, int) or isinstance(after, bool)):
+            raise ConversationError(f"after must be an offset (an integer), not {after!r}")
         await self._run_record(member, conversation_id, run_id)
-        cursor = -1 if after is None else int(after)
+        cursor = -1 if after is None else after
         error: str | None = None
         live = self.runtime.get_run(run_id)
         if live is not None:

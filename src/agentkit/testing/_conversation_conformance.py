@@ -312,6 +312,7 @@ async def check_create_get_list(host: ConversationHost) -> None:
     """A new conversation is private by default, talks to `rool`, has no turns, and is
     listed as a light row; names and visibility change without touching turns."""
     ada = await host.client("ada", "owner")
+    assert isinstance(ada, ConversationClient) and ada.member.name == "ada"
     conversation = await ada.create_conversation(name="Plans", instructions="Be brief.")
     details = await conversation.get()
     assert (details.name, details.agent, details.visibility) == ("Plans", "rool", "private")
@@ -473,6 +474,8 @@ async def check_error_is_final(host: ConversationHost) -> None:
     assert final.error is not None and "failed on purpose" in final.error
     turns = await conversation.list_turns()
     assert turns[-1].status == "error" and "failed on purpose" in (turns[-1].error or "")
+    events = await _run(ada, conversation.id, "count")  # the conversation goes on
+    assert _text(events) == "users=2"  # and the model sees the failed prompt too
 
 
 @_check
