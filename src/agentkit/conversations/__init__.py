@@ -29,7 +29,8 @@ from agentkit.conversations._errors import (
     RunNotFoundError,
     TurnNotFoundError,
 )
-from agentkit.conversations._machine import LocalClient, Machine, default_machine_store
+from agentkit.conversations._local import LocalClient
+from agentkit.conversations._machine import Machine, default_machine_store
 from agentkit.conversations._models import (
     AgentDefinition,
     AgentInfo,

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import TaskGroup
@@ -39,8 +39,6 @@ from agentkit.conversations._attachments import (
     normalise_roots,
 )
 from agentkit.conversations._client import (
-    Conversation,
-    ConversationClient,
     StopWatch,
     WatchCallback,
 )
@@ -64,7 +62,6 @@ from agentkit.conversations._models import (
     ConversationSummary,
     FollowEvent,
     Member,
-    OutputEvent,
     PromptAccepted,
     Role,
     Turn,
@@ -74,19 +71,21 @@ from agentkit.conversations._turns import (
     INTERRUPTED_REASON,
     OutputBuffer,
     build_turns,
-    final_of,
     part_of,
     user_turn_id,
 )
-from agentkit.events import ErrorEvent, TurnEnd, TurnStart
+from agentkit.events import TurnStart
 from agentkit.permissions import PermissionHandler
 from agentkit.providers import AssistantMessage, Message, Provider, UserMessage
 from agentkit.runtime import Run, Runtime, SessionBusyError
 from agentkit.spec import AgentSpec, ReasoningEffort, SpecError
-from agentkit.stores import EventEntry, RunRecord, SessionExistsError, SessionRecord, Store
+from agentkit.stores import RunRecord, SessionExistsError, SessionRecord, Store
 from agentkit.tools import ToolRegistry
 
 __all__ = ["Machine", "default_machine_store"]
+
+if TYPE_CHECKING:
+    from agentkit.conversations._local import LocalClient
 
 _logger = logging.getLogger("agentkit.conversations")
 
@@ -270,6 +269,8 @@ class Machine:
 
     def client(self, member: Member) -> LocalClient:
         """The client API acting as `member` (authorised by its current role)."""
+        from agentkit.conversations._local import LocalClient
+
         return LocalClient(self, member)
 
     # --- internals shared by clients --------------------------------------------------
@@ -677,53 +678,12 @@ class Machine:
             raise RunNotFoundError(f"conversation {conversation_id!r} has no run {run_id!r}")
         return record
 
-    async def _follow(
+    def _follow(
         self, member: Member, conversation_id: str, run_id: str, after: int | None
     ) -> AsyncIterator[FollowEvent]:
-        if after is not None and (not isinstance(after, int) or isinstance(after, bool)):
-            raise ConversationError(f"after must be an offset (an integer), not {after!r}")
-        await self._run_record(member, conversation_id, run_id)
-        cursor = -1 if after is None else after
-        error: str | None = None
-        live = self.runtime.get_run(run_id)
-        if live is not None:
-            async for entry in live.entries(cursor):
-                if isinstance(entry.event, TurnEnd):
-                    # Once its ending is stored too: a caller that prompts again as soon
-                    # as it has the final event finds the conversation idle.
-                    outcome = await live.wait()
-                    yield final_of(
-                        entry.event, error or outcome.error, entry.offset
-                    )
-                    return
-                error = _error(entry, error)
-                part = part_of(entry.event)
-                if part is not None:
-                    yield OutputEvent(offset=entry.offset, part=part)
-            return
-        ended_seen = False
-        while True:
-            for entry in await self.store.read_events(run_id, cursor):
-                cursor = entry.offset
-                if isinstance(entry.event, TurnEnd):
-                    if error is None:
-                        record = await self.store.get_run(run_id)
-                        error = record.error if record is not None else None
-                    yield final_of(entry.event, error, entry.offset)
-                    return
-                error = _error(entry, error)
-                part = part_of(entry.event)
-                if part is not None:
-                    yield OutputEvent(offset=entry.offset, part=part)
-            record = await self.store.get_run(run_id)
-            if record is None or record.status != "running":
-                if not ended_seen:
-                    ended_seen = True  # its ending may have been stored meanwhile
-                    continue
-                return  # ended, and its final event was at or before `after`
-            # Not ended: another process executes it, or its process died and the lease
-            # sweep will end it.
-            await anyio.sleep(self.poll_interval)
+        from agentkit.conversations._follow import follow_run
+
+        return follow_run(self, member, conversation_id, run_id, after)
 
     async def _watch(
         self, member: Member, conversation_id: str, callback: WatchCallback
@@ -751,13 +711,6 @@ def _name(name: str) -> str:
     if len(name) > 200:
         raise ConversationError("a conversation's name is at most 200 characters")
     return name or "New conversation"
-
-
-def _error(entry: EventEntry, current: str | None) -> str | None:
-    event = entry.event
-    if isinstance(event, ErrorEvent) and event.agent is None:
-        return event.error
-    return current
 
 
 async def _streamed(run: Run) -> str:
@@ -799,93 +752,3 @@ def _load_apps(paths: Iterable[str | os.PathLike[str]]) -> list[AgentSpec]:
             app = load_app(os.fspath(path))
             specs.extend(agent.spec for agent in app.agents.values())
     return specs
-
-
-class LocalClient(ConversationClient):
-    """The in-process client: the conversations API acting as one member of a
-    [`Machine`][agentkit.conversations.Machine]. Get one from `machine.client(member)`."""
-
-    def __init__(self, machine: Machine, member: Member) -> None:
-        self._machine = machine
-        self._member = member
-
-    def __repr__(self) -> str:
-        return f"<LocalClient {self._member.name} ({self._member.role})>"
-
-    @property
-    def member(self) -> Member:
-        return self._member
-
-    async def list_agents(self) -> list[AgentInfo]:
-        return await self._machine._list_agents(self._member)
-
-    async def create_agent(self, definition: AgentDefinition) -> AgentInfo:
-        return await self._machine._put_agent(self._member, definition, replace=False)
-
-    async def replace_agent(self, definition: AgentDefinition) -> AgentInfo:
-        return await self._machine._put_agent(self._member, definition, replace=True)
-
-    async def delete_agent(self, name: str) -> None:
-        await self._machine._delete_agent(self._member, name)
-
-    async def create_conversation(
-        self,
-        *,
-        agent: str = ROOL,
-        name: str = "",
-        visibility: Visibility = "private",
-        instructions: str | None = None,
-    ) -> Conversation:
-        conversation_id = await self._machine._create(
-            self._member, agent, name, visibility, instructions
-        )
-        return self.conversation(conversation_id)
-
-    async def list_conversations(self) -> list[ConversationSummary]:
-        return await self._machine._list(self._member)
-
-    async def get_conversation(self, conversation_id: str) -> ConversationDetails:
-        return await self._machine._details(self._member, conversation_id)
-
-    async def list_turns(self, conversation_id: str) -> list[Turn]:
-        return await self._machine._turns(self._member, conversation_id)
-
-    async def rename_conversation(self, conversation_id: str, name: str) -> None:
-        await self._machine._update(self._member, conversation_id, name=name)
-
-    async def set_visibility(self, conversation_id: str, visibility: Visibility) -> None:
-        await self._machine._update(self._member, conversation_id, visibility=visibility)
-
-    async def delete_conversation(self, conversation_id: str) -> None:
-        await self._machine._delete(self._member, conversation_id)
-
-    async def prompt(
-        self,
-        conversation_id: str,
-        text: str,
-        *,
-        attachments: Sequence[str] = (),
-        effort: ReasoningEffort | None = None,
-        output_schema: dict[str, Any] | None = None,
-        replace_turn: str | None = None,
-    ) -> PromptAccepted:
-        return await self._machine._prompt(
-            self._member,
-            conversation_id,
-            text,
-            attachments,
-            effort,
-            output_schema,
-            replace_turn,
-        )
-
-    def follow(
-        self, conversation_id: str, run_id: str, *, after: int | None = None
-    ) -> AsyncIterator[FollowEvent]:
-        return self._machine._follow(self._member, conversation_id, run_id, after)
-
-    async def cancel(self, conversation_id: str) -> bool:
-        return await self._machine._cancel(self._member, conversation_id)
-
-    async def watch(self, conversation_id: str, callback: WatchCallback) -> StopWatch:
-        return await self._machine._watch(self._member, conversation_id, callback)
