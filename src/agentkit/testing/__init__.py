@@ -7,6 +7,11 @@
 - [`StoreConformance`][agentkit.testing.StoreConformance] and
   [`store_conformance`][agentkit.testing.store_conformance]: the checks every store backend
   passes.
+- [`ConversationConformance`][agentkit.testing.ConversationConformance] and
+  [`conversation_conformance`][agentkit.testing.conversation_conformance]: the checks every
+  conversation client (in-process or remote) passes, with
+  [`MachineHost`][agentkit.testing.MachineHost] and
+  [`conformance_provider`][agentkit.testing.conformance_provider].
 - [`assert_stream_invariants`][agentkit.testing.assert_stream_invariants]: what every
   run's event stream promises (one turn, one final block, tool results that answer calls).
 - [`run_provider_conformance`][agentkit.testing.run_provider_conformance] with
@@ -14,6 +19,18 @@
   passes.
 """
 
+from agentkit.testing._conversation_conformance import (
+    ACCESS_OPERATIONS,
+    CONVERSATION_CHECKS,
+    ConversationCheck,
+    ConversationConformance,
+    ConversationHost,
+    MachineHost,
+    check_resumed,
+    conformance_provider,
+    conversation_conformance,
+    expected_access,
+)
 from agentkit.testing._invariants import assert_stream_invariants
 from agentkit.testing._provider_conformance import (
     CONFORMANCE_SCENARIOS,
@@ -42,9 +59,15 @@ from agentkit.testing._store_conformance import (
 )
 
 __all__ = [
+    "ACCESS_OPERATIONS",
     "CONFORMANCE_SCENARIOS",
+    "CONVERSATION_CHECKS",
     "STORE_CHECKS",
+    "ConversationCheck",
+    "ConversationConformance",
+    "ConversationHost",
     "FunctionProvider",
+    "MachineHost",
     "RecordedRequest",
     "ReplayServer",
     "Reply",
@@ -58,7 +81,11 @@ __all__ = [
     "WireScript",
     "assert_stream_invariants",
     "check_live_provider",
+    "check_resumed",
     "check_stream_contract",
+    "conformance_provider",
+    "conversation_conformance",
+    "expected_access",
     "run_conformance_scenario",
     "run_provider_conformance",
     "store_conformance",

@@ -1,0 +1,223 @@
+"""The client API, once: a protocol every client implements (the in-process one now, the
+remote HTTP one next), and the `Conversation` handle both share."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from agentkit.conversations._errors import RunNotFoundError
+from agentkit.conversations._models import (
+    AgentDefinition,
+    AgentInfo,
+    ConversationDetails,
+    ConversationSummary,
+    ConversationView,
+    FollowEvent,
+    Member,
+    PromptAccepted,
+    Turn,
+    Visibility,
+)
+from agentkit.spec import ReasoningEffort
+
+__all__ = ["Conversation", "ConversationClient", "StopWatch", "WatchCallback"]
+
+WatchCallback = Callable[[ConversationView], "Awaitable[None] | None"]
+"""Called with each view a watch delivers (a plain function or a coroutine function)."""
+
+StopWatch = Callable[[], None]
+"""Stops a watch: no callback follows once it returns."""
+
+
+@runtime_checkable
+class ConversationClient(Protocol):
+    """The conversations API acting as one member of a machine.
+
+    Every call is authorised by the member's role and the conversation's visibility. A
+    conversation the member cannot see raises
+    [`ConversationNotFoundError`][agentkit.conversations.ConversationNotFoundError],
+    exactly as a missing id does, on every path. The in-process client comes from
+    [`Machine.client`][agentkit.conversations.Machine.client]; the conformance suite in
+    `agentkit.testing` checks any implementation.
+    """
+
+    @property
+    def member(self) -> Member:
+        """The member this client acts as."""
+        ...
+
+    # --- agents ---------------------------------------------------------------------
+
+    async def list_agents(self) -> list[AgentInfo]:
+        """Every agent of the machine, `rool` first."""
+        ...
+
+    async def create_agent(self, definition: AgentDefinition) -> AgentInfo:
+        """Create an agent (owners only); `AgentExistsError` when the name is taken."""
+        ...
+
+    async def replace_agent(self, definition: AgentDefinition) -> AgentInfo:
+        """Replace an agent (owners only). Existing turns do not change; runs accepted
+        from now on use the new definition."""
+        ...
+
+    async def delete_agent(self, name: str) -> None:
+        """Delete an agent (owners only; never `rool`). Its conversations stay readable."""
+        ...
+
+    # --- conversations --------------------------------------------------------------
+
+    async def create_conversation(
+        self,
+        *,
+        agent: str = "rool",
+        name: str = "",
+        visibility: Visibility = "private",
+        instructions: str | None = None,
+    ) -> Conversation:
+        """Create a conversation with `agent` (owners and editors)."""
+        ...
+
+    async def list_conversations(self) -> list[ConversationSummary]:
+        """Light rows of the conversations this member can see, most recent first."""
+        ...
+
+    async def get_conversation(self, conversation_id: str) -> ConversationDetails:
+        """Metadata and saved turns."""
+        ...
+
+    async def list_turns(self, conversation_id: str) -> list[Turn]:
+        """The saved turns, oldest first."""
+        ...
+
+    async def rename_conversation(self, conversation_id: str, name: str) -> None:
+        """Change the name (turns do not change)."""
+        ...
+
+    async def set_visibility(self, conversation_id: str, visibility: Visibility) -> None:
+        """Make the conversation `private` (to its creator) or `shared`."""
+        ...
+
+    async def delete_conversation(self, conversation_id: str) -> None:
+        """Delete the conversation with its runs and turns (a running run is cancelled)."""
+        ...
+
+    async def prompt(
+        self,
+        conversation_id: str,
+        text: str,
+        *,
+        attachments: Sequence[str] = (),
+        effort: ReasoningEffort | None = None,
+        output_schema: dict[str, Any] | None = None,
+        replace_turn: str | None = None,
+    ) -> PromptAccepted:
+        """Start a run; returns once it is accepted and stored. The run belongs to the
+        machine: nothing the client does afterwards stops it but `cancel`.
+
+        Raises:
+            ConversationBusyError: A run is going already.
+            AttachmentError: An attachment is missing or outside the roots.
+        """
+        ...
+
+    def follow(
+        self, conversation_id: str, run_id: str, *, after: int | None = None
+    ) -> AsyncIterator[FollowEvent]:
+        """A run's output parts after offset `after`, then exactly one `FinalEvent`;
+        resuming with `after=<last offset seen>` gives no gap and no duplicate."""
+        ...
+
+    async def cancel(self, conversation_id: str) -> bool:
+        """Stop the running run (provider call and tool processes); returns once it has
+        ended, `False` when no run was going. Its output so far is kept, `cancelled`."""
+        ...
+
+    async def watch(self, conversation_id: str, callback: WatchCallback) -> StopWatch:
+        """Deliver a `ConversationView` now and after every change, across runs and
+        other clients' changes, until the returned function is called."""
+        ...
+
+    def conversation(self, conversation_id: str) -> Conversation:
+        """A handle on one conversation (no I/O until it is used)."""
+        return Conversation(self, conversation_id)
+
+
+class Conversation:
+    """One conversation, through a client: `await conversation.prompt("...")`.
+
+    Attributes:
+        id: The conversation's id.
+        client: The client acting for a member.
+    """
+
+    def __init__(self, client: ConversationClient, conversation_id: str) -> None:
+        self.client = client
+        self.id = conversation_id
+
+    def __repr__(self) -> str:
+        return f"<Conversation {self.id} as {self.client.member.name}>"
+
+    async def get(self) -> ConversationDetails:
+        """Metadata and saved turns."""
+        return await self.client.get_conversation(self.id)
+
+    async def list_turns(self) -> list[Turn]:
+        """The saved turns, oldest first."""
+        return await self.client.list_turns(self.id)
+
+    async def prompt(
+        self,
+        text: str,
+        *,
+        attachments: Sequence[str] = (),
+        effort: ReasoningEffort | None = None,
+        output_schema: dict[str, Any] | None = None,
+        replace_turn: str | None = None,
+    ) -> PromptAccepted:
+        """Start a run (see
+        [`ConversationClient.prompt`][agentkit.conversations.ConversationClient.prompt])."""
+        return await self.client.prompt(
+            self.id,
+            text,
+            attachments=attachments,
+            effort=effort,
+            output_schema=output_schema,
+            replace_turn=replace_turn,
+        )
+
+    async def follow(
+        self, run_id: str | None = None, *, after: int | None = None
+    ) -> AsyncIterator[FollowEvent]:
+        """Follow a run: by default the running one, else the latest."""
+        if run_id is None:
+            details = await self.get()
+            run_id = details.active_run_id or (
+                details.turns[-1].run_id if details.turns else None
+            )
+            if run_id is None:
+                raise RunNotFoundError(f"conversation {self.id!r} has no run to follow")
+        async for event in self.client.follow(self.id, run_id, after=after):
+            yield event
+
+    async def cancel(self) -> bool:
+        """Stop the running run; `False` when none was going."""
+        return await self.client.cancel(self.id)
+
+    async def watch(self, callback: WatchCallback) -> StopWatch:
+        """Watch the conversation (see
+        [`ConversationClient.watch`][agentkit.conversations.ConversationClient.watch])."""
+        return await self.client.watch(self.id, callback)
+
+    async def rename(self, name: str) -> None:
+        """Change the name."""
+        await self.client.rename_conversation(self.id, name)
+
+    async def set_visibility(self, visibility: Visibility) -> None:
+        """Make it `private` or `shared`."""
+        await self.client.set_visibility(self.id, visibility)
+
+    async def delete(self) -> None:
+        """Delete it with its runs and turns."""
+        await self.client.delete_conversation(self.id)

@@ -1,0 +1,281 @@
+"""The data of the conversations API: members, agents, conversations, turns, parts, views.
+
+Every model is a frozen pydantic model with snake_case attributes that serialises with
+the specification's camelCase names (`model_dump(by_alias=True)`), so the remote client
+and server exchange exactly these.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from agentkit.spec import ModelSelection, PermissionMode, ReasoningEffort
+
+__all__ = [
+    "AgentDefinition",
+    "AgentInfo",
+    "AttachmentPart",
+    "ConversationDetails",
+    "ConversationSummary",
+    "ConversationView",
+    "FinalEvent",
+    "FinalStatus",
+    "FollowEvent",
+    "JsonPart",
+    "Member",
+    "OutputEvent",
+    "Part",
+    "PromptAccepted",
+    "Role",
+    "TextDeltaPart",
+    "TextPart",
+    "ToolCallPart",
+    "ToolResultPart",
+    "Turn",
+    "TurnPart",
+    "TurnStatus",
+    "Visibility",
+]
+
+Role = Literal["owner", "editor", "viewer"]
+"""A member's role: owners manage agents; owners and editors create conversations and
+prompt; viewers read shared conversations."""
+
+Visibility = Literal["private", "shared"]
+"""`private`: only its creator sees it; `shared`: every member of the machine does."""
+
+TurnStatus = Literal["running", "completed", "cancelled", "error", "interrupted"]
+"""An agent turn's status. `interrupted`: its process stopped while it ran (ended through
+the core's leases after a restart). User turns are always `completed`."""
+
+FinalStatus = Literal["completed", "cancelled", "error"]
+"""How a followed run ended."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid"
+    )
+
+
+# --- parts ------------------------------------------------------------------------------
+
+
+class TextPart(_Model):
+    """Text: the user's prompt, or what the agent wrote."""
+
+    type: Literal["text"] = "text"
+    text: str
+
+
+class AttachmentPart(_Model):
+    """A file attached to a user turn, by its path under an attachment root."""
+
+    type: Literal["attachment"] = "attachment"
+    path: str
+
+
+class ToolCallPart(_Model):
+    """A tool call the agent made."""
+
+    type: Literal["tool_call"] = "tool_call"
+    id: str
+    tool: str
+    input: dict[str, Any]
+
+
+class ToolResultPart(_Model):
+    """The result of a tool call (`is_error` when it failed or was refused)."""
+
+    type: Literal["tool_result"] = "tool_result"
+    tool_call_id: str
+    tool: str
+    output: Any = None
+    is_error: bool = False
+
+
+class JsonPart(_Model):
+    """Structured output: the agent's answer to a prompt with an `output_schema`."""
+
+    type: Literal["json"] = "json"
+    value: Any = None
+
+
+class TextDeltaPart(_Model):
+    """A live piece of text still being written. Only `follow()` yields these; the
+    `text` part that follows them holds the complete text (it replaces them)."""
+
+    type: Literal["text_delta"] = "text_delta"
+    text: str
+
+
+TurnPart: TypeAlias = Annotated[
+    TextPart | AttachmentPart | ToolCallPart | ToolResultPart | JsonPart,
+    Field(discriminator="type"),
+]
+"""A saved part of a turn, discriminated on `type`."""
+
+Part: TypeAlias = Annotated[
+    TextPart | AttachmentPart | ToolCallPart | ToolResultPart | JsonPart | TextDeltaPart,
+    Field(discriminator="type"),
+]
+"""Any output part, live `text_delta` included."""
+
+
+# --- turns and conversations -----------------------------------------------------------
+
+
+class Turn(_Model):
+    """One saved turn: the user's prompt or the agent's answer to it (one run each).
+
+    Attributes:
+        id: `u-<run id>` for the user turn of a run, `a-<run id>` for its agent turn.
+        status: For agent turns, how the run ended; user turns are `completed`.
+        error: Why an agent turn did not complete.
+    """
+
+    id: str
+    role: Literal["user", "agent"]
+    run_id: str
+    status: TurnStatus
+    parts: tuple[TurnPart, ...] = ()
+    error: str | None = None
+    created_at: float
+
+    @property
+    def text(self) -> str:
+        """The text parts joined: what a transcript view shows."""
+        return "".join(part.text for part in self.parts if isinstance(part, TextPart))
+
+
+class ConversationSummary(_Model):
+    """A light row of `list_conversations()`."""
+
+    id: str
+    name: str
+    agent: str
+    visibility: Visibility
+    updated_at: float
+    is_running: bool
+
+
+class ConversationDetails(_Model):
+    """`get()`: a conversation's metadata and its saved turns."""
+
+    id: str
+    name: str
+    agent: str
+    visibility: Visibility
+    creator: str
+    instructions: str | None = None
+    created_at: float
+    updated_at: float
+    is_running: bool
+    active_run_id: str | None = None
+    turns: tuple[Turn, ...] = ()
+
+
+class PromptAccepted(_Model):
+    """What `prompt()` returns once the run is accepted and stored."""
+
+    conversation_id: str
+    run_id: str
+    turn_id: str
+    """The id of the new user turn (`u-<run id>`)."""
+
+
+# --- follow -----------------------------------------------------------------------------
+
+
+class OutputEvent(_Model):
+    """One output part of a followed run, at its offset in the run's log."""
+
+    type: Literal["output"] = "output"
+    offset: int
+    part: Part
+
+
+class FinalEvent(_Model):
+    """The last event of a followed run: how it ended, and why when it did not complete."""
+
+    type: Literal["final"] = "final"
+    offset: int
+    status: FinalStatus
+    error: str | None = None
+
+
+FollowEvent: TypeAlias = Annotated[OutputEvent | FinalEvent, Field(discriminator="type")]
+"""What `follow()` yields: output parts, then exactly one `FinalEvent`."""
+
+
+# --- watch ------------------------------------------------------------------------------
+
+
+class ConversationView(_Model):
+    """What `watch()` delivers, at once and after every change.
+
+    Attributes:
+        turns: The saved turns (a running run's agent turn is in `output` until it ends).
+        output: The running run's output so far, live text merged into text parts.
+        is_running: Whether a run is going.
+        loading: True only for the first view, before the initial read.
+        error: The current watch failure (a store that does not answer, a conversation
+            deleted or no longer visible), else `None`.
+    """
+
+    turns: tuple[Turn, ...] = ()
+    output: tuple[TurnPart, ...] = ()
+    is_running: bool = False
+    active_run_id: str | None = None
+    loading: bool = False
+    error: str | None = None
+
+
+# --- members and agents -----------------------------------------------------------------
+
+
+class Member(_Model):
+    """A member of the machine: a name and a role (its token is stored hashed)."""
+
+    name: str
+    role: Role
+
+
+class AgentDefinition(_Model):
+    """What an owner gives to create or replace an agent.
+
+    Attributes:
+        name: Lowercase letters, digits and single hyphens (`reviewer`).
+        instructions: Appended to the machine's built-in context.
+        model: The model selection; the machine's default (`medium` tier) when `None`.
+        tools: The tool allowlist; `None` gives read-only file tools inside the
+            attachment roots.
+        permission_mode: How calls that change the world are permitted.
+    """
+
+    name: str
+    description: str = ""
+    instructions: str = ""
+    model: ModelSelection | None = None
+    tools: tuple[str, ...] | None = None
+    permission_mode: PermissionMode = "default"
+    reasoning_effort: ReasoningEffort | None = None
+
+
+class AgentInfo(_Model):
+    """An agent of the machine, as `list_agents()` shows it.
+
+    Attributes:
+        source: `builtin` (rool), `machine` (created by an owner) or `configured`
+            (loaded at start from a definition file or an app folder; read-only).
+    """
+
+    name: str
+    description: str = ""
+    instructions: str = ""
+    tools: tuple[str, ...] = ()
+    source: Literal["builtin", "machine", "configured"]
+    updated_at: float | None = None

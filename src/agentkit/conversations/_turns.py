@@ -1,0 +1,210 @@
+"""Turns, output parts and final events, read from the core's run logs.
+
+Nothing here is stored: a conversation's turns are its session's runs (one user turn and
+one agent turn per run), their stored events mapped to typed parts, and the conversation's
+metadata (attachments, runs dropped by `replace_turn`, text a cancelled run had streamed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from agentkit.conversations._meta import ConversationMeta
+from agentkit.conversations._models import (
+    AttachmentPart,
+    FinalEvent,
+    FinalStatus,
+    JsonPart,
+    Part,
+    TextDeltaPart,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    Turn,
+    TurnPart,
+    TurnStatus,
+)
+from agentkit.events import (
+    AgentMessage,
+    ErrorEvent,
+    StructuredOutput,
+    Text,
+    TextDelta,
+    ToolResult,
+    ToolUse,
+    TurnEnd,
+    TurnStart,
+)
+from agentkit.stores import EventEntry, RunRecord, Store
+
+__all__ = [
+    "INTERRUPTED_REASON",
+    "OutputBuffer",
+    "build_turns",
+    "final_of",
+    "part_of",
+    "turn_status",
+    "user_turn_id",
+]
+
+INTERRUPTED_REASON = "interrupted: its process stopped"
+"""The core's reason for a run ended because its lease expired (its process died)."""
+
+_SUBMIT = "submit_output"  # the engine's structured-output tool: shown as a `json` part
+
+
+def user_turn_id(run_id: str) -> str:
+    return f"u-{run_id}"
+
+
+def agent_turn_id(run_id: str) -> str:
+    return f"a-{run_id}"
+
+
+def part_of(event: AgentMessage) -> Part | None:
+    """The output part an event shows as, or `None` for what is not output (lifecycle,
+    thinking, the final blocks, the structured-output tool's own call)."""
+    if event.agent is not None:
+        return None  # a sub-agent's content, forwarded: not this conversation's output
+    if isinstance(event, TextDelta):
+        return TextDeltaPart(text=event.content)
+    if isinstance(event, Text):
+        return TextPart(text=event.content)
+    if isinstance(event, ToolUse) and event.tool != _SUBMIT:
+        return ToolCallPart(id=event.id, tool=event.tool, input=event.input)
+    if isinstance(event, ToolResult) and event.tool != _SUBMIT:
+        return ToolResultPart(
+            tool_call_id=event.tool_use_id,
+            tool=event.tool,
+            output=event.output,
+            is_error=event.is_error,
+        )
+    if isinstance(event, StructuredOutput):
+        return JsonPart(value=event.payload)
+    return None
+
+
+def final_of(end: TurnEnd, error: str | None, offset: int) -> FinalEvent:
+    """The final event of a run that ended with `end` (and the `error` block before it)."""
+    status: FinalStatus
+    if end.status == "completed":
+        status = "completed"
+    elif end.status == "interrupted":
+        status = "cancelled"
+    else:
+        status = "error"
+    return FinalEvent(
+        offset=offset, status=status, error=None if status == "completed" else error
+    )
+
+
+def turn_status(record: RunRecord) -> TurnStatus:
+    """An agent turn's status from its run's record."""
+    if record.status == "running":
+        return "running"
+    if record.status == "completed":
+        return "completed"
+    if record.status == "interrupted":
+        return "cancelled"
+    if record.error == INTERRUPTED_REASON:
+        return "interrupted"
+    return "error"
+
+
+class OutputBuffer:
+    """A run's output so far, live text merged into text parts (what watch shows)."""
+
+    def __init__(self) -> None:
+        self.parts: list[TurnPart] = []
+        self._live = False  # whether the last part is text still being streamed
+
+    def add(self, part: Part) -> None:
+        if isinstance(part, TextDeltaPart):
+            if self._live:
+                last = self.parts[-1]
+                assert isinstance(last, TextPart)
+                self.parts[-1] = TextPart(text=last.text + part.text)
+            else:
+                self.parts.append(TextPart(text=part.text))
+                self._live = True
+            return
+        if isinstance(part, TextPart) and self._live:
+            self.parts[-1] = part  # the complete text replaces its deltas
+        else:
+            self.parts.append(part)
+        self._live = False
+
+    @property
+    def streamed(self) -> str:
+        """Text streamed since the last complete part (what a cancel would lose)."""
+        if self._live:
+            last = self.parts[-1]
+            assert isinstance(last, TextPart)
+            return last.text
+        return ""
+
+
+def _user_turn(record: RunRecord, prompt: str, attachments: Sequence[str]) -> Turn:
+    parts: list[TurnPart] = [TextPart(text=prompt)] if prompt else []
+    parts.extend(AttachmentPart(path=path) for path in attachments)
+    return Turn(
+        id=user_turn_id(record.id),
+        role="user",
+        run_id=record.id,
+        status="completed",
+        parts=tuple(parts),
+        created_at=record.created_at,
+    )
+
+
+def _agent_turn(record: RunRecord, entries: Iterable[EventEntry], partial: str) -> Turn:
+    buffer = OutputBuffer()
+    for entry in entries:
+        part = part_of(entry.event)
+        if part is not None:
+            buffer.add(part)
+    if partial:
+        buffer.add(TextPart(text=partial))
+    status = turn_status(record)
+    return Turn(
+        id=agent_turn_id(record.id),
+        role="agent",
+        run_id=record.id,
+        status=status,
+        parts=tuple(buffer.parts),
+        error=None if status == "completed" else record.error,
+        created_at=record.finished_at or record.created_at,
+    )
+
+
+async def build_turns(
+    store: Store, conversation_id: str, meta: ConversationMeta
+) -> tuple[list[Turn], str | None]:
+    """The saved turns of a conversation, and the id of its running run (whose agent turn
+    is not saved yet, so not among the turns)."""
+    turns: list[Turn] = []
+    active: str | None = None
+    dropped = set(meta.dropped)
+    for record in await store.list_runs(conversation_id):
+        if record.id in dropped:
+            continue
+        entries = await store.read_events(record.id)
+        prompt = ""
+        if entries and isinstance(entries[0].event, TurnStart):
+            prompt = entries[0].event.user_prompt
+        entry = meta.runs.get(record.id)
+        turns.append(_user_turn(record, prompt, entry.attachments if entry else ()))
+        if record.status == "running":
+            active = record.id
+            continue
+        turns.append(_agent_turn(record, entries, meta.partials.get(record.id, "")))
+    return turns, active
+
+
+def error_of(entries: Iterable[EventEntry]) -> str | None:
+    """The message of the last `error` block among `entries`."""
+    found: str | None = None
+    for entry in entries:
+        if isinstance(entry.event, ErrorEvent) and entry.event.agent is None:
+            found = entry.event.error
+    return found

@@ -1,0 +1,858 @@
+"""The conversation client conformance suite: what every
+[`ConversationClient`][agentkit.conversations.ConversationClient] must do.
+
+The suite is given a *host*: a fresh machine, reached through the client implementation
+under test, whose provider is [`conformance_provider()`][agentkit.testing.conformance_provider]
+(its answers are driven by the prompt's text, so every check can script the model
+through the client alone). [`MachineHost`][agentkit.testing.MachineHost] is the host of
+the in-process client. Two ways to run it:
+
+- Under pytest, subclass [`ConversationConformance`][agentkit.testing.ConversationConformance]
+  and give it a `conversation_host` fixture; each check becomes one test, run under asyncio
+  and trio:
+
+    ```python
+    import pytest
+
+    from agentkit.testing import ConversationConformance, MachineHost
+
+
+    class TestLocalClient(ConversationConformance):
+        @pytest.fixture
+        async def conversation_host(self, tmp_path):
+            async with MachineHost.open(tmp_path) as host:
+                yield host
+    ```
+
+- Anywhere else, `await conversation_conformance(make_host)` runs every check on a fresh
+  host from `make_host()` (an async context manager) and raises an `ExceptionGroup` naming
+  each check that failed.
+
+This module does not import pytest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import anyio
+
+from agentkit.conversations import (
+    AccessDeniedError,
+    AgentDefinition,
+    AttachmentError,
+    ConversationBusyError,
+    ConversationClient,
+    ConversationNotFoundError,
+    ConversationView,
+    FinalEvent,
+    FollowEvent,
+    JsonPart,
+    Machine,
+    MachineAgentNotFoundError,
+    Member,
+    OutputEvent,
+    Role,
+    TextDeltaPart,
+    TextPart,
+    ToolCallPart,
+    Visibility,
+)
+from agentkit.providers import (
+    Chunk,
+    ModelRequest,
+    ProviderError,
+    Stop,
+    TextChunk,
+    ToolCall,
+    ToolCallChunk,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+
+__all__ = [
+    "ACCESS_OPERATIONS",
+    "ACTORS",
+    "CONVERSATION_CHECKS",
+    "VISIBILITIES",
+    "ConversationCheck",
+    "ConversationConformance",
+    "ConversationHost",
+    "MachineHost",
+    "check_access_case",
+    "check_resumed",
+    "conformance_provider",
+    "conversation_conformance",
+    "expected_access",
+]
+
+_TIMEOUT = 30.0
+
+
+# --- the host and its provider ------------------------------------------------------------
+
+
+class ConversationHost(Protocol):
+    """What the suite runs against: a fresh machine behind some client implementation.
+
+    Attributes:
+        attachment_root: A writable folder that is one of the machine's attachment roots.
+    """
+
+    attachment_root: Path
+
+    async def client(self, name: str, role: Role) -> ConversationClient:
+        """Add a member with this name and role, and return a client acting as it."""
+        ...
+
+
+class _ConformanceProvider:
+    """A model whose answer is chosen by the last line of the last user message:
+
+    - `say <text>`: answers `<text>`, streamed in three pieces;
+    - `slow <n>`: streams `n` words, 20 ms apart;
+    - `hang`: streams `partial answer` and then never finishes;
+    - `bash <command>`: runs `<command>` with the `Bash` tool, then answers `ran`;
+    - `json`: submits `{"answer": "forty-two"}` through the structured-output tool;
+    - `effort`: answers `effort=<the request's reasoning effort>`;
+    - `system`: answers the system prompt's lines that contain `MARK`;
+    - `count`: answers `users=<number of user prompts it was sent>`;
+    - `fail`: the model call fails;
+    - anything else: answers `ok`.
+    """
+
+    name = "conformance"
+
+    def resolve_model(self, tier: str | None, model: str | None) -> str:
+        return model or f"conformance-{tier or 'medium'}"
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
+        return self._stream(request)
+
+    async def _stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
+        prompts = [
+            m
+            for m in request.messages
+            if isinstance(m, UserMessage) and not m.content.startswith("You have not called")
+        ]
+        line = prompts[-1].content.strip().splitlines()[-1] if prompts else ""
+        command, _, argument = line.partition(" ")
+        after_tool = bool(request.messages) and isinstance(request.messages[-1], ToolResultMessage)
+        usage = Usage(request.model, input_tokens=1, output_tokens=1)
+        if command == "fail":
+            raise ProviderError("the model failed on purpose")
+        if command == "bash" and not after_tool:
+            call = ToolCall(id="call_bash", name="Bash", arguments={"command": argument})
+            yield ToolCallChunk(call)
+            yield usage
+            yield Stop("tool_use")
+            return
+        if command == "json" and not after_tool:
+            call = ToolCall(id="call_json", name="submit_output", arguments={"answer": "forty-two"})
+            yield ToolCallChunk(call)
+            yield usage
+            yield Stop("tool_use")
+            return
+        if command == "hang":
+            yield TextChunk("partial answer")
+            await anyio.sleep_forever()
+        if command == "slow":
+            for index in range(int(argument or "5")):
+                await anyio.sleep(0.02)
+                yield TextChunk(f"w{index} ")
+            yield usage
+            yield Stop()
+            return
+        if command == "say":
+            text = argument
+        elif command == "bash":
+            text = "ran"
+        elif command == "effort":
+            text = f"effort={request.reasoning_effort}"
+        elif command == "system":
+            text = " ".join(part for part in request.system.split() if "MARK" in part)
+        elif command == "count":
+            text = f"users={len(prompts)}"
+        else:
+            text = "ok"
+        third = max(1, len(text) // 3)
+        for start in range(0, len(text), third):
+            yield TextChunk(text[start : start + third])
+        yield usage
+        yield Stop()
+
+
+def conformance_provider() -> Any:
+    """The provider a conformance host's machine must use (answers driven by the prompt;
+    see the module documentation)."""
+    return _ConformanceProvider()
+
+
+class MachineHost:
+    """The host of the in-process client: a [`Machine`][agentkit.conversations.Machine]
+    on a SQLite file, whose attachment root is a folder of `tmp_path`."""
+
+    def __init__(self, machine: Machine, attachment_root: Path) -> None:
+        self.machine = machine
+        self.attachment_root = attachment_root
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def open(cls, folder: Path, **options: Any) -> AsyncIterator[MachineHost]:
+        """A fresh machine in `folder` (`options` go to `Machine`)."""
+        root = folder / f"space-{uuid.uuid4().hex[:8]}"
+        root.mkdir(parents=True)
+        options.setdefault("store", str(folder / f"machine-{uuid.uuid4().hex[:8]}.db"))
+        options.setdefault("provider", conformance_provider())
+        async with Machine(attachment_roots=[root], **options) as machine:
+            yield cls(machine, root)
+
+    async def client(self, name: str, role: Role) -> ConversationClient:
+        await self.machine.add_member(name, role)
+        return self.machine.client(Member(name=name, role=role))
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+
+async def _follow(
+    client: ConversationClient, conversation_id: str, run_id: str, after: int | None = None
+) -> list[FollowEvent]:
+    with anyio.fail_after(_TIMEOUT):
+        return [event async for event in client.follow(conversation_id, run_id, after=after)]
+
+
+async def _until(
+    predicate: Callable[[], bool | Awaitable[bool]], what: str, limit: float = _TIMEOUT
+) -> None:
+    deadline = time.monotonic() + limit
+    while True:
+        result = predicate()
+        if not isinstance(result, bool):
+            result = await result
+        if result:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await anyio.sleep(0.01)
+
+
+async def _expect(exc_type: type[BaseException], call: Awaitable[Any], what: str) -> BaseException:
+    try:
+        await call
+    except exc_type as exc:
+        return exc
+    raise AssertionError(f"{what}: expected {exc_type.__name__}")
+
+
+def check_resumed(full: list[FollowEvent], resumed: list[FollowEvent], after: int) -> None:
+    """Check that `resumed` (a follow with `after`) continues `full` with no gap and no
+    duplicate: offsets only grow and all exceed `after`; every part of `full` after `after`
+    that is not a live text delta is there (deltas are kept only while the run goes, and
+    the `text` part after them holds their text); it ends with `full`'s final event (and
+    is empty after it)."""
+    if after >= full[-1].offset:
+        assert resumed == [], f"after the final event: {resumed}"
+        return
+    offsets = [event.offset for event in resumed]
+    assert offsets == sorted(set(offsets)), f"offsets not strictly growing: {offsets}"
+    assert all(offset > after for offset in offsets), f"an offset <= {after}: {offsets}"
+    by_offset = {event.offset: event for event in full}
+    for event in resumed:
+        assert by_offset.get(event.offset) == event, f"{event} is not in the full follow"
+    required = [
+        e
+        for e in full
+        if e.offset > after
+        and not (isinstance(e, OutputEvent) and isinstance(e.part, TextDeltaPart))
+    ]
+    assert [e for e in resumed if e in required] == required, (
+        f"after {after}: missing {[e for e in required if e not in resumed]}"
+    )
+    assert resumed and resumed[-1] == full[-1] and isinstance(resumed[-1], FinalEvent)
+    assert sum(isinstance(e, FinalEvent) for e in resumed) == 1
+
+
+def _text(events: list[FollowEvent]) -> str:
+    return "".join(
+        e.part.text for e in events if isinstance(e, OutputEvent) and isinstance(e.part, TextPart)
+    )
+
+
+async def _run(
+    client: ConversationClient, conversation_id: str, text: str, **options: Any
+) -> list[FollowEvent]:
+    accepted = await client.prompt(conversation_id, text, **options)
+    return await _follow(client, conversation_id, accepted.run_id)
+
+
+# --- the checks -----------------------------------------------------------------------------
+
+ConversationCheck = Callable[[ConversationHost], Awaitable[None]]
+"""One conformance check: an async function given a fresh host."""
+
+_checks: dict[str, ConversationCheck] = {}
+
+
+def _check(fn: ConversationCheck) -> ConversationCheck:
+    _checks[fn.__name__.removeprefix("check_")] = fn
+    return fn
+
+
+@_check
+async def check_create_get_list(host: ConversationHost) -> None:
+    """A new conversation is private by default, talks to `rool`, has no turns, and is
+    listed as a light row; names and visibility change without touching turns."""
+    ada = await host.client("ada", "owner")
+    assert isinstance(ada, ConversationClient) and ada.member.name == "ada"
+    conversation = await ada.create_conversation(name="Plans", instructions="Be brief.")
+    details = await conversation.get()
+    assert (details.name, details.agent, details.visibility) == ("Plans", "rool", "private")
+    assert details.creator == "ada" and details.instructions == "Be brief."
+    assert details.turns == () and not details.is_running
+    rows = await ada.list_conversations()
+    assert [(r.id, r.name, r.agent, r.visibility, r.is_running) for r in rows] == [
+        (conversation.id, "Plans", "rool", "private", False)
+    ]
+    await _run(ada, conversation.id, "say hello")
+    before = (await conversation.get()).turns
+    await conversation.rename("Renamed")
+    await conversation.set_visibility("shared")
+    after = await conversation.get()
+    assert (after.name, after.visibility) == ("Renamed", "shared")
+    assert after.turns == before
+    assert [t.role for t in await conversation.list_turns()] == ["user", "agent"]
+
+
+@_check
+async def check_prompt_follow_turns(host: ConversationHost) -> None:
+    """prompt() returns the accepted run; follow() yields live deltas, the text, and
+    exactly one final `completed`; the turns keep the prompt and the answer."""
+    ada = await host.client("ada", "editor")
+    conversation = await ada.create_conversation()
+    accepted = await conversation.prompt("say hello world")
+    assert accepted.conversation_id == conversation.id
+    assert accepted.turn_id == f"u-{accepted.run_id}"
+    events = await _follow(ada, conversation.id, accepted.run_id)
+    assert isinstance(events[-1], FinalEvent) and events[-1].status == "completed"
+    assert sum(isinstance(e, FinalEvent) for e in events) == 1
+    assert _text(events) == "hello world"
+    turns = await conversation.list_turns()
+    assert [(t.role, t.status, t.text, t.run_id) for t in turns] == [
+        ("user", "completed", "say hello world", accepted.run_id),
+        ("agent", "completed", "hello world", accepted.run_id),
+    ]
+    assert turns[0].id == accepted.turn_id
+
+
+@_check
+async def check_follow_resumes_after_every_offset(host: ConversationHost) -> None:
+    """follow(after=k) for every offset k of a run, while it runs and after it ended,
+    continues with no gap and no duplicate."""
+    ada = await host.client("ada", "editor")
+    conversation = await ada.create_conversation()
+    accepted = await conversation.prompt("slow 8")
+    full: list[FollowEvent] = []
+    resumed: dict[int, list[FollowEvent]] = {}
+
+    async def resume(after: int) -> None:
+        resumed[after] = await _follow(ada, conversation.id, accepted.run_id, after)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(resume, -1)
+        async for event in ada.follow(conversation.id, accepted.run_id):
+            full.append(event)
+            group.start_soon(resume, event.offset)  # during the run
+    for after, events in resumed.items():
+        check_resumed(full, events, after)
+    for after in [-1, *(event.offset for event in full)]:  # after it ended
+        check_resumed(full, await _follow(ada, conversation.id, accepted.run_id, after), after)
+    assert await _follow(ada, conversation.id, accepted.run_id, full[-1].offset) == []
+
+
+@_check
+async def check_run_outlives_its_reader(host: ConversationHost) -> None:
+    """A reader that leaves (or is cancelled) does not stop the run."""
+    ada = await host.client("ada", "editor")
+    conversation = await ada.create_conversation()
+    accepted = await conversation.prompt("slow 5")
+    with anyio.move_on_after(0.03):
+        async for _ in ada.follow(conversation.id, accepted.run_id):
+            pass
+    events = await _follow(ada, conversation.id, accepted.run_id)
+    final = events[-1]
+    assert isinstance(final, FinalEvent) and final.status == "completed"
+    assert _text(events) == "".join(f"w{i} " for i in range(5))
+
+
+@_check
+async def check_one_run_at_a_time(host: ConversationHost) -> None:
+    """A prompt while a run is going is refused with ConversationBusyError."""
+    ada = await host.client("ada", "editor")
+    conversation = await ada.create_conversation()
+    await conversation.prompt("hang")
+    await _expect(ConversationBusyError, conversation.prompt("say again"), "second prompt")
+    assert (await conversation.get()).is_running
+    assert [row.is_running for row in await ada.list_conversations()] == [True]
+    assert await conversation.cancel()
+
+
+@_check
+async def check_cancel_keeps_partial_output(host: ConversationHost) -> None:
+    """cancel() stops the run; follow() ends with `cancelled`; what was streamed is kept
+    as the agent turn, `cancelled`; the conversation takes prompts again."""
+    ada = await host.client("ada", "editor")
+    conversation = await ada.create_conversation()
+    accepted = await conversation.prompt("hang")
+    seen: list[FollowEvent] = []
+
+    async def follow() -> None:
+        async for event in ada.follow(conversation.id, accepted.run_id):
+            seen.append(event)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(follow)
+        await _until(lambda: bool(seen), "the first part")
+        assert await conversation.cancel()
+    assert isinstance(seen[-1], FinalEvent) and seen[-1].status == "cancelled"
+    turns = await conversation.list_turns()
+    assert [(t.role, t.status) for t in turns] == [("user", "completed"), ("agent", "cancelled")]
+    assert turns[1].text == "partial answer"
+    assert not await conversation.cancel()  # nothing running any more
+    events = await _run(ada, conversation.id, "count")
+    assert _text(events) == "users=2"  # the model sees the cancelled prompt too
+
+
+@_check
+async def check_cancel_stops_tool_processes(host: ConversationHost) -> None:
+    """cancel() ends the tool's subprocess, not only the model call."""
+    owner = await host.client("olga", "owner")
+    await owner.create_agent(
+        AgentDefinition(name="shell", tools=("Bash",), permission_mode="bypassPermissions")
+    )
+    conversation = await owner.create_conversation(agent="shell")
+    pid_file = host.attachment_root / f"pid-{uuid.uuid4().hex[:6]}"
+    accepted = await conversation.prompt(f"bash echo $$ > {pid_file}; exec sleep 600")
+    await _until(lambda: pid_file.exists() and pid_file.read_text().strip() != "", "the tool")
+    pid = int(pid_file.read_text())
+    assert _alive(pid)
+    assert await conversation.cancel()
+    await _until(lambda: not _alive(pid), f"process {pid} to end", limit=10)
+    events = await _follow(owner, conversation.id, accepted.run_id)
+    assert isinstance(events[-1], FinalEvent) and events[-1].status == "cancelled"
+    assert any(isinstance(e, OutputEvent) and isinstance(e.part, ToolCallPart) for e in events)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/stat") as stat:
+        return stat.read().split(") ")[-1][:1] != "Z"  # a zombie is gone but not reaped
+    return True
+
+
+@_check
+async def check_error_is_final(host: ConversationHost) -> None:
+    """A failing model call ends the run with one final `error` that says why."""
+    ada = await host.client("ada", "editor")
+    conversation = await ada.create_conversation()
+    events = await _run(ada, conversation.id, "fail")
+    final = events[-1]
+    assert isinstance(final, FinalEvent) and final.status == "error"
+    assert final.error is not None and "failed on purpose" in final.error
+    turns = await conversation.list_turns()
+    assert turns[-1].status == "error" and "failed on purpose" in (turns[-1].error or "")
+    events = await _run(ada, conversation.id, "count")  # the conversation goes on
+    assert _text(events) == "users=2"  # and the model sees the failed prompt too
+
+
+@_check
+async def check_effort_and_structured_output(host: ConversationHost) -> None:
+    """`effort` reaches the model; `output_schema` gives a `json` part."""
+    ada = await host.client("ada", "editor")
+    conversation = await ada.create_conversation()
+    assert _text(await _run(ada, conversation.id, "effort", effort="high")) == "effort=high"
+    schema = {
+        "type": "object",
+        "properties": {"answer": {"type": "string"}},
+        "required": ["answer"],
+    }
+    events = await _run(ada, conversation.id, "json", output_schema=schema)
+    parts = [e.part for e in events if isinstance(e, OutputEvent)]
+    assert JsonPart(value={"answer": "forty-two"}) in parts
+    turn = (await conversation.list_turns())[-1]
+    assert JsonPart(value={"answer": "forty-two"}) in turn.parts
+    assert not any(isinstance(p, ToolCallPart) for p in turn.parts)
+
+
+@_check
+async def check_replace_turn(host: ConversationHost) -> None:
+    """replace_turn drops that user turn and every turn after it; the run starts there."""
+    ada = await host.client("ada", "editor")
+    conversation = await ada.create_conversation()
+    for text in ("say one", "say two", "say three"):
+        await _run(ada, conversation.id, text)
+    turns = await conversation.list_turns()
+    second = turns[2]
+    assert second.role == "user" and second.text == "say two"
+    accepted = await conversation.prompt("count", replace_turn=second.id)
+    await _follow(ada, conversation.id, accepted.run_id)
+    after = await conversation.list_turns()
+    assert [t.text for t in after] == ["say one", "one", "count", "users=2"]
+    await _expect(Exception, conversation.prompt("x", replace_turn="u-nothing"), "unknown turn")
+
+
+@_check
+async def check_attachments(host: ConversationHost) -> None:
+    """Attachments are existing files under the roots; anything else is refused before
+    a run is accepted (missing, outside, `..`, a link out, a folder, a relative path)."""
+    ada = await host.client("ada", "editor")
+    conversation = await ada.create_conversation()
+    root = host.attachment_root
+    (root / "notes.txt").write_text("notes")
+    outside = root.parent / f"outside-{uuid.uuid4().hex[:6]}.txt"
+    outside.write_text("secret")
+    (root / "link.txt").symlink_to(outside)
+    (root / "sub").mkdir()
+    refused = [
+        str(root / "missing.txt"),
+        str(outside),
+        f"{root}/../{outside.name}",
+        str(root / "link.txt"),
+        str(root / "sub"),
+        "notes.txt",
+    ]
+    for path in refused:
+        error = await _expect(
+            AttachmentError, conversation.prompt("say x", attachments=[path]), path
+        )
+        assert str(error)
+    assert await conversation.list_turns() == []
+    events = await _run(ada, conversation.id, "say read", attachments=[str(root / "notes.txt")])
+    assert isinstance(events[-1], FinalEvent) and events[-1].status == "completed"
+    user = (await conversation.list_turns())[0]
+    assert [p.type for p in user.parts] == ["text", "attachment"]
+    assert user.parts[1].model_dump()["path"] == str(root / "notes.txt")
+
+
+@_check
+async def check_agents(host: ConversationHost) -> None:
+    """rool always exists and cannot be deleted; owners manage other agents; replacing
+    an agent changes no turn and applies to runs accepted afterwards."""
+    owner = await host.client("olga", "owner")
+    editor = await host.client("ed", "editor")
+    assert (await owner.list_agents())[0].name == "rool"
+    await _expect(Exception, owner.delete_agent("rool"), "deleting rool")
+    definition = AgentDefinition(name="marker", instructions="MARK-ONE")
+    await _expect(AccessDeniedError, editor.create_agent(definition), "an editor's agent")
+    await owner.create_agent(definition)
+    await _expect(Exception, owner.create_agent(definition), "the same name twice")
+    conversation = await owner.create_conversation(agent="marker")
+    assert _text(await _run(owner, conversation.id, "system")) == "MARK-ONE"
+    await owner.replace_agent(AgentDefinition(name="marker", instructions="MARK-TWO"))
+    assert (await conversation.list_turns())[1].text == "MARK-ONE"
+    assert _text(await _run(owner, conversation.id, "system")) == "MARK-TWO"
+    await _expect(AccessDeniedError, editor.delete_agent("marker"), "an editor deleting")
+    await owner.delete_agent("marker")
+    assert "marker" not in [a.name for a in await owner.list_agents()]
+    assert len(await conversation.list_turns()) == 4
+    await _expect(MachineAgentNotFoundError, conversation.prompt("say x"), "a deleted agent")
+    await _expect(
+        MachineAgentNotFoundError, owner.create_conversation(agent="nobody"), "no such agent"
+    )
+
+
+@_check
+async def check_watch_across_runs_and_clients(host: ConversationHost) -> None:
+    """watch() delivers a view at once and after every change: another client's runs
+    (live output, then saved turns), across two runs, and a rename; stop() ends it."""
+    ada = await host.client("ada", "editor")
+    bob = await host.client("bob", "editor")
+    conversation = await ada.create_conversation(visibility="shared")
+    views: list[ConversationView] = []
+    stop = await bob.watch(conversation.id, views.append)
+    await _until(lambda: any(not v.loading for v in views), "the first view")
+    assert views[0].loading
+    for number in (1, 2):
+        accepted = await conversation.prompt(f"slow {number + 2}")
+        await _follow(ada, conversation.id, accepted.run_id)
+        await _until(functools.partial(_settled, views, 2 * number), f"run {number} watched")
+        assert any(v.is_running and v.active_run_id == accepted.run_id for v in views)
+        assert any(v.is_running and v.output for v in views)
+    final = views[-1]
+    assert [t.status for t in final.turns] == ["completed"] * 4
+    assert final.turns[-1].text == "w0 w1 w2 w3 "
+    stop()
+    count = len(views)
+    await _run(ada, conversation.id, "say after")
+    await anyio.sleep(0.2)
+    assert len(views) == count, "a stopped watch delivered a view"
+
+
+def _settled(views: list[ConversationView], turns: int) -> bool:
+    return bool(views) and not views[-1].is_running and len(views[-1].turns) == turns
+
+
+@_check
+async def check_watch_reports_deletion(host: ConversationHost) -> None:
+    """A watched conversation that is deleted gives a view with an error."""
+    ada = await host.client("ada", "editor")
+    conversation = await ada.create_conversation()
+    views: list[ConversationView] = []
+    await conversation.watch(views.append)
+    await _until(lambda: any(not v.loading for v in views), "the first view")
+    await conversation.delete()
+    await _until(lambda: views[-1].error is not None, "the error view")
+
+
+@_check
+async def check_delete(host: ConversationHost) -> None:
+    """delete() takes the conversation, its runs and its turns; every path then says
+    ConversationNotFoundError."""
+    ada = await host.client("ada", "editor")
+    conversation = await ada.create_conversation()
+    accepted = await conversation.prompt("hang")
+    await conversation.delete()
+    for call in _paths(ada, conversation.id, accepted.run_id):
+        await _expect(ConversationNotFoundError, call(), "a deleted conversation")
+    assert await ada.list_conversations() == []
+
+
+def _paths(
+    client: ConversationClient, conversation_id: str, run_id: str
+) -> list[Callable[[], Awaitable[Any]]]:
+    async def follow() -> None:
+        async for _ in client.follow(conversation_id, run_id):
+            pass
+
+    async def watch() -> None:
+        stop = await client.watch(conversation_id, lambda view: None)
+        stop()
+
+    return [
+        lambda: client.get_conversation(conversation_id),
+        lambda: client.list_turns(conversation_id),
+        lambda: client.prompt(conversation_id, "say x"),
+        follow,
+        watch,
+        lambda: client.cancel(conversation_id),
+        lambda: client.rename_conversation(conversation_id, "x"),
+        lambda: client.set_visibility(conversation_id, "shared"),
+        lambda: client.delete_conversation(conversation_id),
+    ]
+
+
+@_check
+async def check_foreign_private_is_not_found(host: ConversationHost) -> None:
+    """Another member's private conversation answers exactly like a missing id, on
+    every path, for every role; the list never shows it."""
+    ada = await host.client("ada", "editor")
+    conversation = await ada.create_conversation()
+    accepted = await conversation.prompt("say mine")
+    await _follow(ada, conversation.id, accepted.run_id)
+    missing = str(uuid.uuid4())
+    others: list[tuple[str, Role]] = [("olga", "owner"), ("ed", "editor"), ("vic", "viewer")]
+    for name, role in others:
+        other = await host.client(name, role)
+        assert await other.list_conversations() == []
+        for foreign, absent in zip(
+            _paths(other, conversation.id, accepted.run_id),
+            _paths(other, missing, accepted.run_id),
+            strict=True,
+        ):
+            one = await _expect(ConversationNotFoundError, foreign(), f"{role}, foreign")
+            two = await _expect(ConversationNotFoundError, absent(), f"{role}, missing")
+            assert isinstance(one, LookupError)
+            assert str(one).replace(conversation.id, "ID") == str(two).replace(missing, "ID")
+    assert len(await conversation.list_turns()) == 2
+
+
+# --- the access matrix ----------------------------------------------------------------------
+
+Outcome = Literal["ok", "not_found", "denied"]
+
+Actor = Literal["creator-owner", "creator-editor", "owner", "editor", "viewer"]
+"""Who acts: the conversation's creator (an owner or an editor), or another member."""
+
+ACTORS: tuple[Actor, ...] = ("creator-owner", "creator-editor", "owner", "editor", "viewer")
+"""Every actor of the access matrix."""
+
+VISIBILITIES: tuple[Visibility, ...] = ("private", "shared")
+
+
+async def _op_get(c: ConversationClient, cid: str, run_id: str) -> None:
+    await c.get_conversation(cid)
+
+
+async def _op_list_turns(c: ConversationClient, cid: str, run_id: str) -> None:
+    await c.list_turns(cid)
+
+
+async def _op_list(c: ConversationClient, cid: str, run_id: str) -> None:
+    if cid not in [row.id for row in await c.list_conversations()]:
+        raise ConversationNotFoundError(cid)
+
+
+async def _op_prompt(c: ConversationClient, cid: str, run_id: str) -> None:
+    accepted = await c.prompt(cid, "say again")
+    await _follow(c, cid, accepted.run_id)
+
+
+async def _op_follow(c: ConversationClient, cid: str, run_id: str) -> None:
+    await _follow(c, cid, run_id)
+
+
+async def _op_watch(c: ConversationClient, cid: str, run_id: str) -> None:
+    stop = await c.watch(cid, lambda view: None)
+    stop()
+
+
+async def _op_cancel(c: ConversationClient, cid: str, run_id: str) -> None:
+    await c.cancel(cid)
+
+
+async def _op_rename(c: ConversationClient, cid: str, run_id: str) -> None:
+    await c.rename_conversation(cid, "renamed")
+
+
+async def _op_visibility(c: ConversationClient, cid: str, run_id: str) -> None:
+    await c.set_visibility(cid, "shared")
+
+
+async def _op_delete(c: ConversationClient, cid: str, run_id: str) -> None:
+    await c.delete_conversation(cid)
+
+
+ACCESS_OPERATIONS: Mapping[str, Callable[[ConversationClient, str, str], Awaitable[None]]] = {
+    "get": _op_get,
+    "list_turns": _op_list_turns,
+    "list": _op_list,
+    "prompt": _op_prompt,
+    "follow": _op_follow,
+    "watch": _op_watch,
+    "cancel": _op_cancel,
+    "rename": _op_rename,
+    "visibility": _op_visibility,
+    "delete": _op_delete,
+}
+"""Every operation on a conversation, by name: `op(client, conversation_id, run_id)`
+(`list` raises `ConversationNotFoundError` when the conversation is not listed)."""
+
+_READS = frozenset({"get", "list_turns", "list", "follow", "watch"})
+
+
+def expected_access(actor: Actor, visibility: Visibility, operation: str) -> Outcome:
+    """What an operation must give: hidden conversations do not exist; viewers only read."""
+    creator = actor.startswith("creator-")
+    if visibility == "private" and not creator:
+        return "not_found"
+    if operation in _READS or actor != "viewer":
+        return "ok"
+    return "denied"
+
+
+async def check_access_case(
+    host: ConversationHost, actor: Actor, visibility: Visibility, operation: str
+) -> None:
+    """One cell of the matrix: a fresh conversation with one completed run, the operation
+    done by `actor`, and the outcome `expected_access` gives."""
+    creator_role: Role = "owner" if actor == "creator-owner" else "editor"
+    suffix = uuid.uuid4().hex[:6]
+    creator = await host.client(f"creator-{suffix}", creator_role)
+    conversation = await creator.create_conversation(visibility=visibility)
+    accepted = await conversation.prompt("say first")
+    await _follow(creator, conversation.id, accepted.run_id)
+    if actor == "creator-owner" or actor == "creator-editor":
+        client = creator
+    else:
+        client = await host.client(f"{actor}-{suffix}", actor)
+    expected = expected_access(actor, visibility, operation)
+    call = ACCESS_OPERATIONS[operation](client, conversation.id, accepted.run_id)
+    if expected == "ok":
+        await call
+    elif expected == "not_found":
+        error = await _expect(ConversationNotFoundError, call, f"{actor} {operation}")
+        assert str(error) == f"no conversation {conversation.id!r}" or operation == "list"
+    else:
+        await _expect(AccessDeniedError, call, f"{actor} {operation}")
+    if operation != "delete" or expected != "ok":
+        assert len(await creator.list_turns(conversation.id)) in (2, 4)
+
+
+@_check
+async def check_access_matrix(host: ConversationHost) -> None:
+    """Every role x visibility x operation gives what `expected_access` says."""
+    for actor in ACTORS:
+        for visibility in VISIBILITIES:
+            for operation in ACCESS_OPERATIONS:
+                try:
+                    await check_access_case(host, actor, visibility, operation)
+                except AssertionError as exc:
+                    exc.add_note(f"access case: {actor}, {visibility}, {operation}")
+                    raise
+
+
+CONVERSATION_CHECKS: Mapping[str, ConversationCheck] = dict(_checks)
+"""Every conformance check by name, in order."""
+
+
+async def conversation_conformance(
+    make_host: Callable[[], contextlib.AbstractAsyncContextManager[ConversationHost]],
+) -> None:
+    """Run every check, each on a fresh host from `make_host()`.
+
+    Raises:
+        ExceptionGroup: One exception per failed check, each with a note naming it.
+    """
+    failures: list[Exception] = []
+    for name, check in CONVERSATION_CHECKS.items():
+        try:
+            async with make_host() as host:
+                with anyio.fail_after(_TIMEOUT * 4):
+                    await check(host)
+        except Exception as exc:
+            exc.add_note(f"conversation conformance check {name!r} failed")
+            failures.append(exc)
+    if failures:
+        raise ExceptionGroup(
+            f"{len(failures)} of {len(CONVERSATION_CHECKS)} conversation conformance checks failed",
+            failures,
+        )
+
+
+class ConversationConformance:
+    """Mix-in for pytest: the conformance suite as one test per check.
+
+    Subclass it in a test module (name the subclass `Test...`) and define a
+    `conversation_host` fixture giving a fresh host. Each test takes anyio's
+    `anyio_backend` fixture, so it runs under asyncio and trio.
+    """
+
+
+def _as_test(name: str, check: ConversationCheck) -> Callable[..., Awaitable[None]]:
+    async def test(
+        self: ConversationConformance, anyio_backend: Any, conversation_host: ConversationHost
+    ) -> None:
+        with anyio.fail_after(_TIMEOUT * 4):
+            await check(conversation_host)
+
+    test.__name__ = f"test_{name}"
+    test.__qualname__ = f"ConversationConformance.test_{name}"
+    test.__doc__ = check.__doc__
+    return test
+
+
+for _name, _fn in CONVERSATION_CHECKS.items():
+    setattr(ConversationConformance, f"test_{_name}", _as_test(_name, _fn))
