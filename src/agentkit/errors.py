@@ -17,18 +17,26 @@ if TYPE_CHECKING:
     from agentkit.diagnostics import Diagnostic
 
 __all__ = [
+    "AccessDeniedError",
     "ActionError",
+    "AgentExistsError",
     "AgentNotFoundError",
     "AgentkitError",
     "AppLoadError",
+    "AttachmentError",
     "BindError",
     "ClaudeCliError",
+    "ConversationBusyError",
+    "ConversationError",
+    "ConversationNotFoundError",
     "DefinitionError",
     "DefinitionPathError",
     "ForeignAgentError",
     "LoadError",
+    "MachineAgentNotFoundError",
     "McpConfigError",
     "McpServerError",
+    "MemberError",
     "NoDriverError",
     "NoProviderError",
     "OffsetError",
@@ -37,6 +45,7 @@ __all__ = [
     "ProviderError",
     "ResumeError",
     "RunEndedError",
+    "RunNotFoundError",
     "ScriptError",
     "SessionBusyError",
     "SessionExistsError",
@@ -45,6 +54,7 @@ __all__ = [
     "StoreError",
     "StoreLocationError",
     "ToolError",
+    "TurnNotFoundError",
     "UnknownModelError",
     "ValidateUsageError",
 ]
@@ -266,3 +276,56 @@ class ActionError(AgentkitError, ValueError):
 
 class ScriptError(AgentkitError, ValueError):
     """A script file or entry is malformed."""
+
+
+# --- conversations ------------------------------------------------------------------------
+
+
+class ConversationError(AgentkitError):
+    """Base class of every error the conversations API raises for a caller's request."""
+
+
+class ConversationNotFoundError(ConversationError, LookupError):
+    """No conversation with this id is visible to the member.
+
+    Raised identically for an id that does not exist and for another member's private
+    conversation, on every path, so that an id never reveals whether it exists.
+    """
+
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(f"no conversation {conversation_id!r}")
+        self.conversation_id = conversation_id
+
+
+class ConversationBusyError(ConversationError, RuntimeError):
+    """The conversation already has a run going: one run at a time per conversation."""
+
+
+class AccessDeniedError(ConversationError, PermissionError):
+    """The member's role does not allow this (a viewer prompting, an editor creating an
+    agent, ...)."""
+
+
+class AttachmentError(ConversationError, ValueError):
+    """An attachment was refused (missing, not a file, or outside the attachment roots);
+    nothing was started."""
+
+
+class MachineAgentNotFoundError(ConversationError, LookupError):
+    """The machine has no agent with this name."""
+
+
+class AgentExistsError(ConversationError, ValueError):
+    """An agent with this name exists already (use `replace_agent`)."""
+
+
+class RunNotFoundError(ConversationError, LookupError):
+    """The conversation has no run with this id."""
+
+
+class TurnNotFoundError(ConversationError, LookupError):
+    """The conversation has no user turn with this id (for `replace_turn`)."""
+
+
+class MemberError(ConversationError, ValueError):
+    """A member cannot be added, found or authenticated."""

@@ -6,6 +6,10 @@ log (`Run.entries`, then `Store.read_events`), `cancel()` is `Run.cancel`, and t
 the session's runs read back from the store. What the Store protocol has no place for
 (members, machine agents, a conversation's name, visibility, creator and instructions)
 is kept in session metadata.
+
+Why one long module: the `Machine` is the one object every conversation call goes through
+(members, agents, conversations, runs), each method a few lines over the core; turns,
+follow, watch, attachments and access live in their own modules.
 """
 
 from __future__ import annotations

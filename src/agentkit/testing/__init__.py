@@ -19,44 +19,49 @@
   passes.
 """
 
-from agentkit.testing._conversation_conformance import (
-    ACCESS_OPERATIONS,
-    CONVERSATION_CHECKS,
-    ConversationCheck,
-    ConversationConformance,
-    ConversationHost,
-    MachineHost,
-    check_resumed,
-    conformance_provider,
-    conversation_conformance,
-    expected_access,
-)
-from agentkit.testing._invariants import assert_stream_invariants
-from agentkit.testing._provider_conformance import (
-    CONFORMANCE_SCENARIOS,
-    RecordedRequest,
-    ReplayServer,
-    Reply,
-    WireScript,
-    check_live_provider,
-    check_stream_contract,
-    run_conformance_scenario,
-    run_provider_conformance,
-)
-from agentkit.testing._providers import (
-    FunctionProvider,
-    SchemaTestProvider,
-    ScriptedProvider,
-    ScriptedResponse,
-    ScriptedToolCall,
-    ScriptError,
-)
-from agentkit.testing._store_conformance import (
-    STORE_CHECKS,
-    StoreCheck,
-    StoreConformance,
-    store_conformance,
-)
+from typing import TYPE_CHECKING
+
+from agentkit._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from agentkit.testing._conversation_conformance import (
+        ACCESS_OPERATIONS,
+        CONVERSATION_CHECKS,
+        ConversationCheck,
+        ConversationConformance,
+        ConversationHost,
+        MachineHost,
+        check_resumed,
+        conformance_provider,
+        conversation_conformance,
+        expected_access,
+    )
+    from agentkit.testing._invariants import assert_stream_invariants
+    from agentkit.testing._provider_conformance import (
+        CONFORMANCE_SCENARIOS,
+        RecordedRequest,
+        ReplayServer,
+        Reply,
+        WireScript,
+        check_live_provider,
+        check_stream_contract,
+        run_conformance_scenario,
+        run_provider_conformance,
+    )
+    from agentkit.testing._providers import (
+        FunctionProvider,
+        SchemaTestProvider,
+        ScriptedProvider,
+        ScriptedResponse,
+        ScriptedToolCall,
+        ScriptError,
+    )
+    from agentkit.testing._store_conformance import (
+        STORE_CHECKS,
+        StoreCheck,
+        StoreConformance,
+        store_conformance,
+    )
 
 __all__ = [
     "ACCESS_OPERATIONS",
@@ -90,3 +95,43 @@ __all__ = [
     "run_provider_conformance",
     "store_conformance",
 ]
+
+# Imported on first use: the conformance kits load what they test (the machine, stores,
+# providers), which a test that needs only a scripted provider should not pay for.
+_LAZY = {
+    "ACCESS_OPERATIONS": "agentkit.testing._conversation_conformance",
+    "CONFORMANCE_SCENARIOS": "agentkit.testing._provider_conformance",
+    "CONVERSATION_CHECKS": "agentkit.testing._conversation_conformance",
+    "STORE_CHECKS": "agentkit.testing._store_conformance",
+    "ConversationCheck": "agentkit.testing._conversation_conformance",
+    "ConversationConformance": "agentkit.testing._conversation_conformance",
+    "ConversationHost": "agentkit.testing._conversation_conformance",
+    "FunctionProvider": "agentkit.testing._providers",
+    "MachineHost": "agentkit.testing._conversation_conformance",
+    "RecordedRequest": "agentkit.testing._provider_conformance",
+    "ReplayServer": "agentkit.testing._provider_conformance",
+    "Reply": "agentkit.testing._provider_conformance",
+    "SchemaTestProvider": "agentkit.testing._providers",
+    "ScriptError": "agentkit.testing._providers",
+    "ScriptedProvider": "agentkit.testing._providers",
+    "ScriptedResponse": "agentkit.testing._providers",
+    "ScriptedToolCall": "agentkit.testing._providers",
+    "StoreCheck": "agentkit.testing._store_conformance",
+    "StoreConformance": "agentkit.testing._store_conformance",
+    "WireScript": "agentkit.testing._provider_conformance",
+    "assert_stream_invariants": "agentkit.testing._invariants",
+    "check_live_provider": "agentkit.testing._provider_conformance",
+    "check_resumed": "agentkit.testing._conversation_conformance",
+    "check_stream_contract": "agentkit.testing._provider_conformance",
+    "conformance_provider": "agentkit.testing._conversation_conformance",
+    "conversation_conformance": "agentkit.testing._conversation_conformance",
+    "expected_access": "agentkit.testing._conversation_conformance",
+    "run_conformance_scenario": "agentkit.testing._provider_conformance",
+    "run_provider_conformance": "agentkit.testing._provider_conformance",
+    "store_conformance": "agentkit.testing._store_conformance",
+}
+
+# Hidden from type checkers: a module `__getattr__` would make every misspelt name
+# imported from this package type as `Any` instead of an error.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)

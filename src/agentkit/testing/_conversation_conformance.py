@@ -29,6 +29,9 @@ the in-process client. Two ways to run it:
   each check that failed.
 
 This module does not import pytest.
+
+Why one long module: one short check per point of the conversation client's contract, kept
+together so that a client's author (the remote client's, next) reads it in one place.
 """
 
 from __future__ import annotations
