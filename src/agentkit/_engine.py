@@ -465,9 +465,10 @@ async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> T
                 step.append(_tool_result_message(call.id, call.name, text, is_error))
             messages.extend(step)
             pending.extend(step)
-            await req.save_messages(pending)
+            # The step's messages and events are stored together: a transcript never holds
+            # a step whose events were lost, nor the other way round.
+            await req.save_step(pending)
             pending = []
-            await req.flush()
             if outcome.has_payload:
                 outcome.text = json.dumps(outcome.payload, ensure_ascii=False)
                 return outcome

@@ -150,7 +150,11 @@ class TurnRequest:
     emit: Emit
     runtime: Runtime
     save_messages: Callable[[list[Message]], Awaitable[None]]
+    """Appends messages to the session's transcript."""
     flush: Callable[[], Awaitable[None]]
+    """Stores the events emitted so far (text deltas excepted)."""
+    save_step: Callable[[list[Message]], Awaitable[None]]
+    """Both in one transaction: a model step's messages and the events emitted so far."""
     usage: dict[str, ModelUsage] = field(default_factory=dict)
     depth: int = 0
     progress: TurnOutcome | None = None

@@ -79,6 +79,7 @@ from agentkit._turns import Emit, OutputLimits, RetryPolicy, TurnOutcome, TurnRe
 from agentkit.actions import ActionRegistry, ActionResult
 from agentkit.errors import AgentNotFoundError, NoDriverError, ResumeError
 from agentkit.events import Accounting, AgentMessage, ErrorEvent
+from agentkit.messages import Message
 from agentkit.permissions import PermissionHandler
 from agentkit.providers import (
     NO_PROVIDER_HELP,
@@ -518,6 +519,7 @@ class Runtime:
             runtime=self,
             save_messages=functools.partial(self.store.append_transcript, run.session_id),
             flush=functools.partial(self._flush, run),
+            save_step=functools.partial(self._save_step, run),
             depth=depth,
         )
         outcome: TurnOutcome | None = None
@@ -588,6 +590,14 @@ class Runtime:
         finally:
             self._runs.pop(run.id, None)
             run._end()
+
+    async def _save_step(self, run: Run, messages: list[Message]) -> None:
+        entries = run._take_unsaved()
+        try:
+            await self.store.append_step(run.session_id, messages, run.id, entries)
+        except BaseException:
+            run._put_back(entries)  # kept for the next attempt, in order
+            raise
 
     async def _flush(self, run: Run) -> None:
         if run._unsaved:

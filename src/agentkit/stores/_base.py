@@ -178,6 +178,18 @@ class Store(Protocol):
         the run is recorded and no longer `running`."""
         ...
 
+    async def append_step(
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        run_id: str,
+        entries: Sequence[EventEntry],
+    ) -> None:
+        """Append a model step's transcript `messages` to the session and its events to the
+        run, in one transaction: both or neither. The errors of `append_transcript` and
+        `append_events`."""
+        ...
+
     async def read_events(self, run_id: str, after: int = -1) -> list[EventEntry]:
         """A run's stored events with offset greater than `after`, in order."""
         ...

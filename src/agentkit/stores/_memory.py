@@ -185,6 +185,25 @@ class MemoryStore:
     async def list_runs(self, session_id: str) -> list[RunRecord]:
         return [RunRecord(*row) for row in self._runs.values() if row[1] == session_id]
 
+    async def append_step(
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        run_id: str,
+        entries: Sequence[EventEntry],
+    ) -> None:
+        old = self._session(session_id)
+        row = self._runs.get(run_id)
+        if row is not None and row[3] != "running":
+            raise RunEndedError(f"run {run_id} has ended ({row[3]}): no more events")
+        # Everything is encoded and checked before anything changes: both or neither.
+        encoded = [message_json(message) for message in messages]
+        log = self._events.setdefault(run_id, [])
+        rows = _rows(run_id, log[-1][0] if log else -1, entries)
+        self._transcripts[session_id].extend(encoded)
+        self._sessions[session_id] = (old[0], old[1], old[2], time.time(), old[4])
+        log.extend(rows)
+
     async def append_events(self, run_id: str, entries: Sequence[EventEntry]) -> None:
         row = self._runs.get(run_id)
         if row is not None and row[3] != "running":

@@ -169,13 +169,18 @@ class _Postgres:
         self, conn: psycopg.Connection[Any], session_id: str, data: list[str], now: float
     ) -> None:
         with conn.transaction():
-            # The update locks the session row, so concurrent appends take turns.
-            if conn.execute(self.sql.touch_session, (now, session_id)).rowcount == 0:
-                raise SessionNotFoundError(f"no session {session_id!r}")
-            if data:
-                row = conn.execute(self.sql.transcript_end, (session_id,)).fetchone()
-                start = 0 if row is None else row[0]
-                conn.execute(self.sql.append_transcript, (session_id, start, data))
+            self._insert_transcript(conn, session_id, data, now)
+
+    def _insert_transcript(
+        self, conn: psycopg.Connection[Any], session_id: str, data: list[str], now: float
+    ) -> None:
+        # The update locks the session row, so concurrent appends take turns.
+        if conn.execute(self.sql.touch_session, (now, session_id)).rowcount == 0:
+            raise SessionNotFoundError(f"no session {session_id!r}")
+        if data:
+            row = conn.execute(self.sql.transcript_end, (session_id,)).fetchone()
+            start = 0 if row is None else row[0]
+            conn.execute(self.sql.append_transcript, (session_id, start, data))
 
     def truncate_transcript(
         self, conn: psycopg.Connection[Any], session_id: str, length: int
@@ -254,10 +259,28 @@ class _Postgres:
         self, conn: psycopg.Connection[Any], run_id: str, offsets: list[int], data: list[str]
     ) -> None:
         with conn.transaction():
-            row = conn.execute(self.sql.run_status, (run_id,)).fetchone()
-            if row is not None and row[0] != "running":
-                raise RunEndedError(f"run {run_id} has ended ({row[0]}): no more events")
+            self._require_running(conn, run_id)
             self._insert_events(conn, run_id, offsets, data)
+
+    def append_step(
+        self,
+        conn: psycopg.Connection[Any],
+        session_id: str,
+        messages: list[str],
+        now: float,
+        run_id: str,
+        offsets: list[int],
+        data: list[str],
+    ) -> None:
+        with conn.transaction():
+            self._require_running(conn, run_id)
+            self._insert_transcript(conn, session_id, messages, now)
+            self._insert_events(conn, run_id, offsets, data)
+
+    def _require_running(self, conn: psycopg.Connection[Any], run_id: str) -> None:
+        row = conn.execute(self.sql.run_status, (run_id,)).fetchone()
+        if row is not None and row[0] != "running":
+            raise RunEndedError(f"run {run_id} has ended ({row[0]}): no more events")
 
     def read_events(self, conn: psycopg.Connection[Any], run_id: str, after: int) -> list[Any]:
         return conn.execute(self.sql.read_events, (run_id, after)).fetchall()

@@ -129,6 +129,16 @@ class Dialect(Protocol):
     def append_events(
         self, conn: Any, run_id: str, offsets: list[int], data: list[str]
     ) -> None: ...
+    def append_step(
+        self,
+        conn: Any,
+        session_id: str,
+        messages: list[str],
+        now: float,
+        run_id: str,
+        offsets: list[int],
+        data: list[str],
+    ) -> None: ...
     def read_events(self, conn: Any, run_id: str, after: int) -> list[Any]: ...
 
 
@@ -260,6 +270,21 @@ class SQLStore:
         offsets, data = event_columns(run_id, entries)
         await self._call(self._ops.append_events, run_id, offsets, data)
         self._wrote(sum(map(len, data)))
+
+    async def append_step(
+        self,
+        session_id: str,
+        messages: Sequence[Message],
+        run_id: str,
+        entries: Sequence[EventEntry],
+    ) -> None:
+        """Append a model step's transcript messages and its events in one transaction."""
+        data = [dump_message(message) for message in messages]
+        offsets, events = event_columns(run_id, entries)
+        await self._call(
+            self._ops.append_step, session_id, data, time.time(), run_id, offsets, events
+        )
+        self._wrote(sum(map(len, data)) + sum(map(len, events)))
 
     async def read_events(self, run_id: str, after: int = -1) -> list[EventEntry]:
         """A run's stored events with offset greater than `after`, in order."""

@@ -117,19 +117,7 @@ class _SQLite:
         self, conn: sqlite3.Connection, session_id: str, data: list[str], now: float
     ) -> None:
         conn.execute("BEGIN IMMEDIATE")
-        updated = conn.execute(
-            "UPDATE agentkit_sessions SET updated_at = ? WHERE id = ?", (now, session_id)
-        )
-        if updated.rowcount == 0:
-            raise SessionNotFoundError(f"no session {session_id!r}")
-        (start,) = conn.execute(
-            "SELECT coalesce(max(pos) + 1, 0) FROM agentkit_transcript WHERE session_id = ?",
-            (session_id,),
-        ).fetchone()
-        conn.executemany(
-            "INSERT INTO agentkit_transcript (session_id, pos, data) VALUES (?, ?, ?)",
-            [(session_id, start + i, item) for i, item in enumerate(data)],
-        )
+        _insert_transcript(conn, session_id, data, now)
         conn.execute("COMMIT")
 
     def truncate_transcript(self, conn: sqlite3.Connection, session_id: str, length: int) -> None:
@@ -243,9 +231,23 @@ class _SQLite:
         self, conn: sqlite3.Connection, run_id: str, offsets: list[int], data: list[str]
     ) -> None:
         conn.execute("BEGIN IMMEDIATE")
-        row = conn.execute("SELECT status FROM agentkit_runs WHERE id = ?", (run_id,)).fetchone()
-        if row is not None and row[0] != "running":
-            raise RunEndedError(f"run {run_id} has ended ({row[0]}): no more events")
+        _require_running(conn, run_id)
+        _insert_events(conn, run_id, offsets, data)
+        conn.execute("COMMIT")
+
+    def append_step(
+        self,
+        conn: sqlite3.Connection,
+        session_id: str,
+        messages: list[str],
+        now: float,
+        run_id: str,
+        offsets: list[int],
+        data: list[str],
+    ) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        _require_running(conn, run_id)
+        _insert_transcript(conn, session_id, messages, now)
         _insert_events(conn, run_id, offsets, data)
         conn.execute("COMMIT")
 
@@ -268,6 +270,30 @@ def _migrate(conn: sqlite3.Connection, path: str) -> None:
             for statement in migration.sqlite:
                 conn.execute(statement)
             conn.execute("INSERT INTO agentkit_schema_version VALUES (?)", (migration.version,))
+
+
+def _require_running(conn: sqlite3.Connection, run_id: str) -> None:
+    row = conn.execute("SELECT status FROM agentkit_runs WHERE id = ?", (run_id,)).fetchone()
+    if row is not None and row[0] != "running":
+        raise RunEndedError(f"run {run_id} has ended ({row[0]}): no more events")
+
+
+def _insert_transcript(
+    conn: sqlite3.Connection, session_id: str, data: list[str], now: float
+) -> None:
+    updated = conn.execute(
+        "UPDATE agentkit_sessions SET updated_at = ? WHERE id = ?", (now, session_id)
+    )
+    if updated.rowcount == 0:
+        raise SessionNotFoundError(f"no session {session_id!r}")
+    (start,) = conn.execute(
+        "SELECT coalesce(max(pos) + 1, 0) FROM agentkit_transcript WHERE session_id = ?",
+        (session_id,),
+    ).fetchone()
+    conn.executemany(
+        "INSERT INTO agentkit_transcript (session_id, pos, data) VALUES (?, ?, ?)",
+        [(session_id, start + i, item) for i, item in enumerate(data)],
+    )
 
 
 def _require_session(conn: sqlite3.Connection, session_id: str) -> None:

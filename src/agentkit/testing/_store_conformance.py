@@ -577,6 +577,35 @@ async def check_run_sweep_ends_once(store: Store) -> None:
 
 
 @_check
+async def check_step_is_one_transaction(store: Store) -> None:
+    """`append_step` stores a step's messages and events together, or neither: offsets that
+    do not follow, a missing session and an ended run leave both as they were."""
+    await store.create_session("s1", "app:agent")
+    await store.create_run(_run("r1", "s1"), _entries([0, 1]))
+    step = [UserMessage(content="hi"), AssistantMessage(text="hello")]
+    await store.append_step("s1", step, "r1", _entries([3, 4]))
+    assert await store.load_transcript("s1") == step
+    assert _offsets(await store.read_events("r1")) == [0, 1, 3, 4]
+    more = [AssistantMessage(text="again")]
+    with contextlib.suppress(ValueError, StoreError):
+        await store.append_step("s1", more, "r1", _entries([4]))
+        raise AssertionError("append_step with an offset already stored: expected an error")
+    await _expect(
+        SessionNotFoundError,
+        store.append_step("nope", more, "r1", _entries([5])),
+        "append_step to a missing session",
+    )
+    assert await store.load_transcript("s1") == step
+    assert _offsets(await store.read_events("r1")) == [0, 1, 3, 4]
+    await store.append_step("s1", [], "r1", [])  # nothing to store: not an error either
+    assert await store.finish_run("r1", "completed", time.time())
+    await _expect(
+        RunEndedError, store.append_step("s1", more, "r1", _entries([5])), "after the end"
+    )
+    assert await store.load_transcript("s1") == step
+
+
+@_check
 async def check_events_roundtrip(store: Store) -> None:
     """Every stored event type comes back equal, at its offset, in order."""
     await store.create_session("s1", "app:agent")
