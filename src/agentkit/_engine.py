@@ -202,7 +202,7 @@ class _Turn:
                 emit(Thinking(content=block.content, signature=signature))
 
         # Bound locally: the text branch runs once per streamed delta.
-        text_chunk, add_text = TextChunk, text_parts.append
+        text_chunk, add_text, length = TextChunk, text_parts.append, len
         emit_delta = self.req.emit_delta or (lambda content: emit(_text_delta(content)))
         stream = self.provider.stream(request)
         finished = False
@@ -215,7 +215,7 @@ class _Turn:
                     if thinking_parts:
                         close_thinking()
                     text = chunk.text
-                    room -= len(text)
+                    room -= length(text)
                     if room < 0:
                         raise _reply_too_large(cap)
                     if not text.isascii():  # a lone surrogate would break every consumer
