@@ -582,11 +582,11 @@ async def check_step_is_one_transaction(store: Store) -> None:
     do not follow, a missing session and an ended run leave both as they were."""
     await store.create_session("s1", "app:agent")
     await store.create_run(_run("r1", "s1"), _entries([0, 1]))
-    step = [UserMessage(content="hi"), AssistantMessage(text="hello")]
+    step: list[Message] = [UserMessage(content="hi"), AssistantMessage(text="hello")]
     await store.append_step("s1", step, "r1", _entries([3, 4]))
     assert await store.load_transcript("s1") == step
     assert _offsets(await store.read_events("r1")) == [0, 1, 3, 4]
-    more = [AssistantMessage(text="again")]
+    more: list[Message] = [AssistantMessage(text="again")]
     with contextlib.suppress(ValueError, StoreError):
         await store.append_step("s1", more, "r1", _entries([4]))
         raise AssertionError("append_step with an offset already stored: expected an error")
