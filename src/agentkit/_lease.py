@@ -16,6 +16,7 @@ lease at the last moment keeps its run.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
@@ -111,8 +112,6 @@ class LeaseKeeper:
     async def tick(self) -> None:
         """One renewal and one sweep. Store failures are logged (once until it recovers),
         never raised: leases are kept again as soon as the store answers."""
-        import time
-
         try:
             ids = list(self.running())
             if ids:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -189,13 +189,19 @@ class Run:
 
     def _take_unsaved(self) -> list[EventEntry]:
         """Entries for the store of the events not saved yet; each event is encoded once:
-        the log keeps the bytes from now on, and the store gets them with the event. A
-        caller whose store write fails puts them back with `_put_back`."""
+        the log keeps the bytes from now on, and the store gets them with the event."""
         batch, self._unsaved = self._unsaved, []
         return self._log.saved(batch)
 
-    def _put_back(self, entries: list[EventEntry]) -> None:
-        self._unsaved[:0] = [entry.offset for entry in entries]
+    async def _save_unsaved(self, write: Callable[[list[EventEntry]], Awaitable[Any]]) -> None:
+        """Give the events not saved yet to `write` (a store call); should it fail, they are
+        kept, in order, for the next attempt."""
+        entries = self._take_unsaved()
+        try:
+            await write(entries)
+        except BaseException:
+            self._unsaved[:0] = [entry.offset for entry in entries]
+            raise
 
 
 def write_ending(

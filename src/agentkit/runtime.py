@@ -592,21 +592,13 @@ class Runtime:
             run._end()
 
     async def _save_step(self, run: Run, messages: list[Message]) -> None:
-        entries = run._take_unsaved()
-        try:
-            await self.store.append_step(run.session_id, messages, run.id, entries)
-        except BaseException:
-            run._put_back(entries)  # kept for the next attempt, in order
-            raise
+        await run._save_unsaved(
+            functools.partial(self.store.append_step, run.session_id, messages, run.id)
+        )
 
     async def _flush(self, run: Run) -> None:
         if run._unsaved:
-            entries = run._take_unsaved()
-            try:
-                await self.store.append_events(run.id, entries)
-            except BaseException:
-                run._put_back(entries)  # kept for the next attempt, in order
-                raise
+            await run._save_unsaved(functools.partial(self.store.append_events, run.id))
 
     def _priced(self, accounting: Accounting) -> Accounting:
         return priced(accounting, self.cost_estimator, self._provider)
