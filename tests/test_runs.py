@@ -283,6 +283,24 @@ async def test_cancelling_before_the_run_has_begun_still_ends_it_properly() -> N
     assert record is not None and record.status == "interrupted"
 
 
+async def test_a_run_stopped_by_its_host_with_a_reason_ends_as_that_error() -> None:
+    # What a server shutting down does: the run ends as a crash would, at once.
+    store = MemoryStore()
+    provider = Gated()
+    async with Runtime(provider=provider, store=store) as runtime:
+        run = await runtime.start(SPEC, "hi")
+        await provider.halfway.wait()
+        run.cancel(reason="interrupted: its process stopped")
+        run.cancel(reason="a later reason does not replace the first")
+        outcome = await run.wait()
+    assert outcome.status == "error" and outcome.error == "interrupted: its process stopped"
+    events = [e async for e in run.events()]
+    assert events[-1].type == "turn_end" and events[-1].status == "error"  # type: ignore[union-attr]
+    record = await store.get_run(run.id)
+    assert record is not None and record.status == "error"
+    assert record.error == "interrupted: its process stopped"
+
+
 async def test_cancelling_an_ended_run_changes_nothing() -> None:
     async with Runtime(provider=ScriptedProvider(["done"])) as runtime:
         run = await runtime.start(SPEC, "hi")

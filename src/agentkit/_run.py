@@ -127,6 +127,7 @@ class Run:
         self._ended = False
         self._ended_signal: anyio.Event | asyncio.Event | None = None
         self._cancel_requested = False
+        self._stop_reason: str | None = None  # cancel(reason=...): ends as an error
         self._scope: anyio.CancelScope | None = None
         self._task: Any = None  # the asyncio task running it (kept alive), on asyncio
         self._outcome: RunOutcome | None = None
@@ -158,9 +159,17 @@ class Run:
         resumable readers such as an SSE endpoint's `Last-Event-ID`)."""
         return self._log.entries(after)
 
-    def cancel(self) -> None:
-        """Ask the run to stop; it ends with `turn_end.status == "interrupted"`."""
+    def cancel(self, *, reason: str | None = None) -> None:
+        """Ask the run to stop; it ends with `turn_end.status == "interrupted"`.
+
+        Args:
+            reason: When given, the run ends as an `error` with this message instead: the
+                host stopped it rather than its user (a server shutting down ends its runs
+                as a crash would, with `INTERRUPTED_REASON`, but at once).
+        """
         self._cancel_requested = True
+        if reason is not None and self._stop_reason is None:
+            self._stop_reason = reason
         if self._scope is not None:
             self._scope.cancel()
 

@@ -551,6 +551,9 @@ class Runtime:
             crash = exc
         finally:
             run._scope = None
+            if interrupted and run._stop_reason is not None:
+                # Stopped by its host (shutting down), not by its user: an error.
+                interrupted, outcome = False, failed(request, run._stop_reason)
             if self._group.ending_needs_shield:
                 with anyio.CancelScope(shield=True):
                     await self._finish(run, request, outcome, interrupted, started)

@@ -60,13 +60,24 @@ def _load(path: str) -> ProviderFactory:
 
 
 def create_provider(name: str, **options: Any) -> Provider:
-    """Build the provider registered as `name` with keyword options."""
-    try:
-        factory = _FACTORIES[name]
-    except KeyError:
+    """Build the provider registered as `name` with keyword options.
+
+    `name` may also be a `module:attribute` path to a factory (`mypackage.llm:provider`),
+    so that a provider of your own works with `--provider` without registering it.
+    """
+    factory = _FACTORIES.get(name)
+    if factory is None and ":" in name:
+        try:
+            factory = _load(name)
+        except (ImportError, AttributeError, ValueError) as exc:
+            raise NoProviderError(f"cannot load the provider factory {name!r}: {exc}") from None
+        if not callable(factory):
+            raise NoProviderError(f"{name!r} is not a provider factory (not callable)")
+    if factory is None:
         raise NoProviderError(
             f"unknown provider {name!r}; known providers: {', '.join(available_providers())}"
-        ) from None
+            " (or a module:attribute path to a factory)"
+        )
     if isinstance(factory, str):
         factory = _load(factory)
     return factory(**options)
