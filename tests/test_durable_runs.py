@@ -45,6 +45,7 @@ CHILD = HERE / "durable_child.py"
 PG_DSN = os.environ.get("AGENTKIT_TEST_POSTGRES_DSN")
 PG_SKIP = "AGENTKIT_TEST_POSTGRES_DSN is not set (e.g. postgresql://postgres@127.0.0.1:5432/test)"
 SPEC = AgentSpec(id="demo:durable", system_prompt="You are durable.")
+ALL_VERSIONS = [m.version for m in _migrations.MIGRATIONS]
 
 
 def _pg_schema() -> Iterator[str]:
@@ -380,7 +381,7 @@ async def test_a_version_1_database_upgrades_with_nothing_lost(v1_store_url: str
     store = open_store(v1_store_url)
     try:
         sessions = {session.id: session for session in await store.list_sessions()}
-        assert await _versions(store) == [1, 2]
+        assert await _versions(store) == ALL_VERSIONS
         index = sessions.pop("s-index")
         done = index.metadata["done"]
         assert set(sessions) == {done, "s-dead", "s-unfinished"}
@@ -468,7 +469,7 @@ async def test_stores_opened_at_once_apply_each_migration_once(store_url: str) -
         async with anyio.create_task_group() as tg:
             for one in stores:
                 tg.start_soon(one.list_sessions)
-        assert await _versions(stores[0]) == [1, 2]
+        assert await _versions(stores[0]) == ALL_VERSIONS
     finally:
         for one in stores:
             await one.aclose()
@@ -481,15 +482,15 @@ async def test_a_failing_migration_changes_nothing(
     await first.create_session("kept", "a:a")
     await first.aclose()
     broken = _migrations.Migration(
-        3,
+        _migrations.SCHEMA_VERSION + 1,
         "a step that fails half way",
         sqlite=("CREATE TABLE agentkit_extra (x INTEGER)", "SELECT no_such_function()"),
         postgres=("CREATE TABLE {p}agentkit_extra (x integer)", "SELECT no_such_function()"),
     )
-    monkeypatch.setattr(_migrations, "SCHEMA_VERSION", 3)
+    monkeypatch.setattr(_migrations, "SCHEMA_VERSION", broken.version)
     for module in ("agentkit.stores._sqlite", "agentkit.stores._postgres"):
         monkeypatch.setattr(f"{module}.MIGRATIONS", (*_migrations.MIGRATIONS, broken))
-        monkeypatch.setattr(f"{module}.SCHEMA_VERSION", 3)
+        monkeypatch.setattr(f"{module}.SCHEMA_VERSION", broken.version)
     failing = open_store(store_url)
     with pytest.raises(StoreError, match="no_such_function"):
         await failing.list_sessions()
@@ -498,7 +499,7 @@ async def test_a_failing_migration_changes_nothing(
     again = open_store(store_url)
     try:
         assert [s.id for s in await again.list_sessions()] == ["kept"]
-        assert await _versions(again) == [1, 2]
+        assert await _versions(again) == ALL_VERSIONS
         # The table of the failed step's first statement was rolled back with it.
         await again.create_session("after", "a:a")
     finally:

@@ -30,6 +30,7 @@ from agentkit.stores import (
     SQLiteStore,
     Store,
     StoreError,
+    _migrations,
     open_store,
 )
 from agentkit.testing._store_conformance import STORE_CHECKS, StoreConformance, store_conformance
@@ -214,7 +215,7 @@ async def test_sqlite_file_is_wal_with_schema_version(tmp_path: Path) -> None:
     try:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         versions = conn.execute("SELECT version FROM agentkit_schema_version").fetchall()
-        assert versions == [(1,), (2,)]
+        assert versions == [(m.version,) for m in _migrations.MIGRATIONS]
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         assert {"agentkit_sessions", "agentkit_transcript", "agentkit_runs"} <= tables
         assert "agentkit_events" in tables

@@ -31,6 +31,8 @@ __all__ = [
     "ConversationNotFoundError",
     "DefinitionError",
     "DefinitionPathError",
+    "DelegationNotFoundError",
+    "ExtensionError",
     "ForeignAgentError",
     "LoadError",
     "MachineAgentNotFoundError",
@@ -44,6 +46,11 @@ __all__ = [
     "ProviderConfigError",
     "ProviderError",
     "ResumeError",
+    "RoomAccessError",
+    "RoomAgentError",
+    "RoomError",
+    "RoomExistsError",
+    "RoomNotFoundError",
     "RunEndedError",
     "RunNotFoundError",
     "ScriptError",
@@ -243,6 +250,14 @@ class RunEndedError(StoreError):
     lease expired and another runtime ended it as interrupted)."""
 
 
+class RoomNotFoundError(StoreError, LookupError):
+    """No room has this id."""
+
+
+class RoomExistsError(StoreError):
+    """A room with this id already exists."""
+
+
 class StoreLocationError(StoreError, ValueError):
     """A store location (a path or URL given to `open_store`) names no store."""
 
@@ -329,3 +344,28 @@ class TurnNotFoundError(ConversationError, LookupError):
 
 class MemberError(ConversationError, ValueError):
     """A member cannot be added, found or authenticated."""
+
+
+# --- rooms and the server ----------------------------------------------------------------
+
+
+class RoomError(AgentkitError, ValueError):
+    """A caller's mistake with a room: an invalid type, pattern, payload or batch."""
+
+
+class RoomAccessError(RoomError, PermissionError):
+    """Outside the caller's grants, or not a room owner for what only owners may do."""
+
+
+class RoomAgentError(RoomError):
+    """An agent that cannot be registered (a duplicate id, a bad descriptor) or that the
+    room does not have."""
+
+
+class DelegationNotFoundError(RoomError, LookupError):
+    """No such delegation in the room (or not visible to the caller)."""
+
+
+class ExtensionError(AgentkitError, ValueError):
+    """A server extension (`agentkit serve --extension`) that cannot be loaded or fails
+    to start; the server does not start."""

@@ -1,4 +1,4 @@
-"""Stores: where sessions, transcripts and run events live.
+"""Stores: where sessions, transcripts, run events and rooms live.
 
 [`Store`][agentkit.stores.Store] is the one interface. `MemoryStore` keeps everything in
 process; `SQLiteStore` is the embedded default (a file path, or `:memory:`);
@@ -12,7 +12,15 @@ from typing import TYPE_CHECKING
 from agentkit._lazy import lazy_exports
 from agentkit.errors import OffsetError, StoreLocationError
 from agentkit.stores._base import (
+    DelegationRecord,
+    DelegationStatus,
     EventEntry,
+    NewRoomEvent,
+    RoomEvent,
+    RoomExistsError,
+    RoomGrant,
+    RoomNotFoundError,
+    RoomRecord,
     RunEndedError,
     RunRecord,
     RunStatus,
@@ -31,10 +39,18 @@ if TYPE_CHECKING:
     from agentkit.stores._sqlite import SQLiteStore
 
 __all__ = [
+    "DelegationRecord",
+    "DelegationStatus",
     "EventEntry",
     "MemoryStore",
+    "NewRoomEvent",
     "OffsetError",
     "PostgresStore",
+    "RoomEvent",
+    "RoomExistsError",
+    "RoomGrant",
+    "RoomNotFoundError",
+    "RoomRecord",
     "RunEndedError",
     "RunRecord",
     "RunStatus",

@@ -1,4 +1,4 @@
-"""The store interface: sessions, their transcripts, runs and run events."""
+"""The store interface: sessions, their transcripts, runs and run events, and rooms."""
 
 from __future__ import annotations
 
@@ -15,9 +15,27 @@ from agentkit.errors import (
 )
 from agentkit.events import AgentMessage
 from agentkit.messages import Message
+from agentkit.stores._rooms import (
+    DelegationRecord,
+    DelegationStatus,
+    NewRoomEvent,
+    RoomEvent,
+    RoomExistsError,
+    RoomGrant,
+    RoomNotFoundError,
+    RoomRecord,
+)
 
 __all__ = [
+    "DelegationRecord",
+    "DelegationStatus",
     "EventEntry",
+    "NewRoomEvent",
+    "RoomEvent",
+    "RoomExistsError",
+    "RoomGrant",
+    "RoomNotFoundError",
+    "RoomRecord",
     "RunEndedError",
     "RunRecord",
     "RunStatus",
@@ -192,6 +210,117 @@ class Store(Protocol):
 
     async def read_events(self, run_id: str, after: int = -1) -> list[EventEntry]:
         """A run's stored events with offset greater than `after`, in order."""
+        ...
+
+    # --- rooms ------------------------------------------------------------------------
+
+    async def create_room(self, room: RoomRecord) -> None:
+        """Record a new, empty room (head 0); `RoomExistsError` when the id is taken
+        (nothing changes)."""
+        ...
+
+    async def get_room(self, room_id: str) -> RoomRecord | None:
+        """The room, or `None`."""
+        ...
+
+    async def list_rooms(self) -> list[RoomRecord]:
+        """Every room, oldest (first created) first."""
+        ...
+
+    async def update_room(
+        self, room_id: str, name: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> RoomRecord:
+        """Replace the room's name and/or metadata (each left as it is when `None`) and
+        return the room; `RoomNotFoundError` when missing."""
+        ...
+
+    async def delete_room(self, room_id: str) -> None:
+        """Delete a room with its events, grants, cursors and delegations (no error when
+        missing). A room created again with the same id starts empty, at head 0."""
+        ...
+
+    async def append_room_events(
+        self,
+        room_id: str,
+        events: Sequence[NewRoomEvent],
+        *,
+        delegation: DelegationRecord | None = None,
+    ) -> list[RoomEvent]:
+        """Append `events` to the room's log in one transaction and return them at their
+        positions: the room's head + 1, head + 2, ...
+
+        All or nothing: when any event cannot be stored (its payload is not JSON, its id
+        is already in the room or repeated in the batch), nothing is written and the head
+        does not move, so the next append continues at head + 1. Appends to one room take
+        turns across every process sharing the store: positions form one total order
+        with no gap and no duplicate, and a reader sees each batch whole or not at all.
+
+        `delegation`, when given, is upserted (inserted, or replacing the stored
+        delegation of that id) in the same transaction: that is how a `delegation.*`
+        event and the delegation's status change together.
+
+        Raises:
+            ValueError: `events` is empty, or `delegation` belongs to another room or has
+                an unknown status.
+            TypeError: A payload (or the delegation's task or result) is not a JSON value
+                (`ValueError` for NaN and infinities).
+            RoomNotFoundError: The room is missing.
+            StoreError: An event's id is already in the room, or repeated in the batch.
+        """
+        ...
+
+    async def read_room_events(
+        self,
+        room_id: str,
+        after: int = 0,
+        limit: int | None = None,
+        types: Sequence[str] | None = None,
+    ) -> list[RoomEvent]:
+        """The room's events with position greater than `after`, in order, at most
+        `limit` of them, of the given `types` only (all types when `None`).
+
+        `types` holds exact type names and prefix patterns: `chat.*` keeps the types
+        starting with `chat.`, `*` keeps everything; `%` and `_` are ordinary characters,
+        and an empty `types` keeps nothing. `RoomNotFoundError` when the room is missing;
+        `ValueError` for another use of `*` or a negative `limit`.
+        """
+        ...
+
+    async def room_head(self, room_id: str) -> int:
+        """The position of the room's last event (0 while it has none);
+        `RoomNotFoundError` when missing."""
+        ...
+
+    async def set_grant(self, room_id: str, grant: RoomGrant) -> None:
+        """Record a participant's grant, replacing any it had; `RoomNotFoundError` when
+        the room is missing."""
+        ...
+
+    async def delete_grant(self, room_id: str, participant: str) -> None:
+        """Remove a participant's grant (no error when it has none)."""
+        ...
+
+    async def list_grants(self, room_id: str) -> list[RoomGrant]:
+        """The room's grants, ordered by participant (code point order); empty for a
+        missing room."""
+        ...
+
+    async def get_cursor(self, room_id: str, consumer: str) -> int | None:
+        """The last position `consumer` recorded as handled in the room, or `None`."""
+        ...
+
+    async def set_cursor(self, room_id: str, consumer: str, position: int) -> None:
+        """Record `position` as `consumer`'s cursor in the room, replacing the previous
+        one (it may move back); `RoomNotFoundError` when the room is missing."""
+        ...
+
+    async def get_delegation(self, room_id: str, delegation_id: str) -> DelegationRecord | None:
+        """The room's delegation with this id, or `None`."""
+        ...
+
+    async def list_delegations(self, room_id: str) -> list[DelegationRecord]:
+        """The room's delegations, oldest (first recorded) first; empty for a missing
+        room."""
         ...
 
     async def aclose(self) -> None:

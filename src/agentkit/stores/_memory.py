@@ -16,7 +16,14 @@ from typing import Any
 from agentkit.errors import OffsetError
 from agentkit.messages import Message
 from agentkit.stores._base import (
+    DelegationRecord,
     EventEntry,
+    NewRoomEvent,
+    RoomEvent,
+    RoomExistsError,
+    RoomGrant,
+    RoomNotFoundError,
+    RoomRecord,
     RunEndedError,
     RunRecord,
     RunStatus,
@@ -34,7 +41,20 @@ from agentkit.stores._codec import (
     message_json,
     session_from_row,
 )
-from agentkit.stores._sql import may_finish
+from agentkit.stores._rooms import (
+    delegation_from_row,
+    event_from_row,
+    grant_from_row,
+    grant_params,
+    room_from_row,
+    type_filter,
+)
+from agentkit.stores._sql import (
+    check_limit,
+    delegation_params,
+    may_finish,
+    room_event_columns,
+)
 
 __all__ = ["MemoryStore"]
 
@@ -42,9 +62,30 @@ __all__ = ["MemoryStore"]
 #   session: (id, agent_id, created_at, updated_at, metadata JSON)
 #   run:     the fields of a `RunRecord`, in order
 #   event:   (offset, event JSON)
-# JSON is kept as UTF-8 bytes, as pydantic writes it.
+#   room:    (id, name, created_by, created_at, metadata JSON)
+#   room event: (position, id, type, author, payload JSON, created_at)
+#   grant:   (participant, read patterns JSON, publish patterns JSON)
+#   delegation: the columns of `DELEGATION_COLUMNS` (task and result as JSON)
+# JSON is kept as UTF-8 bytes, as pydantic writes it (room JSON as text, as `json` does).
 _SessionRow = tuple[str, str, float, float, str]
 _RunRow = tuple[Any, ...]
+_RoomRow = tuple[str, str, str, float, str]
+_RoomEventRow = tuple[int, str, str, str, str, float]
+
+
+class _Room:
+    """A room's row and everything it holds. Positions are 1, 2, ...: the event at
+    position `p` is `events[p - 1]`."""
+
+    __slots__ = ("cursors", "delegations", "event_ids", "events", "grants", "row")
+
+    def __init__(self, row: _RoomRow) -> None:
+        self.row = row
+        self.events: list[_RoomEventRow] = []
+        self.event_ids: set[str] = set()
+        self.grants: dict[str, tuple[str, str, str]] = {}
+        self.cursors: dict[str, int] = {}
+        self.delegations: dict[str, tuple[Any, ...]] = {}
 
 
 class MemoryStore:
@@ -56,6 +97,7 @@ class MemoryStore:
         self._runs: dict[str, _RunRow] = {}
         self._running: dict[str, str] = {}  # session id -> its running run's id
         self._events: dict[str, list[tuple[int, bytes]]] = {}
+        self._rooms: dict[str, _Room] = {}
 
     async def create_session(
         self, session_id: str, agent_id: str, metadata: dict[str, Any] | None = None
@@ -217,6 +259,128 @@ class MemoryStore:
             for offset, data in self._events.get(run_id, [])
             if offset > after
         ]
+
+    # --- rooms ------------------------------------------------------------------------
+    # Every method runs without awaiting: each is atomic against the others.
+
+    def _room(self, room_id: str) -> _Room:
+        try:
+            return self._rooms[room_id]
+        except KeyError:
+            raise RoomNotFoundError(f"no room {room_id!r}") from None
+
+    async def create_room(self, room: RoomRecord) -> None:
+        if room.id in self._rooms:
+            raise RoomExistsError(f"room {room.id!r} already exists")
+        metadata = dump_metadata(room.metadata)
+        self._rooms[room.id] = _Room(
+            (room.id, room.name, room.created_by, room.created_at, metadata)
+        )
+
+    async def get_room(self, room_id: str) -> RoomRecord | None:
+        room = self._rooms.get(room_id)
+        return None if room is None else room_from_row(room.row)
+
+    async def list_rooms(self) -> list[RoomRecord]:
+        return [room_from_row(room.row) for room in self._rooms.values()]
+
+    async def update_room(
+        self, room_id: str, name: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> RoomRecord:
+        room = self._room(room_id)
+        old = room.row
+        room.row = (
+            old[0],
+            old[1] if name is None else name,
+            old[2],
+            old[3],
+            old[4] if metadata is None else dump_metadata(metadata),
+        )
+        return room_from_row(room.row)
+
+    async def delete_room(self, room_id: str) -> None:
+        self._rooms.pop(room_id, None)
+
+    async def append_room_events(
+        self,
+        room_id: str,
+        events: Sequence[NewRoomEvent],
+        *,
+        delegation: DelegationRecord | None = None,
+    ) -> list[RoomEvent]:
+        # Everything is encoded and checked before anything changes: all or nothing.
+        ids, types, authors, payloads, times = room_event_columns(events)
+        upsert = None if delegation is None else delegation_params(room_id, delegation)
+        room = self._room(room_id)
+        fresh = set(ids)
+        if len(fresh) < len(ids) or not fresh.isdisjoint(room.event_ids):
+            raise StoreError(
+                f"room {room_id!r}: an event id of the batch is already in the room or "
+                "repeated in the batch; nothing was appended"
+            )
+        first = len(room.events) + 1
+        rows = [
+            (first + i, ids[i], types[i], authors[i], payloads[i], times[i])
+            for i in range(len(ids))
+        ]
+        room.events.extend(rows)
+        room.event_ids.update(fresh)
+        if upsert is not None:
+            room.delegations[upsert[0]] = upsert
+        return [event_from_row(room_id, row) for row in rows]
+
+    async def read_room_events(
+        self,
+        room_id: str,
+        after: int = 0,
+        limit: int | None = None,
+        types: Sequence[str] | None = None,
+    ) -> list[RoomEvent]:
+        check_limit(limit)
+        wanted = type_filter(types)
+        room = self._room(room_id)
+        tail = room.events[max(after, 0) :]
+        if wanted is not None:
+            tail = [row for row in tail if wanted.matches(row[2])]
+        if limit is not None:
+            tail = tail[:limit]
+        return [event_from_row(room_id, row) for row in tail]
+
+    async def room_head(self, room_id: str) -> int:
+        return len(self._room(room_id).events)
+
+    async def set_grant(self, room_id: str, grant: RoomGrant) -> None:
+        row = grant_params(grant)
+        self._room(room_id).grants[grant.participant] = row
+
+    async def delete_grant(self, room_id: str, participant: str) -> None:
+        room = self._rooms.get(room_id)
+        if room is not None:
+            room.grants.pop(participant, None)
+
+    async def list_grants(self, room_id: str) -> list[RoomGrant]:
+        room = self._rooms.get(room_id)
+        if room is None:
+            return []
+        return [grant_from_row(room.grants[p]) for p in sorted(room.grants)]
+
+    async def get_cursor(self, room_id: str, consumer: str) -> int | None:
+        room = self._rooms.get(room_id)
+        return None if room is None else room.cursors.get(consumer)
+
+    async def set_cursor(self, room_id: str, consumer: str, position: int) -> None:
+        self._room(room_id).cursors[consumer] = position
+
+    async def get_delegation(self, room_id: str, delegation_id: str) -> DelegationRecord | None:
+        room = self._rooms.get(room_id)
+        row = None if room is None else room.delegations.get(delegation_id)
+        return None if row is None else delegation_from_row(row)
+
+    async def list_delegations(self, room_id: str) -> list[DelegationRecord]:
+        room = self._rooms.get(room_id)
+        if room is None:
+            return []
+        return [delegation_from_row(row) for row in room.delegations.values()]
 
     async def aclose(self) -> None:
         return None

@@ -116,6 +116,109 @@ MIGRATIONS: tuple[Migration, ...] = (
             "WHERE status = 'running'",
         ),
     ),
+    Migration(
+        3,
+        "rooms: their event logs, grants, consumer cursors and delegations",
+        # A room's `head` is the position of its last event: an append bumps it with one
+        # UPDATE ... RETURNING, which takes the room's row lock (PostgreSQL) or runs under
+        # the write lock (SQLite), so positions are gap-free across processes. Events have
+        # no foreign key (their insert is already guarded by that UPDATE); the other tables
+        # do, so a grant, cursor or delegation of a missing room is refused.
+        # On PostgreSQL, types and participants compare in code point order (COLLATE "C"):
+        # the same order as SQLite and Python, and a type prefix read (LIKE 'chat.%') can
+        # use the (room_id, type, pos) index whatever the database's locale.
+        sqlite=(
+            """CREATE TABLE agentkit_rooms (
+                seq INTEGER PRIMARY KEY,
+                id TEXT NOT NULL UNIQUE,
+                name TEXT NOT NULL,
+                created_by TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                metadata TEXT NOT NULL,
+                head INTEGER NOT NULL DEFAULT 0)""",
+            """CREATE TABLE agentkit_room_events (
+                room_id TEXT NOT NULL,
+                pos INTEGER NOT NULL,
+                id TEXT NOT NULL,
+                type TEXT NOT NULL,
+                author TEXT NOT NULL,
+                payload TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                PRIMARY KEY (room_id, pos),
+                UNIQUE (room_id, id))""",
+            "CREATE INDEX agentkit_room_events_type ON agentkit_room_events (room_id, type, pos)",
+            """CREATE TABLE agentkit_room_grants (
+                room_id TEXT NOT NULL REFERENCES agentkit_rooms (id) ON DELETE CASCADE,
+                participant TEXT NOT NULL,
+                read_types TEXT NOT NULL,
+                publish_types TEXT NOT NULL,
+                PRIMARY KEY (room_id, participant))""",
+            """CREATE TABLE agentkit_room_cursors (
+                room_id TEXT NOT NULL REFERENCES agentkit_rooms (id) ON DELETE CASCADE,
+                consumer TEXT NOT NULL,
+                pos INTEGER NOT NULL,
+                PRIMARY KEY (room_id, consumer))""",
+            """CREATE TABLE agentkit_delegations (
+                seq INTEGER PRIMARY KEY,
+                room_id TEXT NOT NULL REFERENCES agentkit_rooms (id) ON DELETE CASCADE,
+                id TEXT NOT NULL,
+                agent TEXT NOT NULL,
+                task TEXT NOT NULL,
+                status TEXT NOT NULL,
+                requested_by TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL,
+                result TEXT NOT NULL,
+                error TEXT,
+                UNIQUE (room_id, id))""",
+        ),
+        postgres=(
+            """CREATE TABLE {p}agentkit_rooms (
+                seq bigserial PRIMARY KEY,
+                id text NOT NULL UNIQUE,
+                name text NOT NULL,
+                created_by text NOT NULL,
+                created_at double precision NOT NULL,
+                metadata text NOT NULL,
+                head bigint NOT NULL DEFAULT 0)""",
+            """CREATE TABLE {p}agentkit_room_events (
+                room_id text NOT NULL,
+                pos bigint NOT NULL,
+                id text NOT NULL,
+                type text COLLATE "C" NOT NULL,
+                author text NOT NULL,
+                payload text NOT NULL,
+                created_at double precision NOT NULL,
+                PRIMARY KEY (room_id, pos),
+                UNIQUE (room_id, id))""",
+            "CREATE INDEX agentkit_room_events_type "
+            "ON {p}agentkit_room_events (room_id, type, pos)",
+            """CREATE TABLE {p}agentkit_room_grants (
+                room_id text NOT NULL REFERENCES {p}agentkit_rooms (id) ON DELETE CASCADE,
+                participant text COLLATE "C" NOT NULL,
+                read_types text NOT NULL,
+                publish_types text NOT NULL,
+                PRIMARY KEY (room_id, participant))""",
+            """CREATE TABLE {p}agentkit_room_cursors (
+                room_id text NOT NULL REFERENCES {p}agentkit_rooms (id) ON DELETE CASCADE,
+                consumer text NOT NULL,
+                pos bigint NOT NULL,
+                PRIMARY KEY (room_id, consumer))""",
+            """CREATE TABLE {p}agentkit_delegations (
+                seq bigserial PRIMARY KEY,
+                room_id text NOT NULL REFERENCES {p}agentkit_rooms (id) ON DELETE CASCADE,
+                id text NOT NULL,
+                agent text NOT NULL,
+                task text NOT NULL,
+                status text NOT NULL,
+                requested_by text NOT NULL,
+                created_at double precision NOT NULL,
+                updated_at double precision NOT NULL,
+                result text NOT NULL,
+                error text,
+                UNIQUE (room_id, id))""",
+        ),
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

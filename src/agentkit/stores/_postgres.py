@@ -13,6 +13,9 @@ import anyio
 
 from agentkit.errors import OffsetError
 from agentkit.stores._base import (
+    RoomExistsError,
+    RoomNotFoundError,
+    RoomRecord,
     RunEndedError,
     RunRecord,
     RunStatus,
@@ -23,9 +26,15 @@ from agentkit.stores._base import (
     StoreError,
 )
 from agentkit.stores._migrations import MIGRATIONS, SCHEMA_VERSION, newer_database_message
+from agentkit.stores._rooms import TypeFilter, like_prefix
 from agentkit.stores._sql import (
+    DELEGATION_COLUMNS,
+    GRANT_COLUMNS,
+    ROOM_COLUMNS,
+    ROOM_EVENT_COLUMNS,
     RUN_COLUMNS,
     SESSION_COLUMNS,
+    RoomEventColumns,
     SQLStore,
     may_finish,
     run_params,
@@ -116,6 +125,62 @@ class _SQL:
         )
         self.read_events = (
             f"SELECT pos, data FROM {events} WHERE run_id = %s AND pos > %s ORDER BY pos"
+        )
+        # --- rooms ---
+        rooms, room_events = f"{p}agentkit_rooms", f"{p}agentkit_room_events"
+        grants, cursors = f"{p}agentkit_room_grants", f"{p}agentkit_room_cursors"
+        delegations = f"{p}agentkit_delegations"
+        self.insert_room = f"INSERT INTO {rooms} ({ROOM_COLUMNS}) VALUES (%s, %s, %s, %s, %s)"
+        self.get_room = f"SELECT {ROOM_COLUMNS} FROM {rooms} WHERE id = %s"
+        self.list_rooms = f"SELECT {ROOM_COLUMNS} FROM {rooms} ORDER BY seq"
+        self.update_room = (
+            f"UPDATE {rooms} SET name = coalesce(%s, name), metadata = coalesce(%s, metadata) "
+            f"WHERE id = %s RETURNING {ROOM_COLUMNS}"
+        )
+        self.lock_room = f"SELECT 1 FROM {rooms} WHERE id = %s FOR UPDATE"
+        self.delete_room_events = f"DELETE FROM {room_events} WHERE room_id = %s"
+        # Grants, cursors and delegations go with the room (ON DELETE CASCADE).
+        self.delete_room = f"DELETE FROM {rooms} WHERE id = %s"
+        # The update takes the room's row lock until the transaction ends: appenders to
+        # one room take turns, in every process, and commit in position order.
+        self.bump_head = f"UPDATE {rooms} SET head = head + %s WHERE id = %s RETURNING head"
+        self.room_head = f"SELECT head FROM {rooms} WHERE id = %s"
+        self.insert_room_events = (
+            f"INSERT INTO {room_events} (room_id, {ROOM_EVENT_COLUMNS}) "
+            "SELECT %s, %s + n, i, t, a, d, c FROM unnest("
+            "%s::text[], %s::text[], %s::text[], %s::text[], %s::float8[]"
+            ") WITH ORDINALITY AS u (i, t, a, d, c, n)"
+        )
+        self.read_room_events = (
+            f"SELECT {ROOM_EVENT_COLUMNS} FROM {room_events} WHERE room_id = %s AND pos > %s"
+        )
+        self.upsert_delegation = (
+            f"INSERT INTO {delegations} ({DELEGATION_COLUMNS}) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (room_id, id) DO UPDATE SET "
+            "agent = excluded.agent, task = excluded.task, status = excluded.status, "
+            "requested_by = excluded.requested_by, created_at = excluded.created_at, "
+            "updated_at = excluded.updated_at, result = excluded.result, error = excluded.error"
+        )
+        self.set_grant = (
+            f"INSERT INTO {grants} (room_id, {GRANT_COLUMNS}) VALUES (%s, %s, %s, %s) "
+            "ON CONFLICT (room_id, participant) DO UPDATE SET "
+            "read_types = excluded.read_types, publish_types = excluded.publish_types"
+        )
+        self.delete_grant = f"DELETE FROM {grants} WHERE room_id = %s AND participant = %s"
+        self.list_grants = (
+            f"SELECT {GRANT_COLUMNS} FROM {grants} WHERE room_id = %s ORDER BY participant"
+        )
+        self.get_cursor = f"SELECT pos FROM {cursors} WHERE room_id = %s AND consumer = %s"
+        self.set_cursor = (
+            f"INSERT INTO {cursors} (room_id, consumer, pos) VALUES (%s, %s, %s) "
+            "ON CONFLICT (room_id, consumer) DO UPDATE SET pos = excluded.pos"
+        )
+        self.get_delegation = (
+            f"SELECT {DELEGATION_COLUMNS} FROM {delegations} WHERE room_id = %s AND id = %s"
+        )
+        self.list_delegations = (
+            f"SELECT {DELEGATION_COLUMNS} FROM {delegations} WHERE room_id = %s ORDER BY seq"
         )
 
 
@@ -298,23 +363,161 @@ class _Postgres:
             raise OffsetError(f"offset {offsets[0]} does not follow {last} in run {run_id}")
         conn.execute(self.sql.append_events, (run_id, offsets, data))
 
+    # --- rooms ------------------------------------------------------------------------
+
+    def create_room(self, conn: psycopg.Connection[Any], room: RoomRecord, metadata: str) -> None:
+        from psycopg import errors
+
+        try:
+            conn.execute(
+                self.sql.insert_room,
+                (room.id, room.name, room.created_by, room.created_at, metadata),
+            )
+        except errors.UniqueViolation:
+            raise RoomExistsError(f"room {room.id!r} already exists") from None
+
+    def get_room(self, conn: psycopg.Connection[Any], room_id: str) -> Any:
+        return conn.execute(self.sql.get_room, (room_id,)).fetchone()
+
+    def list_rooms(self, conn: psycopg.Connection[Any]) -> list[Any]:
+        return conn.execute(self.sql.list_rooms).fetchall()
+
+    def update_room(
+        self, conn: psycopg.Connection[Any], room_id: str, name: str | None, metadata: str | None
+    ) -> Any:
+        return conn.execute(self.sql.update_room, (name, metadata, room_id)).fetchone()
+
+    def delete_room(self, conn: psycopg.Connection[Any], room_id: str) -> None:
+        with conn.transaction():
+            # Waits for an append in flight; one that comes after finds no room.
+            conn.execute(self.sql.lock_room, (room_id,))
+            conn.execute(self.sql.delete_room_events, (room_id,))
+            conn.execute(self.sql.delete_room, (room_id,))
+
+    def append_room_events(
+        self,
+        conn: psycopg.Connection[Any],
+        room_id: str,
+        columns: RoomEventColumns,
+        delegation: tuple[Any, ...] | None,
+    ) -> int:
+        from psycopg import errors
+
+        ids, types, authors, payloads, times = columns
+        with conn.transaction():
+            row = conn.execute(self.sql.bump_head, (len(ids), room_id)).fetchone()
+            if row is None:
+                raise RoomNotFoundError(f"no room {room_id!r}")
+            head: int = row[0]
+            try:
+                conn.execute(
+                    self.sql.insert_room_events,
+                    (room_id, head - len(ids), ids, types, authors, payloads, times),
+                )
+            except errors.UniqueViolation:
+                raise StoreError(
+                    f"room {room_id!r}: an event id of the batch is already in the room or "
+                    "repeated in the batch; nothing was appended"
+                ) from None
+            if delegation is not None:
+                conn.execute(self.sql.upsert_delegation, delegation)
+        return head
+
+    def read_room_events(
+        self,
+        conn: psycopg.Connection[Any],
+        room_id: str,
+        after: int,
+        limit: int | None,
+        types: TypeFilter | None,
+    ) -> list[Any] | None:
+        query, params = self.sql.read_room_events, list[Any]([room_id, after])
+        if types is not None:
+            clauses = []
+            if types.exact:
+                clauses.append("type = ANY(%s)")
+                params.append(list(types.exact))
+            for prefix in types.prefixes:
+                # `type` is COLLATE "C": the LIKE is case-sensitive and a range of the
+                # (room_id, type, pos) index; `%`, `_` and `\` in the prefix are escaped.
+                clauses.append("type LIKE %s ESCAPE '\\'")
+                params.append(like_prefix(prefix))
+            query += f" AND ({' OR '.join(clauses)})"
+        query += " ORDER BY pos"
+        if limit is not None:
+            query += " LIMIT %s"
+            params.append(limit)
+        rows = conn.execute(query, params).fetchall()
+        if not rows and self.room_head(conn, room_id) is None:
+            return None
+        return rows
+
+    def room_head(self, conn: psycopg.Connection[Any], room_id: str) -> int | None:
+        row = conn.execute(self.sql.room_head, (room_id,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def set_grant(
+        self,
+        conn: psycopg.Connection[Any],
+        room_id: str,
+        participant: str,
+        read: str,
+        publish: str,
+    ) -> None:
+        from psycopg import errors
+
+        try:
+            conn.execute(self.sql.set_grant, (room_id, participant, read, publish))
+        except errors.ForeignKeyViolation:
+            raise RoomNotFoundError(f"no room {room_id!r}") from None
+
+    def delete_grant(self, conn: psycopg.Connection[Any], room_id: str, participant: str) -> None:
+        conn.execute(self.sql.delete_grant, (room_id, participant))
+
+    def list_grants(self, conn: psycopg.Connection[Any], room_id: str) -> list[Any]:
+        return conn.execute(self.sql.list_grants, (room_id,)).fetchall()
+
+    def get_cursor(self, conn: psycopg.Connection[Any], room_id: str, consumer: str) -> int | None:
+        row = conn.execute(self.sql.get_cursor, (room_id, consumer)).fetchone()
+        return None if row is None else int(row[0])
+
+    def set_cursor(
+        self, conn: psycopg.Connection[Any], room_id: str, consumer: str, position: int
+    ) -> None:
+        from psycopg import errors
+
+        try:
+            conn.execute(self.sql.set_cursor, (room_id, consumer, position))
+        except errors.ForeignKeyViolation:
+            raise RoomNotFoundError(f"no room {room_id!r}") from None
+
+    def get_delegation(
+        self, conn: psycopg.Connection[Any], room_id: str, delegation_id: str
+    ) -> Any:
+        return conn.execute(self.sql.get_delegation, (room_id, delegation_id)).fetchone()
+
+    def list_delegations(self, conn: psycopg.Connection[Any], room_id: str) -> list[Any]:
+        return conn.execute(self.sql.list_delegations, (room_id,)).fetchall()
+
 
 class PostgresStore(SQLStore):
-    """Sessions, transcripts, runs and events in PostgreSQL.
+    """Sessions, transcripts, runs and events, and rooms, in PostgreSQL.
 
     Args:
         dsn: A libpq connection string or URL, e.g. `postgresql://user@host:5432/db`.
         schema: The schema holding the tables (created when missing); by default the first
             schema of the connection's `search_path` (usually `public`). Tables are named
-            `agentkit_sessions`, `agentkit_transcript`, `agentkit_runs`, `agentkit_events`
-            and `agentkit_schema_version`, and are created on first use.
+            `agentkit_sessions`, `agentkit_transcript`, `agentkit_runs`, `agentkit_events`,
+            `agentkit_rooms`, `agentkit_room_events`, `agentkit_room_grants`,
+            `agentkit_room_cursors`, `agentkit_delegations` and `agentkit_schema_version`,
+            and are created on first use.
         max_connections: Size of the store's own small connection pool.
 
     Each call runs psycopg's synchronous API in a worker thread (anyio), so the store works
     under asyncio and trio alike; at most `max_connections` calls run at once, each on a
     connection of its own, reused afterwards. Every append is one transaction; appends to
-    one transcript or one run log are serialised across processes by row and advisory
-    locks, so any number of processes and hosts can share the database.
+    one transcript, one run log or one room are serialised across processes by row and
+    advisory locks, so any number of processes and hosts can share the database.
     Needs the `postgres` extra (`pip install 'typed-agentkit[postgres]'`).
     """
 

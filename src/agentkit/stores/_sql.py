@@ -10,7 +10,9 @@ backends. A backend brings three things:
 - optionally `_wrote(nbytes)`, told how much each write added (SQLite checkpoints by it).
 
 Events travel to the dialects as two lists, their offsets and their wire JSON, checked to
-grow before any connection is touched.
+grow before any connection is touched. Room events travel as one list per column, their
+payloads already JSON: everything that can be refused without the database is refused
+before a connection is touched.
 """
 
 from __future__ import annotations
@@ -21,7 +23,13 @@ from typing import Any, Protocol, TypeVar
 
 from agentkit.messages import Message
 from agentkit.stores._base import (
+    DelegationRecord,
     EventEntry,
+    NewRoomEvent,
+    RoomEvent,
+    RoomGrant,
+    RoomNotFoundError,
+    RoomRecord,
     RunRecord,
     RunStatus,
     SessionNotFoundError,
@@ -37,14 +45,34 @@ from agentkit.stores._codec import (
     run_from_row,
     session_from_row,
 )
+from agentkit.stores._rooms import (
+    TypeFilter,
+    check_delegation,
+    delegation_from_row,
+    dump_json,
+    event_from_row,
+    grant_from_row,
+    grant_params,
+    load_json,
+    room_from_row,
+    type_filter,
+)
 
 __all__ = [
+    "DELEGATION_COLUMNS",
+    "GRANT_COLUMNS",
+    "ROOM_COLUMNS",
+    "ROOM_EVENT_COLUMNS",
     "RUN_COLUMNS",
     "SESSION_COLUMNS",
     "Dialect",
+    "RoomEventColumns",
     "SQLStore",
+    "check_limit",
+    "delegation_params",
     "event_columns",
     "may_finish",
+    "room_event_columns",
     "run_params",
 ]
 
@@ -55,6 +83,16 @@ RUN_COLUMNS = (
     "id, session_id, agent_id, status, created_at, finished_at, owner, heartbeat_at, "
     "lease_expires_at, error"
 )
+
+ROOM_COLUMNS = "id, name, created_by, created_at, metadata"
+ROOM_EVENT_COLUMNS = "pos, id, type, author, payload, created_at"
+GRANT_COLUMNS = "participant, read_types, publish_types"
+DELEGATION_COLUMNS = (
+    "id, room_id, agent, task, status, requested_by, created_at, updated_at, result, error"
+)
+
+RoomEventColumns = tuple[list[str], list[str], list[str], list[str], list[float]]
+"""New room events as columns: ids, types, authors, payloads (JSON text), times."""
 
 
 def run_params(run: RunRecord) -> tuple[Any, ...]:
@@ -90,6 +128,45 @@ def event_columns(run_id: str, entries: Sequence[EventEntry]) -> tuple[list[int]
         return [], []
     check_offsets(run_id, entries[0].offset - 1, entries)
     return [entry.offset for entry in entries], [dump_event(entry) for entry in entries]
+
+
+def room_event_columns(events: Sequence[NewRoomEvent]) -> RoomEventColumns:
+    """`events` as columns in the order of `RoomEventColumns`; `ValueError` when there are
+    none, `TypeError` (or `ValueError`) when a payload is not JSON."""
+    if not events:
+        raise ValueError("append_room_events needs at least one event")
+    return (
+        [event.id for event in events],
+        [event.type for event in events],
+        [event.author for event in events],
+        [dump_json(event.payload, f"the payload of event {event.id!r}") for event in events],
+        [event.created_at for event in events],
+    )
+
+
+def delegation_params(room_id: str, delegation: DelegationRecord) -> tuple[Any, ...]:
+    """A delegation's values in the order of `DELEGATION_COLUMNS`, checked to belong to
+    `room_id`, `task` and `result` as JSON text."""
+    check_delegation(room_id, delegation)
+    what = f"delegation {delegation.id!r}"
+    return (
+        delegation.id,
+        delegation.room_id,
+        delegation.agent,
+        dump_json(delegation.task, f"the task of {what}"),
+        delegation.status,
+        delegation.requested_by,
+        delegation.created_at,
+        delegation.updated_at,
+        dump_json(delegation.result, f"the result of {what}"),
+        delegation.error,
+    )
+
+
+def check_limit(limit: int | None) -> None:
+    """Raise `ValueError` for a negative `limit`."""
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit must not be negative, got {limit}")
 
 
 class Dialect(Protocol):
@@ -140,6 +217,40 @@ class Dialect(Protocol):
         data: list[str],
     ) -> None: ...
     def read_events(self, conn: Any, run_id: str, after: int) -> list[Any]: ...
+    def create_room(self, conn: Any, room: RoomRecord, metadata: str) -> None: ...
+    def get_room(self, conn: Any, room_id: str) -> Any: ...
+    def list_rooms(self, conn: Any) -> list[Any]: ...
+    def update_room(
+        self, conn: Any, room_id: str, name: str | None, metadata: str | None
+    ) -> Any: ...
+    def delete_room(self, conn: Any, room_id: str) -> None: ...
+    def append_room_events(
+        self,
+        conn: Any,
+        room_id: str,
+        columns: RoomEventColumns,
+        delegation: tuple[Any, ...] | None,
+    ) -> int:
+        """Append the events after the room's head and upsert `delegation`, in one
+        transaction; return the new head. `RoomNotFoundError` when the room is missing."""
+        ...
+
+    def read_room_events(
+        self, conn: Any, room_id: str, after: int, limit: int | None, types: TypeFilter | None
+    ) -> list[Any] | None:
+        """Rows of `ROOM_EVENT_COLUMNS`; `None` when the room is missing."""
+        ...
+
+    def room_head(self, conn: Any, room_id: str) -> int | None: ...
+    def set_grant(
+        self, conn: Any, room_id: str, participant: str, read: str, publish: str
+    ) -> None: ...
+    def delete_grant(self, conn: Any, room_id: str, participant: str) -> None: ...
+    def list_grants(self, conn: Any, room_id: str) -> list[Any]: ...
+    def get_cursor(self, conn: Any, room_id: str, consumer: str) -> int | None: ...
+    def set_cursor(self, conn: Any, room_id: str, consumer: str, position: int) -> None: ...
+    def get_delegation(self, conn: Any, room_id: str, delegation_id: str) -> Any: ...
+    def list_delegations(self, conn: Any, room_id: str) -> list[Any]: ...
 
 
 class SQLStore:
@@ -289,3 +400,115 @@ class SQLStore:
     async def read_events(self, run_id: str, after: int = -1) -> list[EventEntry]:
         """A run's stored events with offset greater than `after`, in order."""
         return events_from_rows(await self._call(self._ops.read_events, run_id, after))
+
+    # --- rooms ------------------------------------------------------------------------
+
+    async def create_room(self, room: RoomRecord) -> None:
+        """Record a new, empty room; `RoomExistsError` when the id is taken."""
+        await self._call(self._ops.create_room, room, dump_metadata(room.metadata))
+
+    async def get_room(self, room_id: str) -> RoomRecord | None:
+        """The room, or `None`."""
+        row = await self._call(self._ops.get_room, room_id)
+        return None if row is None else room_from_row(row)
+
+    async def list_rooms(self) -> list[RoomRecord]:
+        """Every room, oldest first."""
+        return [room_from_row(row) for row in await self._call(self._ops.list_rooms)]
+
+    async def update_room(
+        self, room_id: str, name: str | None = None, metadata: dict[str, Any] | None = None
+    ) -> RoomRecord:
+        """Replace the room's name and/or metadata; `RoomNotFoundError` when missing."""
+        data = None if metadata is None else dump_metadata(metadata)
+        row = await self._call(self._ops.update_room, room_id, name, data)
+        if row is None:
+            raise RoomNotFoundError(f"no room {room_id!r}")
+        return room_from_row(row)
+
+    async def delete_room(self, room_id: str) -> None:
+        """Delete a room with everything it holds (no error when missing)."""
+        await self._call(self._ops.delete_room, room_id)
+
+    async def append_room_events(
+        self,
+        room_id: str,
+        events: Sequence[NewRoomEvent],
+        *,
+        delegation: DelegationRecord | None = None,
+    ) -> list[RoomEvent]:
+        """Append events at the room's next positions, in one transaction (see
+        [`Store.append_room_events`][agentkit.stores.Store.append_room_events])."""
+        columns = room_event_columns(events)
+        upsert = None if delegation is None else delegation_params(room_id, delegation)
+        head = await self._call(self._ops.append_room_events, room_id, columns, upsert)
+        payloads = columns[3]
+        self._wrote(sum(map(len, payloads)))
+        first = head - len(events) + 1
+        return [
+            RoomEvent(
+                room_id,
+                first + i,
+                event.id,
+                event.type,
+                event.author,
+                load_json(payload),
+                event.created_at,
+            )
+            for i, (event, payload) in enumerate(zip(events, payloads, strict=True))
+        ]
+
+    async def read_room_events(
+        self,
+        room_id: str,
+        after: int = 0,
+        limit: int | None = None,
+        types: Sequence[str] | None = None,
+    ) -> list[RoomEvent]:
+        """The room's events after position `after`, in order, at most `limit`, of `types`."""
+        check_limit(limit)
+        wanted = type_filter(types)
+        if limit == 0 or (wanted is not None and not wanted.exact and not wanted.prefixes):
+            rows: list[Any] | None = [] if await self.get_room(room_id) is not None else None
+        else:
+            rows = await self._call(self._ops.read_room_events, room_id, after, limit, wanted)
+        if rows is None:
+            raise RoomNotFoundError(f"no room {room_id!r}")
+        return [event_from_row(room_id, row) for row in rows]
+
+    async def room_head(self, room_id: str) -> int:
+        """The position of the room's last event (0 when it has none)."""
+        head = await self._call(self._ops.room_head, room_id)
+        if head is None:
+            raise RoomNotFoundError(f"no room {room_id!r}")
+        return head
+
+    async def set_grant(self, room_id: str, grant: RoomGrant) -> None:
+        """Record a participant's grant, replacing any it had."""
+        await self._call(self._ops.set_grant, room_id, *grant_params(grant))
+
+    async def delete_grant(self, room_id: str, participant: str) -> None:
+        """Remove a participant's grant (no error when it has none)."""
+        await self._call(self._ops.delete_grant, room_id, participant)
+
+    async def list_grants(self, room_id: str) -> list[RoomGrant]:
+        """The room's grants by participant."""
+        return [grant_from_row(row) for row in await self._call(self._ops.list_grants, room_id)]
+
+    async def get_cursor(self, room_id: str, consumer: str) -> int | None:
+        """The consumer's last handled position in the room, or `None`."""
+        return await self._call(self._ops.get_cursor, room_id, consumer)
+
+    async def set_cursor(self, room_id: str, consumer: str, position: int) -> None:
+        """Record the consumer's last handled position in the room."""
+        await self._call(self._ops.set_cursor, room_id, consumer, position)
+
+    async def get_delegation(self, room_id: str, delegation_id: str) -> DelegationRecord | None:
+        """The room's delegation with this id, or `None`."""
+        row = await self._call(self._ops.get_delegation, room_id, delegation_id)
+        return None if row is None else delegation_from_row(row)
+
+    async def list_delegations(self, room_id: str) -> list[DelegationRecord]:
+        """The room's delegations, oldest first."""
+        rows = await self._call(self._ops.list_delegations, room_id)
+        return [delegation_from_row(row) for row in rows]

@@ -12,6 +12,9 @@ import anyio
 
 from agentkit.errors import OffsetError
 from agentkit.stores._base import (
+    RoomExistsError,
+    RoomNotFoundError,
+    RoomRecord,
     RunEndedError,
     RunRecord,
     RunStatus,
@@ -22,7 +25,19 @@ from agentkit.stores._base import (
     StoreError,
 )
 from agentkit.stores._migrations import MIGRATIONS, SCHEMA_VERSION, newer_database_message
-from agentkit.stores._sql import RUN_COLUMNS, SESSION_COLUMNS, SQLStore, may_finish, run_params
+from agentkit.stores._rooms import TypeFilter
+from agentkit.stores._sql import (
+    DELEGATION_COLUMNS,
+    GRANT_COLUMNS,
+    ROOM_COLUMNS,
+    ROOM_EVENT_COLUMNS,
+    RUN_COLUMNS,
+    SESSION_COLUMNS,
+    RoomEventColumns,
+    SQLStore,
+    may_finish,
+    run_params,
+)
 
 if TYPE_CHECKING:
     import sqlite3
@@ -257,6 +272,198 @@ class _SQLite:
             (run_id, after),
         ).fetchall()
 
+    # --- rooms ------------------------------------------------------------------------
+
+    def create_room(self, conn: sqlite3.Connection, room: RoomRecord, metadata: str) -> None:
+        import sqlite3
+
+        try:
+            conn.execute(
+                f"INSERT INTO agentkit_rooms ({ROOM_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
+                (room.id, room.name, room.created_by, room.created_at, metadata),
+            )
+        except sqlite3.IntegrityError:
+            raise RoomExistsError(f"room {room.id!r} already exists") from None
+
+    def get_room(self, conn: sqlite3.Connection, room_id: str) -> Any:
+        return conn.execute(
+            f"SELECT {ROOM_COLUMNS} FROM agentkit_rooms WHERE id = ?", (room_id,)
+        ).fetchone()
+
+    def list_rooms(self, conn: sqlite3.Connection) -> list[Any]:
+        return conn.execute(f"SELECT {ROOM_COLUMNS} FROM agentkit_rooms ORDER BY seq").fetchall()
+
+    def update_room(
+        self, conn: sqlite3.Connection, room_id: str, name: str | None, metadata: str | None
+    ) -> Any:
+        rows = conn.execute(
+            "UPDATE agentkit_rooms SET name = coalesce(?, name), "
+            f"metadata = coalesce(?, metadata) WHERE id = ? RETURNING {ROOM_COLUMNS}",
+            (name, metadata, room_id),
+        ).fetchall()
+        return rows[0] if rows else None
+
+    def delete_room(self, conn: sqlite3.Connection, room_id: str) -> None:
+        conn.execute("BEGIN IMMEDIATE")
+        for table in _ROOM_TABLES:
+            conn.execute(f"DELETE FROM {table} WHERE room_id = ?", (room_id,))
+        conn.execute("DELETE FROM agentkit_rooms WHERE id = ?", (room_id,))
+        conn.execute("COMMIT")
+
+    def append_room_events(
+        self,
+        conn: sqlite3.Connection,
+        room_id: str,
+        columns: RoomEventColumns,
+        delegation: tuple[Any, ...] | None,
+    ) -> int:
+        import sqlite3
+
+        ids, types, authors, payloads, times = columns
+        count = len(ids)
+        # The write lock serialises appenders, in this process and in others: the head
+        # read and bumped here is the room's last position until COMMIT, and a failure
+        # rolls the bump back with the rows, so no position is ever skipped.
+        conn.execute("BEGIN IMMEDIATE")
+        rows = conn.execute(
+            "UPDATE agentkit_rooms SET head = head + ? WHERE id = ? RETURNING head",
+            (count, room_id),
+        ).fetchall()
+        if not rows:
+            raise RoomNotFoundError(f"no room {room_id!r}")
+        head: int = rows[0][0]
+        first = head - count + 1
+        try:
+            conn.executemany(
+                f"INSERT INTO agentkit_room_events (room_id, {ROOM_EVENT_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (room_id, first + i, ids[i], types[i], authors[i], payloads[i], times[i])
+                    for i in range(count)
+                ],
+            )
+        except sqlite3.IntegrityError:
+            raise StoreError(
+                f"room {room_id!r}: an event id of the batch is already in the room or "
+                "repeated in the batch; nothing was appended"
+            ) from None
+        if delegation is not None:
+            conn.execute(_UPSERT_DELEGATION, delegation)
+        conn.execute("COMMIT")
+        return head
+
+    def read_room_events(
+        self,
+        conn: sqlite3.Connection,
+        room_id: str,
+        after: int,
+        limit: int | None,
+        types: TypeFilter | None,
+    ) -> list[Any] | None:
+        where, params = "", list[str]()
+        if types is not None:
+            clauses = []
+            if types.exact:
+                clauses.append(f"type IN ({', '.join('?' * len(types.exact))})")
+                params.extend(types.exact)
+            for prefix in types.prefixes:
+                # With the BINARY collation, the strings starting with `x.` are exactly
+                # those in [`x.`, `x/`): exact (no LIKE, so no wildcard characters and no
+                # case folding) and a range of the (room_id, type, pos) index.
+                clauses.append("(type >= ? AND type < ?)")
+                params.extend((prefix, prefix[:-1] + "/"))
+            where = f" AND ({' OR '.join(clauses)})"
+        rows = conn.execute(
+            f"SELECT {ROOM_EVENT_COLUMNS} FROM agentkit_room_events "
+            f"WHERE room_id = ? AND pos > ?{where} ORDER BY pos LIMIT ?",
+            (room_id, after, *params, -1 if limit is None else limit),
+        ).fetchall()
+        if not rows and self.room_head(conn, room_id) is None:
+            return None
+        return rows
+
+    def room_head(self, conn: sqlite3.Connection, room_id: str) -> int | None:
+        row = conn.execute("SELECT head FROM agentkit_rooms WHERE id = ?", (room_id,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def set_grant(
+        self, conn: sqlite3.Connection, room_id: str, participant: str, read: str, publish: str
+    ) -> None:
+        import sqlite3
+
+        try:
+            conn.execute(
+                f"INSERT INTO agentkit_room_grants (room_id, {GRANT_COLUMNS}) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT (room_id, participant) DO UPDATE SET "
+                "read_types = excluded.read_types, publish_types = excluded.publish_types",
+                (room_id, participant, read, publish),
+            )
+        except sqlite3.IntegrityError:  # the foreign key: no such room
+            raise RoomNotFoundError(f"no room {room_id!r}") from None
+
+    def delete_grant(self, conn: sqlite3.Connection, room_id: str, participant: str) -> None:
+        conn.execute(
+            "DELETE FROM agentkit_room_grants WHERE room_id = ? AND participant = ?",
+            (room_id, participant),
+        )
+
+    def list_grants(self, conn: sqlite3.Connection, room_id: str) -> list[Any]:
+        return conn.execute(
+            f"SELECT {GRANT_COLUMNS} FROM agentkit_room_grants WHERE room_id = ? "
+            "ORDER BY participant",
+            (room_id,),
+        ).fetchall()
+
+    def get_cursor(self, conn: sqlite3.Connection, room_id: str, consumer: str) -> int | None:
+        row = conn.execute(
+            "SELECT pos FROM agentkit_room_cursors WHERE room_id = ? AND consumer = ?",
+            (room_id, consumer),
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def set_cursor(
+        self, conn: sqlite3.Connection, room_id: str, consumer: str, position: int
+    ) -> None:
+        import sqlite3
+
+        try:
+            conn.execute(
+                "INSERT INTO agentkit_room_cursors (room_id, consumer, pos) VALUES (?, ?, ?) "
+                "ON CONFLICT (room_id, consumer) DO UPDATE SET pos = excluded.pos",
+                (room_id, consumer, position),
+            )
+        except sqlite3.IntegrityError:  # the foreign key: no such room
+            raise RoomNotFoundError(f"no room {room_id!r}") from None
+
+    def get_delegation(self, conn: sqlite3.Connection, room_id: str, delegation_id: str) -> Any:
+        return conn.execute(
+            f"SELECT {DELEGATION_COLUMNS} FROM agentkit_delegations WHERE room_id = ? AND id = ?",
+            (room_id, delegation_id),
+        ).fetchone()
+
+    def list_delegations(self, conn: sqlite3.Connection, room_id: str) -> list[Any]:
+        return conn.execute(
+            f"SELECT {DELEGATION_COLUMNS} FROM agentkit_delegations WHERE room_id = ? ORDER BY seq",
+            (room_id,),
+        ).fetchall()
+
+
+# What a room holds besides its row, each table keyed by `room_id`.
+_ROOM_TABLES = (
+    "agentkit_room_events",
+    "agentkit_room_grants",
+    "agentkit_room_cursors",
+    "agentkit_delegations",
+)
+
+_UPSERT_DELEGATION = (
+    f"INSERT INTO agentkit_delegations ({DELEGATION_COLUMNS}) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (room_id, id) DO UPDATE SET "
+    "agent = excluded.agent, task = excluded.task, status = excluded.status, "
+    "requested_by = excluded.requested_by, created_at = excluded.created_at, "
+    "updated_at = excluded.updated_at, result = excluded.result, error = excluded.error"
+)
+
 
 def _migrate(conn: sqlite3.Connection, path: str) -> None:
     """Bring the layout up to `SCHEMA_VERSION` (inside the caller's write transaction)."""
@@ -319,7 +526,7 @@ def _insert_events(
 
 
 class SQLiteStore(SQLStore):
-    """Sessions, transcripts, runs and events in one SQLite database.
+    """Sessions, transcripts, runs and events, and rooms, in one SQLite database.
 
     Args:
         path: A file path (created with its tables on first use) or `":memory:"`.

@@ -66,7 +66,14 @@ from agentkit.messages import (
     UserMessage,
 )
 from agentkit.stores import (
+    DelegationRecord,
     EventEntry,
+    NewRoomEvent,
+    RoomEvent,
+    RoomExistsError,
+    RoomGrant,
+    RoomNotFoundError,
+    RoomRecord,
     RunEndedError,
     RunRecord,
     SessionBusyError,
@@ -844,6 +851,498 @@ async def check_large_payloads(store: Store) -> None:
     assert await store.read_events("r1") == entries
     record = await store.get_session("s1")
     assert record is not None and record.metadata["big"] == big
+
+
+# --- rooms -------------------------------------------------------------------------------
+
+
+def _room(room_id: str, created_at: float = 1000.0, **metadata: Any) -> RoomRecord:
+    return RoomRecord(room_id, f"room {room_id}", "member:ada", created_at, dict(metadata))
+
+
+def _new(event_id: str, event_type: str = "chat.message", payload: Any = None) -> NewRoomEvent:
+    return NewRoomEvent(event_id, event_type, "member:ada", payload, 1000.5)
+
+
+def _positions(events: list[RoomEvent]) -> list[int]:
+    return [e.position for e in events]
+
+
+def _delegation(
+    delegation_id: str, room_id: str = "r1", status: Any = "pending", **changes: Any
+) -> DelegationRecord:
+    fields: dict[str, Any] = {
+        "agent": "agent:stats",
+        "task": {"count": "words"},
+        "requested_by": "member:ada",
+        "created_at": 1000.0,
+        "updated_at": 1000.0,
+        **changes,
+    }
+    return DelegationRecord(delegation_id, room_id, status=status, **fields)
+
+
+async def _unchanged_room(store: Store, room_id: str, head: int, what: str) -> None:
+    assert await store.room_head(room_id) == head, f"{what}: the head moved"
+    assert _positions(await store.read_room_events(room_id)) == list(range(1, head + 1)), (
+        f"{what}: partial write"
+    )
+
+
+@_check
+async def check_room_create_get_list(store: Store) -> None:
+    """Rooms come back as created, list oldest first; a taken id raises `RoomExistsError`."""
+    assert await store.list_rooms() == []
+    assert await store.get_room("r1") is None
+    metadata: dict[str, Any] = {"topic": "lab", "tags": ["a"], "n": 1, "note": _UNICODE}
+    first = RoomRecord("r1", "Lab ✓", "member:ada", 1000.0, metadata)
+    await store.create_room(first)
+    metadata["tags"].append("changed after create")
+    assert await store.get_room("r1") == RoomRecord(
+        "r1",
+        "Lab ✓",
+        "member:ada",
+        1000.0,
+        {"topic": "lab", "tags": ["a"], "n": 1, "note": _UNICODE},
+    )
+    bare = RoomRecord("r0-sorts-first", "bare", "member:bob", 999.0)
+    await store.create_room(bare)
+    await store.create_room(_room("rüm-日本-🦀"))
+    assert await store.get_room("r0-sorts-first") == bare
+    assert [r.id for r in await store.list_rooms()] == ["r1", "r0-sorts-first", "rüm-日本-🦀"]
+    try:
+        await store.create_room(RoomRecord("r1", "other", "member:bob", 2000.0))
+    except RoomExistsError as exc:
+        assert isinstance(exc, StoreError)
+    else:
+        raise AssertionError("duplicate room id: expected RoomExistsError")
+    assert (await store.get_room("r1")) == (await store.list_rooms())[0]
+    assert (await store.get_room("r1")).name == "Lab ✓"  # type: ignore[union-attr]
+    assert await store.room_head("r1") == 0
+    assert await store.read_room_events("r1") == []
+
+
+@_check
+async def check_room_update(store: Store) -> None:
+    """`update_room` replaces the name and/or the metadata and leaves the rest; a missing
+    room raises `RoomNotFoundError` (a `LookupError`)."""
+    await store.create_room(_room("r1", a=1))
+    renamed = await store.update_room("r1", name="renamed")
+    assert renamed == RoomRecord("r1", "renamed", "member:ada", 1000.0, {"a": 1})
+    remeta = await store.update_room("r1", metadata={"b": [1, {"c": None}]})
+    assert remeta == RoomRecord("r1", "renamed", "member:ada", 1000.0, {"b": [1, {"c": None}]})
+    both = await store.update_room("r1", name="both", metadata={})
+    assert both == RoomRecord("r1", "both", "member:ada", 1000.0, {})
+    assert await store.update_room("r1") == both
+    assert await store.get_room("r1") == both
+    try:
+        await store.update_room("missing", name="x")
+    except RoomNotFoundError as exc:
+        assert isinstance(exc, StoreError) and isinstance(exc, LookupError)
+    else:
+        raise AssertionError("update of a missing room: expected RoomNotFoundError")
+    assert await store.get_room("missing") is None
+
+
+@_check
+async def check_room_events_append_and_read(store: Store) -> None:
+    """Events get positions 1, 2, 3, ... and read back equal to what the append returned,
+    after a position and up to a limit; JSON payloads of every kind round-trip as copies."""
+    await store.create_room(_room("r1"))
+    payloads: list[Any] = [
+        {"text": _UNICODE, "nested": {"list": [1, 2.5, True, None]}},
+        ["a", 1],
+        "plain",
+        42,
+        0.1,
+        False,
+        None,
+        {"": 2**53, "ключ": -7},
+    ]
+    first = await store.append_room_events(
+        "r1", [_new(f"e{i}", "chat.message", p) for i, p in enumerate(payloads[:3])]
+    )
+    assert first == [
+        RoomEvent("r1", i + 1, f"e{i}", "chat.message", "member:ada", p, 1000.5)
+        for i, p in enumerate(payloads[:3])
+    ]
+    (single,) = await store.append_room_events("r1", [_new("e3", "tëst.ünïcode", payloads[3])])
+    assert single.position == 4 and single.type == "tëst.ünïcode"
+    rest = await store.append_room_events(
+        "r1", [_new(f"e{i}", "chat.message", payloads[i]) for i in range(4, len(payloads))]
+    )
+    assert _positions(rest) == list(range(5, len(payloads) + 1))
+    everything = await store.read_room_events("r1")
+    assert everything == [*first, single, *rest]
+    assert [e.payload for e in everything] == payloads
+    assert await store.room_head("r1") == len(payloads)
+    assert await store.read_room_events("r1", after=0) == everything
+    assert _positions(await store.read_room_events("r1", after=3)) == [4, 5, 6, 7, 8]
+    assert _positions(await store.read_room_events("r1", after=3, limit=2)) == [4, 5]
+    assert _positions(await store.read_room_events("r1", limit=1)) == [1]
+    assert await store.read_room_events("r1", limit=0) == []
+    assert await store.read_room_events("r1", after=8) == []
+    assert await store.read_room_events("r1", after=1000) == []
+    await _expect(ValueError, store.read_room_events("r1", limit=-1), "a negative limit")
+    # The caller owns what it got: changing it changes nothing stored.
+    everything[0].payload["nested"]["list"].append("changed by a reader")
+    first[0].payload["text"] = "changed by the writer"
+    assert (await store.read_room_events("r1", limit=1))[0].payload == payloads[0]
+    # Missing rooms, and empty batches.
+    await _expect(RoomNotFoundError, store.read_room_events("nope"), "read a missing room")
+    await _expect(RoomNotFoundError, store.room_head("nope"), "head of a missing room")
+    await _expect(
+        RoomNotFoundError, store.append_room_events("nope", [_new("x")]), "append to a missing room"
+    )
+    await _expect(ValueError, store.append_room_events("r1", []), "an empty batch")
+    assert await store.room_head("r1") == len(payloads)
+
+
+@_check
+async def check_room_events_by_type(store: Store) -> None:
+    """`types` keeps exact names and `x.*` prefixes (`*` keeps all, `[]` none): `%` and `_`
+    are ordinary characters, case matters, and `limit` counts the events kept."""
+    await store.create_room(_room("r1"))
+    types = [
+        "chat.message",  # 1
+        "chat",  # 2
+        "chatter.message",  # 3
+        "chat.message.edited",  # 4
+        "abc.x",  # 5
+        "a_c.x",  # 6
+        "a%c.x",  # 7
+        "Chat.message",  # 8
+        "measurements.word_count",  # 9
+        "measurements.wordXcount",  # 10
+        "chat.message",  # 11
+        "a\\c.x",  # 12
+    ]
+    await store.append_room_events("r1", [_new(f"e{i}", t) for i, t in enumerate(types)])
+
+    async def read(*patterns: str, after: int = 0, limit: int | None = None) -> list[int]:
+        return _positions(
+            await store.read_room_events("r1", after=after, limit=limit, types=list(patterns))
+        )
+
+    assert await read("chat.message") == [1, 11]
+    assert await read("chat.*") == [1, 4, 11]
+    assert await read("chat") == [2]
+    assert await read("Chat.*") == [8]
+    assert await read("*") == list(range(1, 13))
+    assert await read("chat.*", "*") == list(range(1, 13))
+    assert await read() == []
+    assert await read("nothing.*", "no.such") == []
+    assert await read("a_c.x") == [6]
+    assert await read("a_c.*") == [6]
+    assert await read("a%c.*") == [7]
+    assert await read("a%c.x") == [7]
+    assert await read("a\\c.*") == [12]
+    assert await read("measurements.word_count") == [9]
+    assert await read("measurements.*", "chat") == [2, 9, 10]
+    assert await read("chat.message", "chat.*") == [1, 4, 11]
+    assert await read("chat.*", after=1) == [4, 11]
+    assert await read("chat.*", after=1, limit=1) == [4]
+    assert await read("chat.*", "a_c.x", limit=3) == [1, 4, 6]
+    events = await store.read_room_events("r1", types=("measurements.*",))
+    assert [e.type for e in events] == ["measurements.word_count", "measurements.wordXcount"]
+    await _expect(ValueError, store.read_room_events("r1", types=["*.message"]), "'*.message'")
+    await _expect(ValueError, store.read_room_events("r1", types=["chat*"]), "'chat*'")
+    await _expect(RoomNotFoundError, store.read_room_events("nope", types=[]), "missing room")
+
+
+@_check
+async def check_room_append_is_all_or_nothing(store: Store) -> None:
+    """A batch with one bad event (a payload JSON cannot hold, an id already in the room or
+    repeated in the batch) writes nothing and leaves the head; the next append continues at
+    head + 1."""
+    await store.create_room(_room("r1"))
+    await store.append_room_events("r1", [_new("e1"), _new("e2")])
+    bad_batches: dict[str, tuple[type[BaseException], list[NewRoomEvent]]] = {
+        "a set payload": (TypeError, [_new("ok1"), _new("bad", payload={1, 2})]),
+        "an object payload": (TypeError, [_new("ok1", payload={"o": object()})]),
+        "a NaN payload": (ValueError, [_new("ok1", payload=float("nan"))]),
+        "an id already stored": (StoreError, [_new("ok1"), _new("e2")]),
+        "an id twice in the batch": (StoreError, [_new("ok1"), _new("ok2"), _new("ok1")]),
+    }
+    for what, (error, batch) in bad_batches.items():
+        await _expect(error, store.append_room_events("r1", batch), what)
+        await _unchanged_room(store, "r1", 2, what)
+    bad_delegation = _delegation("d1", task={"s": {1}})
+    await _expect(
+        TypeError,
+        store.append_room_events("r1", [_new("ok1")], delegation=bad_delegation),
+        "a delegation whose task is not JSON",
+    )
+    await _expect(
+        StoreError,
+        store.append_room_events("r1", [_new("e1")], delegation=_delegation("d1")),
+        "a delegation with an event already stored",
+    )
+    await _unchanged_room(store, "r1", 2, "a bad delegation")
+    assert await store.get_delegation("r1", "d1") is None
+    assert await store.list_delegations("r1") == []
+    (after,) = await store.append_room_events("r1", [_new("ok1")])
+    assert after.position == 3
+    assert [e.id for e in await store.read_room_events("r1")] == ["e1", "e2", "ok1"]
+
+
+@_check
+async def check_room_concurrent_appenders(store: Store) -> None:
+    """Many writers appending batches at once get one total order: positions 1..N with no
+    gap or duplicate, each batch contiguous, each writer's batches in its own order."""
+    await store.create_room(_room("r1"))
+    writers, appends = 8, 25
+    returned: dict[int, list[list[int]]] = {w: [] for w in range(writers)}
+
+    async def write(w: int) -> None:
+        for a in range(appends):
+            size = 1 + (w + a) % 3
+            batch = [_new(f"w{w}-a{a}-{k}", f"test.w{w}", {"w": w, "a": a}) for k in range(size)]
+            events = await store.append_room_events("r1", batch)
+            returned[w].append(_positions(events))
+            await anyio.lowlevel.checkpoint()
+
+    with anyio.fail_after(120):
+        async with anyio.create_task_group() as tg:
+            for w in range(writers):
+                tg.start_soon(write, w)
+    total = sum(1 + (w + a) % 3 for w in range(writers) for a in range(appends))
+    stored = await store.read_room_events("r1")
+    assert _positions(stored) == list(range(1, total + 1))
+    assert await store.room_head("r1") == total
+    by_position = {e.position: e for e in stored}
+    for w, batches in returned.items():
+        flat = [p for batch in batches for p in batch]
+        assert flat == sorted(flat), f"writer {w}'s batches out of order"
+        for a, batch in enumerate(batches):
+            assert batch == list(range(batch[0], batch[0] + len(batch))), "a batch was split"
+            ids = [by_position[p].id for p in batch]
+            assert ids == [f"w{w}-a{a}-{k}" for k in range(len(batch))]
+
+
+@_check
+async def check_room_read_while_appending(store: Store) -> None:
+    """A reader polling while a writer appends sees a prefix of the log made of whole
+    batches, never less than before, and finally everything (how a subscriber follows)."""
+    await store.create_room(_room("r1"))
+    batches, size = 30, 3
+    total = batches * size
+
+    async def write() -> None:
+        for b in range(batches):
+            await store.append_room_events("r1", [_new(f"b{b}-{k}") for k in range(size)])
+            await anyio.lowlevel.checkpoint()
+
+    async def read() -> None:
+        seen = 0
+        while seen < total:
+            positions = _positions(await store.read_room_events("r1", after=seen))
+            assert positions == list(range(seen + 1, seen + 1 + len(positions))), "a gap"
+            assert len(positions) % size == 0, "half a batch was visible"
+            seen += len(positions)
+            await anyio.lowlevel.checkpoint()
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read)
+            tg.start_soon(write)
+    assert await store.room_head("r1") == total
+
+
+@_check
+async def check_room_grants(store: Store) -> None:
+    """Grants are upserted per participant, listed by participant, deleted quietly; setting
+    one in a missing room raises `RoomNotFoundError`."""
+    await store.create_room(_room("r1"))
+    await store.create_room(_room("r2"))
+    assert await store.list_grants("r1") == []
+    await store.set_grant("r1", RoomGrant("member:ada", ("*",), ("*",)))
+    await store.set_grant("r1", RoomGrant("agent:stats", ("chat.message",), ()))
+    await store.set_grant("r1", RoomGrant("Member:Zed", (), ("chat.*", "a_b.%")))
+    await store.set_grant("r1", RoomGrant("member:ädа", ("chat.*",), ("chat.*",)))
+    await store.set_grant("r2", RoomGrant("member:ada", ("other.*",), ()))
+    assert await store.list_grants("r1") == [
+        RoomGrant("Member:Zed", (), ("chat.*", "a_b.%")),
+        RoomGrant("agent:stats", ("chat.message",), ()),
+        RoomGrant("member:ada", ("*",), ("*",)),
+        RoomGrant("member:ädа", ("chat.*",), ("chat.*",)),
+    ]
+    upsert = RoomGrant("agent:stats", ("chat.message",), ("measurements.word_count",))
+    await store.set_grant("r1", upsert)
+    assert (await store.list_grants("r1"))[1] == upsert
+    assert len(await store.list_grants("r1")) == 4
+    await store.delete_grant("r1", "member:ada")
+    await store.delete_grant("r1", "member:ada")  # again: not an error
+    await store.delete_grant("r1", "never")
+    await store.delete_grant("nope", "never")
+    assert [g.participant for g in await store.list_grants("r1")] == [
+        "Member:Zed",
+        "agent:stats",
+        "member:ädа",
+    ]
+    assert await store.list_grants("r2") == [RoomGrant("member:ada", ("other.*",), ())]
+    assert await store.list_grants("nope") == []
+    await _expect(
+        RoomNotFoundError, store.set_grant("nope", RoomGrant("x", ("*",), ())), "missing room"
+    )
+    assert await store.list_grants("nope") == []
+    bare = RoomGrant("member:bob", "chat.*", ())  # type: ignore[arg-type]
+    await _expect(TypeError, store.set_grant("r1", bare), "patterns as a bare string")
+    assert "member:bob" not in [g.participant for g in await store.list_grants("r1")]
+
+
+@_check
+async def check_room_cursors(store: Store) -> None:
+    """A consumer's cursor per room: `None` until set, then replaced by each `set_cursor`
+    (it may move back); setting one in a missing room raises `RoomNotFoundError`."""
+    await store.create_room(_room("r1"))
+    await store.create_room(_room("r2"))
+    assert await store.get_cursor("r1", "agent:stats") is None
+    await store.set_cursor("r1", "agent:stats", 3)
+    await store.set_cursor("r1", "agent:echo", 1)
+    await store.set_cursor("r2", "agent:stats", 10)
+    assert await store.get_cursor("r1", "agent:stats") == 3
+    await store.set_cursor("r1", "agent:stats", 7)
+    assert await store.get_cursor("r1", "agent:stats") == 7
+    await store.set_cursor("r1", "agent:stats", 5)
+    assert await store.get_cursor("r1", "agent:stats") == 5
+    assert await store.get_cursor("r1", "agent:echo") == 1
+    assert await store.get_cursor("r2", "agent:stats") == 10
+    assert await store.get_cursor("nope", "agent:stats") is None
+    await _expect(RoomNotFoundError, store.set_cursor("nope", "agent:stats", 1), "missing room")
+    assert await store.get_cursor("nope", "agent:stats") is None
+
+
+@_check
+async def check_room_delegations_with_events(store: Store) -> None:
+    """A delegation is upserted in the transaction of its events: read back as written,
+    replaced by later writes (keeping its place in the oldest-first list), and written
+    nowhere but its own room."""
+    await store.create_room(_room("r1"))
+    await store.create_room(_room("r2"))
+    assert await store.list_delegations("r1") == []
+    requested = _delegation("d1")
+    (event,) = await store.append_room_events(
+        "r1", [_new("req-1", "delegation.requested", {"id": "d1"})], delegation=requested
+    )
+    assert event.position == 1
+    assert await store.get_delegation("r1", "d1") == requested
+    second = _delegation("d2", task=["x", 1], created_at=1001.0, updated_at=1001.0)
+    await store.append_room_events("r1", [_new("req-2", "delegation.requested")], delegation=second)
+    running = _delegation("d1", status="running", updated_at=1002.0)
+    await store.append_room_events("r1", [_new("run-1", "delegation.running")], delegation=running)
+    done = _delegation(
+        "d1",
+        status="completed",
+        updated_at=1003.0,
+        result={"words": 3, "text": _UNICODE},
+    )
+    await store.append_room_events(
+        "r1",
+        [_new("done-1", "delegation.completed"), _new("done-1b", "chat.message")],
+        delegation=done,
+    )
+    failed = _delegation("d2", status="failed", updated_at=1004.0, error="it broke")
+    await store.append_room_events("r1", [_new("fail-2", "delegation.failed")], delegation=failed)
+    assert await store.get_delegation("r1", "d1") == done
+    assert await store.get_delegation("r1", "d2") == DelegationRecord(
+        "d2",
+        "r1",
+        "agent:stats",
+        {"count": "words"},
+        "failed",
+        "member:ada",
+        1000.0,
+        1004.0,
+        None,
+        "it broke",
+    )
+    assert await store.list_delegations("r1") == [done, await store.get_delegation("r1", "d2")]
+    assert await store.room_head("r1") == 6
+    # Delegations live in their room.
+    assert await store.get_delegation("r2", "d1") is None
+    assert await store.list_delegations("r2") == []
+    await _expect(
+        ValueError,
+        store.append_room_events("r2", [_new("x")], delegation=_delegation("d9", room_id="r1")),
+        "a delegation of another room",
+    )
+    await _expect(
+        ValueError,
+        store.append_room_events("r1", [_new("x")], delegation=_delegation("d9", status="lost")),
+        "an unknown status",
+    )
+    await _expect(
+        RoomNotFoundError,
+        store.append_room_events("nope", [_new("x")], delegation=_delegation("d9", "nope")),
+        "a delegation in a missing room",
+    )
+    await _unchanged_room(store, "r2", 0, "refused delegations")
+    await _unchanged_room(store, "r1", 6, "refused delegations")
+    assert await store.get_delegation("r1", "d9") is None
+    assert await store.get_delegation("nope", "d9") is None
+    # The same delegation id in another room is another delegation.
+    other = _delegation("d1", room_id="r2", task="elsewhere")
+    await store.append_room_events("r2", [_new("req-1")], delegation=other)
+    assert await store.get_delegation("r2", "d1") == other
+    assert await store.get_delegation("r1", "d1") == done
+
+
+@_check
+async def check_room_delete_removes_everything(store: Store) -> None:
+    """Deleting a room removes its events, grants, cursors and delegations, and nothing of
+    another room; a room created again with the id starts empty at position 1."""
+    for room_id in ("gone", "kept"):
+        await store.create_room(_room(room_id))
+        await store.append_room_events(
+            room_id, [_new("e1"), _new("e2")], delegation=_delegation("d1", room_id)
+        )
+        await store.set_grant(room_id, RoomGrant("member:ada", ("*",), ("*",)))
+        await store.set_cursor(room_id, "agent:stats", 2)
+    await store.delete_room("gone")
+    assert await store.get_room("gone") is None
+    assert [r.id for r in await store.list_rooms()] == ["kept"]
+    await _expect(RoomNotFoundError, store.read_room_events("gone"), "read a deleted room")
+    await _expect(RoomNotFoundError, store.room_head("gone"), "head of a deleted room")
+    assert await store.list_grants("gone") == []
+    assert await store.get_cursor("gone", "agent:stats") is None
+    assert await store.get_delegation("gone", "d1") is None
+    assert await store.list_delegations("gone") == []
+    await store.delete_room("gone")  # again, and a room that never was: not errors
+    await store.delete_room("never-existed")
+    await store.create_room(_room("gone"))
+    assert await store.room_head("gone") == 0
+    assert await store.read_room_events("gone") == []
+    (again,) = await store.append_room_events("gone", [_new("e1")])
+    assert again.position == 1
+    assert await store.list_grants("gone") == []
+    assert await store.get_cursor("gone", "agent:stats") is None
+    assert await store.list_delegations("gone") == []
+    # The other room is untouched.
+    assert [e.id for e in await store.read_room_events("kept")] == ["e1", "e2"]
+    assert await store.list_grants("kept") == [RoomGrant("member:ada", ("*",), ("*",))]
+    assert await store.get_cursor("kept", "agent:stats") == 2
+    assert await store.get_delegation("kept", "d1") == _delegation("d1", "kept")
+
+
+@_check
+async def check_room_isolation(store: Store) -> None:
+    """Each room has its own positions, event ids and head."""
+    await store.create_room(_room("a"))
+    await store.create_room(_room("b"))
+    await store.append_room_events("a", [_new("e1"), _new("e2")])
+    (first_b,) = await store.append_room_events("b", [_new("e1")])  # the same id: another room
+    assert first_b.position == 1 and first_b.room_id == "b"
+    await store.append_room_events("a", [_new("e3")])
+    assert await store.room_head("a") == 3 and await store.room_head("b") == 1
+    assert [(e.room_id, e.position, e.id) for e in await store.read_room_events("a")] == [
+        ("a", 1, "e1"),
+        ("a", 2, "e2"),
+        ("a", 3, "e3"),
+    ]
+    assert await store.read_room_events("b") == [first_b]
+    assert await store.get_session("a") is None  # rooms and sessions do not mix
+    assert await store.list_sessions() == []
 
 
 STORE_CHECKS: Mapping[str, StoreCheck] = dict(_checks)
