@@ -1,0 +1,322 @@
+"""The rooms API acting as one member: rooms, grants, publishing, reading, subscribing
+and delegations, each call checked against the member's grants in that room.
+
+A room the member may not see (it owns it, or holds a grant in it) is missing to it:
+`RoomNotFoundError`, exactly as for a room that does not exist.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import anyio
+
+from agentkit.rooms._errors import (
+    DelegationNotFoundError,
+    RoomAccessError,
+    RoomAgentError,
+    RoomError,
+)
+from agentkit.rooms._models import MAX_BATCH, EventInput, RoomInfo
+from agentkit.rooms._patterns import check_patterns, matches_any
+from agentkit.stores import DelegationRecord, RoomEvent, RoomGrant, RoomNotFoundError, RoomRecord
+
+if TYPE_CHECKING:
+    from agentkit.rooms._host import Role, Rooms
+
+__all__ = ["LocalRoomsClient", "RoomsClient"]
+
+_ALL = ("*",)
+EVERY_MEMBER = "member:*"
+"""The participant of a grant that applies to every member without a grant of its own."""
+_OWNERS = "owners"
+
+
+@runtime_checkable
+class RoomsClient(Protocol):
+    """The rooms API acting as one member; in process (`rooms.client(name)` or
+    `machine.rooms_client(member)`) or over HTTP, with the same methods."""
+
+    @property
+    def participant(self) -> str:
+        """`member:<name>`: how this member appears as an author and in grants."""
+        ...
+
+    async def create_room(self, name: str) -> RoomInfo: ...
+    async def list_rooms(self) -> list[RoomInfo]: ...
+    async def get_room(self, room_id: str) -> RoomInfo: ...
+    async def delete_room(self, room_id: str) -> None: ...
+    async def set_grant(
+        self, room_id: str, participant: str, *, read: Sequence[str], publish: Sequence[str]
+    ) -> RoomGrant: ...
+    async def list_grants(self, room_id: str) -> list[RoomGrant]: ...
+    async def publish(
+        self, room_id: str, events: EventInput | Sequence[EventInput]
+    ) -> list[int]: ...
+    async def read(
+        self,
+        room_id: str,
+        *,
+        after: int = 0,
+        types: Sequence[str] | None = None,
+        limit: int = 100,
+    ) -> list[RoomEvent]: ...
+    def subscribe(
+        self, room_id: str, *, after: int = 0, types: Sequence[str] | None = None
+    ) -> AsyncIterator[RoomEvent]: ...
+    async def delegate(self, room_id: str, agent: str, task: Any) -> DelegationRecord: ...
+    async def get_delegation(self, room_id: str, delegation_id: str) -> DelegationRecord: ...
+    async def wait_delegation(self, room_id: str, delegation_id: str) -> DelegationRecord: ...
+
+
+class LocalRoomsClient(RoomsClient):
+    """The in-process rooms client of one member."""
+
+    def __init__(self, host: Rooms, name: str, role: Role) -> None:
+        self._host = host
+        self._name = name
+        self._role = role
+
+    def __repr__(self) -> str:
+        return f"<LocalRoomsClient {self._name} ({self._role})>"
+
+    @property
+    def participant(self) -> str:
+        return f"member:{self._name}"
+
+    # --- access -----------------------------------------------------------------------
+
+    async def _current_role(self) -> Role:
+        if self._host.role_of is None:
+            return self._role
+        role = await self._host.role_of(self._name)
+        if role is None:
+            raise RoomAccessError(f"{self._name!r} is not a member of this machine")
+        return role
+
+    async def _access(self, room_id: str) -> tuple[RoomRecord, bool, RoomGrant]:
+        """The room, whether the member owns it, and its grant (all of it for owners)."""
+        role = await self._current_role()
+        room = await self._host.store.get_room(room_id) if isinstance(room_id, str) else None
+        if room is None:
+            raise RoomNotFoundError(f"no room {room_id!r}")
+        owner = role == "owner" or self._name in room.metadata.get(_OWNERS, ())
+        if owner:
+            return room, True, RoomGrant(self.participant, _ALL, _ALL)
+        everyone = None
+        for grant in await self._host.store.list_grants(room_id):
+            if grant.participant == self.participant:
+                return room, False, grant
+            if grant.participant == EVERY_MEMBER:
+                everyone = grant
+        if everyone is not None:
+            return room, False, RoomGrant(self.participant, everyone.read, everyone.publish)
+        raise RoomNotFoundError(f"no room {room_id!r}")
+
+    async def _owned(self, room_id: str, what: str) -> RoomRecord:
+        room, owner, _ = await self._access(room_id)
+        if not owner:
+            raise RoomAccessError(f"only the room's owners may {what}")
+        return room
+
+    # --- rooms ------------------------------------------------------------------------
+
+    async def create_room(self, name: str) -> RoomInfo:
+        """Create a room; its creator owns it and holds every grant in it."""
+        role = await self._current_role()
+        if role == "viewer":
+            raise RoomAccessError("viewers cannot create rooms")
+        if not isinstance(name, str) or not name.strip() or len(name) > 200:
+            raise RoomError("a room's name is 1 to 200 characters")
+        room = RoomRecord(
+            id=uuid.uuid4().hex,
+            name=name,
+            created_by=self._name,
+            created_at=time.time(),
+            metadata={_OWNERS: [self._name]},
+        )
+        await self._host.store.create_room(room)
+        return await self._host.info(room)
+
+    async def list_rooms(self) -> list[RoomInfo]:
+        """The rooms this member owns or holds a grant in, oldest first."""
+        found = []
+        for room in await self._host.store.list_rooms():
+            try:
+                await self._access(room.id)
+            except RoomNotFoundError:
+                continue
+            found.append(await self._host.info(room))
+        return found
+
+    async def get_room(self, room_id: str) -> RoomInfo:
+        room, _, _ = await self._access(room_id)
+        return await self._host.info(room)
+
+    async def delete_room(self, room_id: str) -> None:
+        """Delete a room with its events (owners). Its agents here are removed first."""
+        await self._owned(room_id, "delete it")
+        for descriptor in self._host.agents(room_id):
+            await self._host.remove_agent(room_id, descriptor.id)
+        await self._host.store.delete_room(room_id)
+
+    # --- grants -----------------------------------------------------------------------
+
+    async def set_grant(
+        self, room_id: str, participant: str, *, read: Sequence[str], publish: Sequence[str]
+    ) -> RoomGrant:
+        """Give `participant` (`member:<name>`, `agent:<id>`, or `member:*` for every
+        member without a grant of its own) these read and publish patterns in the room,
+        replacing its grant (owners). Empty lists revoke."""
+        await self._owned(room_id, "manage grants")
+        if not isinstance(participant, str) or not participant.startswith(("member:", "agent:")):
+            raise RoomError(
+                f"participant {participant!r} is not 'member:<name>', 'member:*' (every "
+                "member) or 'agent:<id>'"
+            )
+        grant = RoomGrant(
+            participant,
+            check_patterns(read, "a read pattern"),
+            check_patterns(publish, "a publish pattern"),
+        )
+        if not grant.read and not grant.publish:
+            await self._host.store.delete_grant(room_id, participant)
+        else:
+            await self._host.store.set_grant(room_id, grant)
+        return grant
+
+    async def list_grants(self, room_id: str) -> list[RoomGrant]:
+        await self._owned(room_id, "list grants")
+        return await self._host.store.list_grants(room_id)
+
+    # --- events -----------------------------------------------------------------------
+
+    async def publish(self, room_id: str, events: EventInput | Sequence[EventInput]) -> list[int]:
+        """Publish one event or a batch, atomically; returns their positions.
+
+        Raises:
+            RoomAccessError: An event is outside the member's publish grants (nothing of
+                the batch is published).
+        """
+        batch = [events] if isinstance(events, EventInput) else list(events)
+        if not batch or len(batch) > MAX_BATCH:
+            raise RoomError(f"a publication holds 1 to {MAX_BATCH} events")
+        batch = [EventInput.model_validate(e) if isinstance(e, dict) else e for e in batch]
+        _, _, grant = await self._access(room_id)
+        for item in batch:
+            if not isinstance(item, EventInput):
+                raise RoomError(f"{item!r} is not an EventInput")
+            if not matches_any(grant.publish, item.type):
+                raise RoomAccessError(
+                    f"publishing {item.type!r} is outside {self.participant}'s grants: "
+                    "nothing was published"
+                )
+        try:
+            stored = await self._host.commit(room_id, batch, self.participant)
+        except ValueError as exc:
+            raise RoomError(str(exc)) from None
+        return [event.position for event in stored]
+
+    async def read(
+        self,
+        room_id: str,
+        *,
+        after: int = 0,
+        types: Sequence[str] | None = None,
+        limit: int = 100,
+    ) -> list[RoomEvent]:
+        """A page of the events after position `after` that the member may read (and of
+        `types` patterns, when given), at most `limit` (up to 1,000)."""
+        _, _, grant = await self._access(room_id)
+        wanted = check_patterns(types, "a type pattern") if types else None
+        _check_after(after)
+        events, _ = await self._host.page(room_id, grant.read, after, wanted, limit)
+        return events
+
+    async def subscribe(
+        self, room_id: str, *, after: int = 0, types: Sequence[str] | None = None
+    ) -> AsyncIterator[RoomEvent]:
+        """The readable events after `after` (replayed from the store), then each new one
+        as it is published, until the caller stops; resume with `after=<last position>`.
+        Grants are checked again at every page: a revoked grant stops the flow of what
+        it covered."""
+        wanted = check_patterns(types, "a type pattern") if types else None
+        _check_after(after)
+        cursor = after
+        while True:
+            signal = self._host.signal(room_id)
+            _, _, grant = await self._access(room_id)
+            events, scanned = await self._host.page(room_id, grant.read, cursor, wanted, 500)
+            for event in events:
+                yield event
+            if scanned == cursor:
+                with anyio.move_on_after(self._host.poll_interval):
+                    await signal.wait()
+            cursor = scanned
+
+    # --- delegations ------------------------------------------------------------------
+
+    async def delegate(self, room_id: str, agent: str, task: Any) -> DelegationRecord:
+        """Ask `agent` (registered in the room) for a task: a `delegation.requested` event
+        and a `pending` delegation, then `running`, `completed` (with its result) or
+        `failed`, each a `delegation.*` event. Needs the grant to publish
+        `delegation.requested`."""
+        _, _, grant = await self._access(room_id)
+        if not matches_any(grant.publish, "delegation.requested"):
+            raise RoomAccessError(
+                "delegating is publishing 'delegation.requested', outside "
+                f"{self.participant}'s grants"
+            )
+        if agent not in {d.id for d in self._host.agents(room_id)}:
+            raise RoomAgentError(f"room {room_id!r} has no agent {agent!r}")
+        now = time.time()
+        record = DelegationRecord(
+            id=uuid.uuid4().hex,
+            room_id=room_id,
+            agent=agent,
+            task=task,
+            status="pending",
+            requested_by=self.participant,
+            created_at=now,
+            updated_at=now,
+        )
+        request = EventInput(
+            type="delegation.requested", payload={"id": record.id, "agent": agent, "task": task}
+        )
+        try:
+            await self._host.commit(room_id, [request], self.participant, delegation=record)
+        except ValueError as exc:
+            raise RoomError(str(exc)) from None
+        return record
+
+    async def get_delegation(self, room_id: str, delegation_id: str) -> DelegationRecord:
+        """A delegation, for its requester, the room's owners, and who may read
+        `delegation.*` events."""
+        _, owner, grant = await self._access(room_id)
+        record = await self._host.store.get_delegation(room_id, delegation_id)
+        if record is None or not (
+            owner
+            or record.requested_by == self.participant
+            or matches_any(grant.read, "delegation.completed")
+        ):
+            raise DelegationNotFoundError(f"room {room_id!r} has no delegation {delegation_id!r}")
+        return record
+
+    async def wait_delegation(self, room_id: str, delegation_id: str) -> DelegationRecord:
+        """The delegation once it is `completed` or `failed` (bound the wait with
+        `anyio.fail_after`)."""
+        while True:
+            signal = self._host.signal(room_id)
+            record = await self.get_delegation(room_id, delegation_id)
+            if record.status in ("completed", "failed"):
+                return record
+            with anyio.move_on_after(self._host.poll_interval):
+                await signal.wait()
+
+
+def _check_after(after: object) -> None:
+    if not isinstance(after, int) or isinstance(after, bool) or after < 0:
+        raise RoomError(f"after must be a position (an integer of 0 or more), not {after!r}")

@@ -1,0 +1,12 @@
+"""The errors of rooms (defined with every other in `agentkit.errors`)."""
+
+from __future__ import annotations
+
+from agentkit.errors import (
+    DelegationNotFoundError,
+    RoomAccessError,
+    RoomAgentError,
+    RoomError,
+)
+
+__all__ = ["DelegationNotFoundError", "RoomAccessError", "RoomAgentError", "RoomError"]

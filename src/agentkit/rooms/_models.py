@@ -1,0 +1,173 @@
+"""What rooms exchange: event inputs, agent descriptors and requests, room rows."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from agentkit.rooms._patterns import check_patterns, check_type
+from agentkit.stores import RoomEvent
+
+if TYPE_CHECKING:
+    from agentkit.runtime import Runtime
+
+__all__ = [
+    "MAX_BATCH",
+    "MAX_PAYLOAD_BYTES",
+    "DelegatingRoomAgent",
+    "EventInput",
+    "RoomAgent",
+    "RoomAgentDescriptor",
+    "RoomAgentRequest",
+    "RoomInfo",
+    "StartPolicy",
+    "encode_payload",
+]
+
+MAX_PAYLOAD_BYTES = 65_536
+"""The largest payload of one event, as JSON."""
+MAX_BATCH = 100
+"""The most events one publication may hold."""
+
+StartPolicy = Literal["current", "persisted"]
+"""Where an agent's worker starts: `current`, the room's head when it starts (nothing
+missed is replayed after a restart); `persisted`, after the last position it handled,
+kept in the store (at-least-once: an event being handled when the process stopped is
+handled again)."""
+
+
+def encode_payload(payload: Any) -> str:
+    """The payload as JSON text, or `ValueError` when it is not JSON or too large."""
+    try:
+        text = json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"the payload is not JSON: {exc}") from None
+    except RecursionError:
+        raise ValueError("the payload is nested too deeply") from None
+    if len(text.encode("utf-8")) > MAX_PAYLOAD_BYTES:
+        raise ValueError(f"the payload is over {MAX_PAYLOAD_BYTES} bytes as JSON")
+    return text
+
+
+class EventInput(BaseModel):
+    """An event to publish: its dotted type and a JSON payload."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: str
+    payload: Any = None
+
+    @field_validator("type")
+    @classmethod
+    def _type(cls, value: str) -> str:
+        return check_type(value)
+
+
+class RoomAgentDescriptor(BaseModel):
+    """Who a room agent is and what it may do.
+
+    Attributes:
+        id: The agent's identity in the room (`stats`); it acts as `agent:<id>`.
+        read: Type patterns the agent may read (its requests' `read()` and what it is
+            given).
+        publish: Type patterns it may publish.
+        selects: Type patterns of the events that trigger it (only readable ones do).
+        include_agent_events: Whether events published by other agents trigger it (its
+            own never do).
+        start: `current` or `persisted` (see `StartPolicy`).
+        handler_timeout: Seconds one call of `handle` (or `delegate`) may take.
+        max_attempts: For `persisted` agents, how many times an event whose handler
+            failed is tried before the worker gives up on it and moves on.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,99}$")
+    description: str = ""
+    read: tuple[str, ...] = ()
+    publish: tuple[str, ...] = ()
+    selects: tuple[str, ...] = ()
+    include_agent_events: bool = False
+    start: StartPolicy = "current"
+    handler_timeout: float = Field(60.0, gt=0, le=86_400)
+    max_attempts: int = Field(3, ge=1, le=100)
+
+    @field_validator("read", "publish", "selects", mode="before")
+    @classmethod
+    def _patterns(cls, value: Any) -> tuple[str, ...]:
+        return check_patterns(value, "a pattern")
+
+    @property
+    def participant(self) -> str:
+        """`agent:<id>`: how the agent appears as an author and in grants."""
+        return f"agent:{self.id}"
+
+
+class RoomInfo(BaseModel):
+    """A room as its members see it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    created_by: str
+    created_at: float
+    owners: tuple[str, ...] = ()
+    head: int = 0
+
+
+@dataclass(frozen=True)
+class RoomAgentRequest:
+    """What a room agent's handler gets.
+
+    Attributes:
+        room_id: The room.
+        event: The event that triggered it.
+        attempt: 1 for the first try; more when a `persisted` agent retries.
+        runtime: The host's runtime (what LLM agents run on), when it has one.
+        delegation_id: For `delegate()`, the delegation's id; `None` otherwise.
+        task: For `delegate()`, the task the client gave.
+    """
+
+    room_id: str
+    event: RoomEvent
+    attempt: int
+    _read: Callable[[int, Sequence[str] | None, int], Awaitable[list[RoomEvent]]]
+    runtime: Runtime | None = None
+    delegation_id: str | None = None
+    task: Any = None
+
+    async def read(
+        self, after: int = 0, types: Sequence[str] | None = None, limit: int = 100
+    ) -> list[RoomEvent]:
+        """Events of the room after position `after`, limited to the agent's read grants
+        (and to `types` patterns when given)."""
+        return await self._read(after, types, limit)
+
+
+@runtime_checkable
+class RoomAgent(Protocol):
+    """A participant that reacts to selected room events and publishes derived events.
+
+    `handle` gets each selected event in room order, one at a time, and returns the
+    events to publish: they are checked against the agent's publish grants and committed
+    atomically under its identity (one outside the grants rejects the whole batch, which
+    is recorded as a failure).
+    """
+
+    @property
+    def descriptor(self) -> RoomAgentDescriptor: ...
+
+    async def handle(self, request: RoomAgentRequest) -> list[EventInput]: ...
+
+
+@runtime_checkable
+class DelegatingRoomAgent(RoomAgent, Protocol):
+    """A room agent that also takes delegations: `delegate` gets the task (in
+    `request.task`) and returns the result (a JSON value)."""
+
+    async def delegate(self, request: RoomAgentRequest) -> Any: ...
