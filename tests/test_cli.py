@@ -474,7 +474,8 @@ def _commands() -> dict[str, argparse.ArgumentParser]:
 def test_every_argument_of_every_command_has_help() -> None:
     commands = _commands()
     assert set(commands) == {
-        "", "run", "sessions", "runs", "runs show", "validate", "schema", "fingerprint"
+        "", "run", "sessions", "runs", "runs show", "validate", "schema", "fingerprint",
+        "members", "members add", "members list", "members remove", "serve", "chat",
     }
     for words, parser in commands.items():
         for action in parser._actions:

@@ -213,3 +213,26 @@ async def test_closing_the_machine_cancels_its_runs(tmp_path: Path) -> None:
             conversation.id
         )
         assert not details.is_running and details.turns[-1].status == "cancelled"
+
+
+async def test_interrupting_the_runs_ends_them_as_a_crash_would(tmp_path: Path) -> None:
+    # What `agentkit serve` does on SIGTERM: followers get an `error` final event with
+    # the crash's reason, the turn is `interrupted` and keeps what was streamed.
+    root = tmp_path / "space"
+    root.mkdir()
+    db = str(tmp_path / "m.db")
+    async with Machine(store=db, provider=conformance_provider(), attachment_roots=[root]) as m:
+        client = await _owner(m)
+        conversation = await client.create_conversation()
+        accepted = await conversation.prompt("hang")
+        async for _ in client.follow(conversation.id, accepted.run_id):
+            break  # the partial answer has been streamed
+        await m.interrupt_runs()
+        events = await _collect(client.follow(conversation.id, accepted.run_id))
+        final = events[-1]
+        assert isinstance(final, FinalEvent) and final.status == "error"
+        assert final.error == "interrupted: its process stopped"
+        await m.interrupt_runs()  # nothing left to interrupt: returns at once
+    async with Machine(store=db, provider=conformance_provider(), attachment_roots=[root]) as m:
+        turns = await m.client(Member(name="olga", role="owner")).list_turns(conversation.id)
+    assert turns[-1].status == "interrupted" and turns[-1].text == "partial answer"

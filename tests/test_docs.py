@@ -6,7 +6,9 @@ example runs twice in one directory, so one that only works in an empty folder f
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +40,29 @@ def docs_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+@contextlib.contextmanager
+def _server_for(code: str, folder: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Examples of the remote client read the server's URL and a member's token from
+    `AGENTKIT_URL` and `AGENTKIT_TOKEN`, as a user's program would: they get a real
+    `agentkit serve` on loopback."""
+    if "AGENTKIT_URL" not in code:
+        yield
+        return
+    from tests._served import served
+
+    with served(folder / "server", provider="test") as server:
+        monkeypatch.setenv("AGENTKIT_URL", server.url)
+        monkeypatch.setenv("AGENTKIT_TOKEN", server.add_member("docs", "owner"))
+        yield
+
+
 @pytest.mark.parametrize(("where", "code"), examples(), ids=[w for w, _ in examples()])
-def test_example_runs_twice(where: str, code: str, docs_env: Path) -> None:
-    _run(where, code)
-    _run(where, code)  # again, in the folder the first run left behind
+def test_example_runs_twice(
+    where: str, code: str, docs_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with _server_for(code, docs_env, monkeypatch):
+        _run(where, code)
+        _run(where, code)  # again, in the folder the first run left behind
 
 
 # --- the apps.md streaming loop on a run whose sub-agent fails --------------------------

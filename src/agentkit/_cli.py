@@ -11,6 +11,12 @@ agentkit runs show RUN_ID [--format text|jsonl] [--store LOCATION]
 agentkit validate PATH... [--format text|json]
 agentkit schema apps [all|app|agent]
 agentkit fingerprint FILE
+agentkit members add NAME --role owner|editor|viewer [--db URL]
+agentkit members list [--db URL] [--format text|json]
+agentkit members remove NAME [--db URL]
+agentkit serve [--db URL] [--host HOST] [--port PORT] [--provider NAME] ...
+agentkit chat [--url URL | --db URL] [--token TOKEN] [--conversation ID | --new NAME]
+              [--agent NAME] [--provider NAME] [--script FILE]
 agentkit --version
 ```
 
@@ -22,7 +28,9 @@ docs/cli.md is the full reference.
 
 Why one long module: about half of it is the argument parser with its help texts, examples
 and exit codes, which are read and kept right together; printing events and the store
-commands live in `_cli_output` and `_cli_store`.
+commands live in `_cli_output` and `_cli_store`, the machine's commands in `_cli_members`,
+`_cli_serve` and `_cli_chat` (imported only when used: they need the conversations
+package, and `serve` and `chat --url` the `server` extra).
 """
 
 from __future__ import annotations
@@ -93,7 +101,8 @@ _TIMEOUT_FLAGS = (
 _PROVIDER_HELP = (
     "the model provider: test (offline, canned answers), scripted (replays --script FILE), "
     "anthropic, openai, openai-compatible (the server at $AGENTKIT_BASE_URL), local (the "
-    "embedded model of the local extra), or a name registered with register_provider. "
+    "embedded model of the local extra), a name registered with register_provider, or "
+    "module:attribute naming a provider factory of your own. "
     "Without it the environment picks: $AGENTKIT_PROVIDER if set ('none' for no provider), "
     "else anthropic when ANTHROPIC_API_KEY is set, else openai when OPENAI_API_KEY is set, "
     "else openai-compatible when AGENTKIT_BASE_URL is set, else local when installed"
@@ -104,6 +113,18 @@ _STORE_HELP = (
     "(default: $AGENTKIT_STORE, else $XDG_STATE_HOME/agentkit/agentkit.db, else "
     "~/.local/state/agentkit/agentkit.db)"
 )
+
+_DB_HELP = (
+    "the machine's store: a SQLite file, sqlite:///relative.db, sqlite:////absolute.db or "
+    "postgresql://... (default: $AGENTKIT_MACHINE_STORE, else "
+    "$XDG_STATE_HOME/agentkit/machine.db, else ~/.local/state/agentkit/machine.db)"
+)
+
+_SCRIPT_HELP = (
+    'for --provider scripted: a JSON list of responses, such as {"text": "..."} '
+    'or {"tool_calls": [{"name": "...", "input": {...}}]}'
+)
+
 
 _TARGET_FORMS = (
     "TARGET is one of: a path to an agent definition (agent.md); module:attribute or "
@@ -116,7 +137,8 @@ _TARGET_FORMS = (
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agentkit",
-        description="Run and check agents: app agents, definitions, specs.",
+        description="Run and check agents (app agents, definitions, specs), and serve "
+        "and chat with a machine of agents and conversations.",
         formatter_class=_Formatter,
         epilog="""\
 examples:
@@ -165,12 +187,7 @@ output:
         "it for prompts too long for the command line)",
     )
     run.add_argument("--provider", metavar="NAME", help=_PROVIDER_HELP)
-    run.add_argument(
-        "--script",
-        metavar="FILE",
-        help='for --provider scripted: a JSON list of responses, such as {"text": "..."} '
-        'or {"tool_calls": [{"name": "...", "input": {...}}]}',
-    )
+    run.add_argument("--script", metavar="FILE", help=_SCRIPT_HELP)
     run.add_argument(
         "--session",
         metavar="ID",
@@ -191,12 +208,7 @@ output:
         "--app", metavar="DIR", help="the app folder for <app-id>:<name> targets (default: .)"
     )
     run.add_argument("--store", metavar="LOCATION", help=_STORE_HELP)
-    for name, what, variable in _TIMEOUT_FLAGS:
-        run.add_argument(
-            f"--provider-{name}-timeout",
-            metavar="SECONDS",
-            help=f"{what} (default: ${variable}, else the provider's default)",
-        )
+    _provider_timeouts(run)
 
     sessions = sub.add_parser(
         "sessions",
@@ -364,7 +376,295 @@ exit codes:
   2  usage error: no such file""",
     )
     fingerprint.add_argument("file", metavar="FILE", help="an agent definition (.md file)")
+
+    _members_parser(sub)
+    _serve_parser(sub)
+    _chat_parser(sub)
     return parser
+
+
+def _provider_timeouts(parser: argparse.ArgumentParser) -> None:
+    for name, what, variable in _TIMEOUT_FLAGS:
+        parser.add_argument(
+            f"--provider-{name}-timeout",
+            metavar="SECONDS",
+            help=f"{what} (default: ${variable}, else the provider's default)",
+        )
+
+
+def _members_parser(sub: Any) -> None:
+    members = sub.add_parser(
+        "members",
+        help="add, list or remove the members of a machine",
+        description=_wrap(
+            "Manage the members of a machine (the people and programs that use it through "
+            "'agentkit serve' or 'agentkit chat'): each has a name, a role and a secret "
+            "token. These commands work on the machine's store directly, whether or not a "
+            "server runs on it.",
+            "Roles: owner (manages agents, creates conversations and prompts), editor "
+            "(creates conversations and prompts), viewer (reads shared conversations).",
+        ),
+        formatter_class=_Formatter,
+        epilog="""\
+examples:
+  agentkit members add ada --role owner
+  TOKEN=$(agentkit members add ci-bot --role editor --db machine.db)
+  agentkit members list --format json
+  agentkit members remove ci-bot --db postgresql://agentkit@db.internal/agentkit
+
+exit codes:
+  0  done
+  1  remove: no member with this name (said on stderr)
+  2  usage or environment error: a name that is taken or not valid, an unknown role,
+     a store that cannot be opened or fails""",
+    )
+    members_sub = members.add_subparsers(
+        dest="members_command", title="commands", metavar="COMMAND", required=True
+    )
+    add = members_sub.add_parser(
+        "add",
+        help="add a member and print its token",
+        description=_wrap(
+            "Add a member and print its secret token, alone on one line of stdout: the "
+            "only time it is shown (the store keeps its SHA-256 hash). Give it to the "
+            "member as AGENTKIT_TOKEN."
+        ),
+        formatter_class=_Formatter,
+        epilog="""\
+examples:
+  agentkit members add ada --role owner
+  TOKEN=$(agentkit members add ci-bot --role editor --db machine.db)
+
+exit codes:
+  0  added (the token is on stdout)
+  2  the name is taken or not valid (1-100 letters, digits, '_', '.', '@', '-'), the
+     role is unknown, or the store cannot be opened""",
+    )
+    add.add_argument("name", metavar="NAME", help="the member's name, unique in the machine")
+    add.add_argument(
+        "--role",
+        required=True,
+        metavar="owner|editor|viewer",
+        help="owner: manages agents too; editor: creates conversations and prompts; "
+        "viewer: reads shared conversations",
+    )
+    add.add_argument("--db", metavar="URL", help=_DB_HELP)
+
+    listing = members_sub.add_parser(
+        "list",
+        help="list the members and their roles",
+        description="List the members of the machine, oldest first: name and role.",
+        formatter_class=_Formatter,
+        epilog="""\
+examples:
+  agentkit members list
+  agentkit members list --format json --db machine.db
+
+output:
+  text  a table: NAME ROLE
+  json  a JSON list of {"name", "role"}
+
+exit codes:
+  0  listed (a store that does not exist yet lists nothing)
+  2  usage or environment error (a store that cannot be read)""",
+    )
+    listing.add_argument("--db", metavar="URL", help=_DB_HELP)
+    _list_format(listing)
+
+    remove = members_sub.add_parser(
+        "remove",
+        help="remove a member",
+        description=_wrap(
+            "Remove a member: its token is refused from its next request. Its "
+            "conversations stay (private ones are then visible to nobody)."
+        ),
+        formatter_class=_Formatter,
+        epilog="""\
+examples:
+  agentkit members remove ci-bot
+  agentkit members remove ada --db postgresql://agentkit@db.internal/agentkit
+
+exit codes:
+  0  removed
+  1  no member with this name (said on stderr)
+  2  usage or environment error (a store that cannot be opened)""",
+    )
+    remove.add_argument("name", metavar="NAME", help="the member's name")
+    remove.add_argument("--db", metavar="URL", help=_DB_HELP)
+
+
+def _serve_parser(sub: Any) -> None:
+    serve = sub.add_parser(
+        "serve",
+        help="serve a machine over HTTP",
+        description=_wrap(
+            "Serve a machine (its agents and conversations) over HTTP to its members, "
+            "who authenticate with their tokens ('agentkit members add'). The first line "
+            "on stdout is the URL it listens on. docs/server.md describes the API."
+        ),
+        formatter_class=_Formatter,
+        epilog="""\
+examples:
+  agentkit serve --db machine.db
+  agentkit serve --port 0 --provider test
+  agentkit serve --db postgresql://agentkit@db.internal/agentkit --host 0.0.0.0 \\
+      --attachment-root /srv/space --agents agents/ --cors-origin https://app.example.com
+
+exit codes:
+  0    stopped (Ctrl-C, SIGTERM)
+  2    usage or environment error: bad arguments, no provider configured, a store
+       that cannot be opened""",
+    )
+    serve.add_argument("--db", metavar="URL", help=_DB_HELP)
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="the address to listen on (default: 127.0.0.1, this machine only; 0.0.0.0 "
+        "for every interface)",
+    )
+    serve.add_argument(
+        "--port",
+        type=int,
+        default=8400,
+        help="the TCP port (default: 8400; 0 picks a free one, printed on the first line)",
+    )
+    serve.add_argument("--provider", metavar="NAME", help=_PROVIDER_HELP)
+    serve.add_argument("--script", metavar="FILE", help=_SCRIPT_HELP)
+    serve.add_argument(
+        "--attachment-root",
+        metavar="DIR",
+        action="append",
+        help="a folder attachments may come from and file tools may work in; repeat it "
+        "for several (default: /space and /rool-drive)",
+    )
+    serve.add_argument(
+        "--agents",
+        metavar="PATH",
+        action="append",
+        help="configured agents: an agent definition (.md), a folder of them, or an app "
+        "folder; repeat it for several. They are read-only for the members",
+    )
+    serve.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=1_048_576,
+        metavar="N",
+        help="the largest request body accepted, in bytes (default: 1048576, 1 MiB); a "
+        "larger one is refused with 413",
+    )
+    serve.add_argument(
+        "--cors-origin",
+        metavar="ORIGIN",
+        action="append",
+        help="a web origin (https://app.example.com) whose pages may call the API from a "
+        "browser; repeat it for several (default: none)",
+    )
+    serve.add_argument(
+        "--extension",
+        metavar="MODULE:FUNCTION",
+        action="append",
+        help="a function called with the machine at start-up, which may create rooms, set "
+        "grants and register room agents; its cleanup runs at shutdown (repeat it for "
+        "several; docs/rooms.md)",
+    )
+    serve.add_argument(
+        "--keepalive",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="seconds of silence after which an event stream gets a comment line, so "
+        "that proxies keep it open (default: 15)",
+    )
+    serve.add_argument(
+        "--heartbeat-interval",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="seconds between two renewals of the leases of the runs this server executes "
+        "(default: 5)",
+    )
+    serve.add_argument(
+        "--lease-duration",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="seconds a run's lease lasts: a run whose server died is ended as "
+        "interrupted once it expires, by the next server on the database (default: 30)",
+    )
+    _provider_timeouts(serve)
+
+
+def _chat_parser(sub: Any) -> None:
+    chat = sub.add_parser(
+        "chat",
+        help="chat with a machine's agents in the terminal",
+        description=_wrap(
+            "Chat in a conversation of a machine, as one of its members: a server "
+            "(--url, or $AGENTKIT_URL) or a machine's store opened here (--db, else the "
+            "default machine store). Without --conversation or --new, the conversations "
+            "are listed and you pick one by number, or type n (n NAME) for a new one.",
+            "Each line of standard input (a terminal or a pipe) is a prompt; the answer "
+            "streams to stdout: text as it comes, a line per tool call and result, "
+            "structured output as JSON, and [cancelled] or [error] REASON when the run "
+            "did not complete. The rest (the list, the '> ' prompt, errors) goes to "
+            "stderr. A run still going in the conversation is followed first. Ctrl-C "
+            "during an answer cancels its run; Ctrl-C at the prompt, a second one while "
+            "cancelling, /quit or the end of the input quits.",
+        ),
+        formatter_class=_Formatter,
+        epilog="""\
+examples:
+  agentkit chat --url http://127.0.0.1:8400 --token $TOKEN --new "Notes"
+  AGENTKIT_URL=http://127.0.0.1:8400 AGENTKIT_TOKEN=$TOKEN agentkit chat
+  echo "Summarise /space/report.md" | agentkit chat --db machine.db --token $TOKEN \\
+      --new report --agent reviewer
+  agentkit chat --db machine.db --token $TOKEN --provider test --conversation ID
+
+exit codes:
+  0    the input ended or /quit
+  1    no conversation with the --conversation id visible to this member
+  2    usage or environment error: no token, a token that is no member's, a server or
+       store that cannot be reached, no provider configured (--db)
+  130  quit by Ctrl-C""",
+    )
+    chat.add_argument(
+        "--url",
+        metavar="URL",
+        help="the server, as 'agentkit serve' printed it (default: $AGENTKIT_URL)",
+    )
+    chat.add_argument(
+        "--token",
+        metavar="TOKEN",
+        help="the member's token from 'agentkit members add' (default: $AGENTKIT_TOKEN, "
+        "which other users of this computer cannot read in the process list)",
+    )
+    chat.add_argument(
+        "--db",
+        metavar="URL",
+        help="chat with the machine in this store, run here instead of by a server: "
+        + _DB_HELP.removeprefix("the machine's store: "),
+    )
+    chat.add_argument(
+        "--conversation", metavar="ID", help="chat in this conversation (skips the list)"
+    )
+    chat.add_argument(
+        "--new",
+        metavar="NAME",
+        help="start a new conversation with this name (skips the list)",
+    )
+    chat.add_argument(
+        "--agent",
+        metavar="NAME",
+        default="rool",
+        help="the agent of a new conversation (default: rool, the machine's own)",
+    )
+    chat.add_argument(
+        "--provider",
+        metavar="NAME",
+        help="with a local machine (--db): " + _PROVIDER_HELP,
+    )
+    chat.add_argument("--script", metavar="FILE", help=_SCRIPT_HELP)
+    _provider_timeouts(chat)
 
 
 def _wrap(*paragraphs: str) -> str:
@@ -404,6 +704,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _validate_command(args)
         if args.command == "schema":
             return _schema_command(args)
+        if args.command == "members":
+            from agentkit._cli_members import members_command
+
+            return members_command(args)
+        if args.command == "serve":
+            from agentkit._cli_serve import serve_command
+
+            return serve_command(args)
+        if args.command == "chat":
+            from agentkit._cli_chat import chat_command
+
+            return chat_command(args)
         return _fingerprint_command(args)
     except (UsageError, StoreUsageError) as exc:
         _error(str(exc))

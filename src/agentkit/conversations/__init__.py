@@ -31,6 +31,7 @@ from agentkit.conversations._errors import (
 )
 from agentkit.conversations._local import LocalClient
 from agentkit.conversations._machine import Machine, default_machine_store
+from agentkit.conversations._members import Members
 from agentkit.conversations._models import (
     AgentDefinition,
     AgentInfo,
@@ -56,6 +57,8 @@ from agentkit.conversations._models import (
     TurnStatus,
     Visibility,
 )
+from agentkit.conversations._remote import RemoteMachine
+from agentkit.conversations._remote_rooms import RemoteRoomsClient
 from agentkit.conversations._turns import INTERRUPTED_REASON
 
 __all__ = [
@@ -85,9 +88,12 @@ __all__ = [
     "MachineAgentNotFoundError",
     "Member",
     "MemberError",
+    "Members",
     "OutputEvent",
     "Part",
     "PromptAccepted",
+    "RemoteMachine",
+    "RemoteRoomsClient",
     "Role",
     "RunNotFoundError",
     "StopWatch",

@@ -81,6 +81,7 @@ from agentkit.conversations._turns import (
 from agentkit.events import TurnStart
 from agentkit.permissions import PermissionHandler
 from agentkit.providers import AssistantMessage, Message, Provider, UserMessage
+from agentkit.rooms import Rooms
 from agentkit.runtime import Run, Runtime, SessionBusyError
 from agentkit.spec import AgentSpec, ReasoningEffort, SpecError
 from agentkit.stores import RunRecord, SessionExistsError, SessionRecord, Store
@@ -90,6 +91,7 @@ __all__ = ["Machine", "default_machine_store"]
 
 if TYPE_CHECKING:
     from agentkit.conversations._local import LocalClient
+    from agentkit.rooms import LocalRoomsClient
 
 _logger = logging.getLogger("agentkit.conversations")
 
@@ -201,6 +203,10 @@ class Machine:
         self._changes: dict[str, anyio.Event] = {}
         self._runs: dict[str, Run] = {}  # the runs this machine started, until seen ended
         self._specs: dict[str, tuple[AgentDefinition, AgentSpec]] = {}
+        self.rooms = Rooms(
+            runtime=self.runtime, poll_interval=poll_interval, role_of=self._role_of
+        )
+        """The machine's rooms: same store, runtime and members (`rooms_client`)."""
 
     @property
     def store(self) -> Store:
@@ -215,6 +221,7 @@ class Machine:
             self._locks = [anyio.Lock() for _ in range(_LOCKS)]
             self._group = anyio.create_task_group()
             await self._group.__aenter__()
+            await self.rooms.__aenter__()
         except BaseException as exc:
             await self.runtime.__aexit__(type(exc), exc, exc.__traceback__)
             raise
@@ -229,6 +236,9 @@ class Machine:
         group, self._group = self._group, None
         try:
             if group is not None:
+                # Room agents first: their handlers in flight end (bounded) while the
+                # runtime their LLM runs need is still open.
+                await self.rooms.__aexit__(None, None, None)
                 group.cancel_scope.cancel()  # the watches
                 await group.__aexit__(None, None, None)
             # The runs still going are stopped (they end `cancelled`), not awaited: a
@@ -270,6 +280,14 @@ class Machine:
     async def authenticate(self, token: str) -> Member:
         """The member a token belongs to (`MemberError` when none)."""
         return await self._members.authenticate(token)
+
+    def rooms_client(self, member: Member) -> LocalRoomsClient:
+        """The rooms API acting as `member` (its current role checked on every call)."""
+        return self.rooms.client(member.name, role=member.role)
+
+    async def _role_of(self, name: str) -> Role | None:
+        current = await self._members.get(name)
+        return None if current is None else current.role
 
     def client(self, member: Member) -> LocalClient:
         """The client API acting as `member` (authorised by its current role)."""
@@ -650,28 +668,48 @@ class Machine:
             await self.store.append_transcript(conversation_id, added)
         return len(added)
 
-    async def _cancel(self, member: Member, conversation_id: str) -> bool:
+    async def _cancel(
+        self, member: Member, conversation_id: str, run_id: str | None = None
+    ) -> bool:
         await self._writable(member, conversation_id, "cancel runs")
+        if run_id is not None:
+            await self._run_record(member, conversation_id, run_id)
         active = await self._active(conversation_id)
-        if active is None:
+        if active is None or (run_id is not None and active.id != run_id):
             return False
         run = self.runtime.get_run(active.id)
         if run is None:
             # Executed by another process sharing the store (or by one that died: its
             # lease ends it). This runtime cannot stop it.
             return False
-        run.cancel()
+        await self._stop(run)
+        return True
+
+    async def _stop(self, run: Run, reason: str | None = None) -> None:
+        """Stop a run this machine executes and wait for its end; the text it had
+        streamed since its last complete part is kept with the conversation."""
+        run.cancel(reason=reason)
         outcome = await run.wait()
         partial = await _streamed(run)
-        if partial and outcome.status == "interrupted":
-            async with self._lock(conversation_id):
-                session = await self.store.get_session(conversation_id)
+        stopped = outcome.status == "interrupted" or outcome.error == INTERRUPTED_REASON
+        if partial and stopped:
+            async with self._lock(run.session_id):
+                session = await self.store.get_session(run.session_id)
                 if session is not None and is_conversation(session.metadata):
                     meta = ConversationMeta.from_metadata(session.metadata)
                     meta.partials[run.id] = partial
                     await self._save(session, meta)
-        self._changed(conversation_id)
-        return True
+        self._changed(run.session_id)
+
+    async def interrupt_runs(self) -> None:
+        """End every run this machine executes as a crash would, but at once: `error`
+        with the reason `INTERRUPTED_REASON` (their turns show `interrupted`), what they
+        had streamed kept. For a host that shuts down (`agentkit serve` on SIGTERM);
+        returns once every one has ended and been stored."""
+        running = [run for run in self._runs.values() if not run.done]
+        async with anyio.create_task_group() as group:
+            for run in running:
+                group.start_soon(self._stop, run, INTERRUPTED_REASON)
 
     async def _run_record(
         self, member: Member, conversation_id: str, run_id: str
@@ -681,6 +719,19 @@ class Machine:
         if record is None or record.session_id != conversation_id or run_id in meta.dropped:
             raise RunNotFoundError(f"conversation {conversation_id!r} has no run {run_id!r}")
         return record
+
+    async def follow_checked(
+        self, member: Member, conversation_id: str, run_id: str, *, after: int | None = None
+    ) -> AsyncIterator[FollowEvent]:
+        """`client(member).follow(...)`, with the access and the run checked before it
+        returns (a server answers 404 before it starts a stream, not inside it)."""
+        await self._run_record(member, conversation_id, run_id)
+        return self._follow(member, conversation_id, run_id, after)
+
+    async def cancel_run(self, member: Member, conversation_id: str, run_id: str) -> bool:
+        """Cancel run `run_id` of a conversation as `member`, if it is the running one;
+        returns once it has ended (`False` when it was not running)."""
+        return await self._cancel(member, conversation_id, run_id)
 
     def _follow(
         self, member: Member, conversation_id: str, run_id: str, after: int | None

@@ -1,0 +1,356 @@
+"""`agentkit chat`: a terminal chat with a machine, as one of its members.
+
+The client is a `ConversationClient`: `RemoteMachine` for `--url`, or the in-process
+client of a local `Machine` on `--db`; the rest does not know which. Prompts are lines of
+standard input (a terminal or a pipe); answers stream to stdout, and everything around
+them (the conversation list, the `> ` prompt, errors) goes to stderr, so that
+`agentkit chat ... < prompts.txt > answers.txt` keeps only the answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import json
+import os
+import re
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
+from typing import IO, TYPE_CHECKING
+
+from agentkit._cli import EXIT_FAILED, EXIT_OK, EXIT_SIGINT, UsageError, _make_provider
+from agentkit._cli_members import machine_store_location, open_machine_store
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
+    from agentkit.conversations import ConversationClient, FollowEvent
+
+__all__ = ["chat_command"]
+
+OpenClient = Callable[[], AbstractAsyncContextManager["ConversationClient"]]
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_FOLD = 200
+"""Longest tool line printed, in characters: a line is a glance at what happened."""
+
+
+def chat_command(args: argparse.Namespace) -> int:
+    import anyio
+
+    if args.url and args.db:
+        raise UsageError("give --url (a server) or --db (a local machine), not both")
+    if args.new is not None and args.conversation:
+        raise UsageError("give --conversation ID or --new NAME, not both")
+    token = args.token or os.environ.get("AGENTKIT_TOKEN")
+    if not token:
+        raise UsageError("chat needs a member's token: --token TOKEN or $AGENTKIT_TOKEN")
+    # An explicit --db wins over a server named in the environment.
+    url = args.url or (None if args.db else os.environ.get("AGENTKIT_URL"))
+    if url:
+        if args.provider or args.script:
+            raise UsageError("--provider and --script are for a local machine (--db), not --url")
+        open_client: OpenClient = functools.partial(_remote_client, url, token)
+    else:
+        open_client = _local_opener(args, token)
+    chat = _Chat(args, _Printer(sys.stdout, color=_wants_color()))
+    code: int = anyio.run(chat.main, open_client)
+    if chat.reading:
+        # A line is still being read in a worker thread (Ctrl-C at the prompt): a normal
+        # exit would wait for that line forever. Everything is closed and flushed already.
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+    return code
+
+
+def _wants_color() -> bool:
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+# --- the client: remote or local --------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def _remote_client(url: str, token: str) -> AsyncIterator[ConversationClient]:
+    from agentkit.conversations import ConversationError, RemoteMachine
+
+    try:
+        async with RemoteMachine(url, token) as client:
+            yield client
+    except ConversationError as exc:
+        # On entering: an unknown token, a server that cannot be reached (the message
+        # names the URL). The chat handles the errors of its own calls.
+        raise UsageError(str(exc)) from None
+
+
+def _local_opener(args: argparse.Namespace, token: str) -> OpenClient:
+    # Checked before anything runs: a bad store or provider is a usage error, said at once.
+    store = open_machine_store(args.db, create=False)
+    if store is None:
+        raise UsageError(
+            f"no machine store at {machine_store_location(args.db)!r}: add a member first "
+            "('agentkit members add NAME --role owner')"
+        )
+    provider = _make_provider(args)
+
+    @contextlib.asynccontextmanager
+    async def open_local() -> AsyncIterator[ConversationClient]:
+        import anyio
+
+        from agentkit.conversations import Machine, MemberError
+        from agentkit.stores import StoreError
+
+        try:
+            async with Machine(store=store, provider=provider) as machine:
+                try:
+                    member = await machine.authenticate(token)
+                except MemberError:
+                    raise UsageError("no member of this machine has this token") from None
+                yield machine.client(member)
+        finally:
+            with anyio.CancelScope(shield=True), contextlib.suppress(StoreError):
+                await store.aclose()
+
+    return open_local
+
+
+# --- the chat ---------------------------------------------------------------------------
+
+
+class _Chat:
+    """Picks a conversation, then sends each line as a prompt and streams the answer.
+
+    Ctrl-C while an answer streams cancels that run (the prompt comes back); Ctrl-C at
+    the prompt, or while a run is being cancelled, quits with exit code 130.
+    """
+
+    def __init__(self, args: argparse.Namespace, printer: _Printer) -> None:
+        self.args = args
+        self.out = printer
+        self.reading = False  # a worker thread is blocked reading stdin
+        self.following: tuple[ConversationClient, str] | None = None
+        self.cancelling = False
+
+    async def main(self, open_client: OpenClient) -> int:
+        import anyio
+
+        code = EXIT_SIGINT  # kept when Ctrl-C quits
+        failure: Exception | None = None
+        async with open_client() as client:
+            async with anyio.create_task_group() as group:
+                group.start_soon(self._watch_interrupts, group)
+                try:
+                    code = await self._converse(client)
+                except Exception as exc:  # raised below as itself, not in a group
+                    failure = exc
+                group.cancel_scope.cancel()
+            if failure is not None:
+                raise failure
+        return code
+
+    async def _converse(self, client: ConversationClient) -> int:
+        from agentkit.conversations import ConversationError, ConversationNotFoundError
+
+        try:
+            conversation_id = await self._choose(client)
+            if conversation_id is None:
+                return EXIT_OK
+            details = await client.get_conversation(conversation_id)
+        except ConversationNotFoundError as exc:
+            _error(f"no conversation {str(exc)!r} (or it is not visible to you)")
+            return EXIT_FAILED
+        except ConversationError as exc:
+            raise UsageError(str(exc)) from None
+        _note(f"conversation {details.id} ({details.name or 'unnamed'}, agent {details.agent})")
+        if details.active_run_id is not None:
+            # Reconnect first: the run that is still going (started by another chat, or by
+            # this one before it stopped) is part of the conversation.
+            _note("following the run still going")
+            await self._follow(client, details.id, details.active_run_id)
+        while (line := await self._read_line("> ")) is not None:
+            text = line.strip()
+            if text == "/quit":
+                break
+            if not text:
+                continue
+            try:
+                accepted = await client.prompt(details.id, text)
+            except ConversationError as exc:  # busy, a viewer prompting, ...: not fatal
+                _error(str(exc))
+                continue
+            await self._follow(client, details.id, accepted.run_id)
+        return EXIT_OK
+
+    async def _choose(self, client: ConversationClient) -> str | None:
+        """The conversation to chat in: --conversation, --new, or picked from a list."""
+        if self.args.conversation:
+            return str(self.args.conversation)
+        if self.args.new is not None:
+            return await self._create(client, self.args.new)
+        conversations = await client.list_conversations()
+        if conversations:
+            for number, row in enumerate(conversations, 1):
+                running = ", running" if row.is_running else ""
+                _note(
+                    f"{number:3}  {row.name or '(unnamed)'}  [{row.agent}, "
+                    f"{row.visibility}{running}]  {row.id}"
+                )
+        else:
+            _note("no conversations yet")
+        while (line := await self._read_line("number, or n [NAME] for a new one: ")) is not None:
+            choice = line.strip()
+            if choice == "n" or choice.startswith("n "):
+                return await self._create(client, choice[1:].strip())
+            if choice.isdigit() and 1 <= int(choice) <= len(conversations):
+                return conversations[int(choice) - 1].id
+            if choice:
+                _error(f"{choice!r} is not a number from the list or 'n'")
+        return None
+
+    async def _create(self, client: ConversationClient, name: str) -> str:
+        conversation = await client.create_conversation(agent=self.args.agent, name=name)
+        return conversation.id
+
+    async def _follow(self, client: ConversationClient, conversation_id: str, run_id: str) -> None:
+        from agentkit.conversations import ConversationError
+
+        self.following = (client, conversation_id)
+        self.cancelling = False
+        try:
+            async for event in client.follow(conversation_id, run_id):
+                self.out.event(event)
+        except ConversationError as exc:
+            self.out.end_line()
+            _error(str(exc))
+        finally:
+            self.following = None
+
+    async def _read_line(self, prompt: str) -> str | None:
+        """The next line of stdin (`None` at its end), read in a worker thread so that
+        Ctrl-C is handled meanwhile."""
+        import anyio
+
+        if sys.stdin is None:
+            return None
+        if sys.stdin.isatty():
+            print(prompt, end="", file=sys.stderr, flush=True)
+        self.reading = True
+        try:
+            line = await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
+        except UnicodeDecodeError:
+            raise UsageError("standard input is not valid UTF-8 text") from None
+        self.reading = False
+        return line or None
+
+    async def _watch_interrupts(self, group: TaskGroup) -> None:
+        import anyio
+
+        try:
+            receiver = anyio.open_signal_receiver(signal.SIGINT)
+        except NotImplementedError:  # Windows: Ctrl-C stops the chat at once, as usual there
+            return
+        with receiver as signals:
+            async for _ in signals:
+                if self.following is None or self.cancelling:
+                    self.out.end_line()
+                    if sys.stdin is not None and sys.stdin.isatty():
+                        print(file=sys.stderr)  # off the line of the '> ' prompt and '^C'
+                    group.cancel_scope.cancel()  # quit: main() returns 130
+                    return
+                self.cancelling = True
+                group.start_soon(self._cancel, *self.following)
+
+    async def _cancel(self, client: ConversationClient, conversation_id: str) -> None:
+        try:
+            # Returns once the run has ended; the follow then ends with its final event.
+            await client.cancel(conversation_id)
+        except Exception as exc:  # the chat goes on: a second Ctrl-C still quits
+            _error(f"cannot cancel the run: {exc}")
+
+
+def _note(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _error(message: str) -> None:
+    print(f"agentkit: error: {message}", file=sys.stderr, flush=True)
+
+
+# --- printing an answer -----------------------------------------------------------------
+
+
+class _Printer:
+    """Writes a followed run: text as it streams, one dim line per tool call and result,
+    structured output as indented JSON, and how the run ended unless it completed."""
+
+    def __init__(self, out: IO[str], *, color: bool) -> None:
+        self.out = out
+        self.color = color
+        self.streamed = False  # text deltas were written since the last complete text
+        self.mid_line = False  # the cursor is not at the start of a line
+
+    def event(self, event: FollowEvent) -> None:
+        from agentkit.conversations import (
+            FinalEvent,
+            JsonPart,
+            TextDeltaPart,
+            TextPart,
+            ToolCallPart,
+            ToolResultPart,
+        )
+
+        if isinstance(event, FinalEvent):
+            self.end_line()
+            # A run that stops mid-text sends no complete text: the next run starts afresh.
+            self.streamed = False
+            if event.status == "cancelled":
+                self._line("[cancelled]", "33")
+            elif event.status == "error":
+                self._line(f"[error] {_fold(event.error or 'the run failed')}", "31")
+            return
+        part = event.part
+        if isinstance(part, TextDeltaPart):
+            self._write(part.text)
+            self.streamed = True
+        elif isinstance(part, TextPart):
+            # The complete text replaces the deltas before it: printed only if none were.
+            if not self.streamed:
+                self._write(part.text)
+            self.streamed = False
+            self.end_line()
+        elif isinstance(part, ToolCallPart):
+            self._line(f"[tool] {part.tool} {_fold(json.dumps(part.input, ensure_ascii=False))}")
+        elif isinstance(part, ToolResultPart):
+            output = part.output if isinstance(part.output, str) else json.dumps(part.output)
+            label = "[tool error]" if part.is_error else "[result]"
+            self._line(f"{label} {_fold(output)}")
+        elif isinstance(part, JsonPart):
+            self._line(json.dumps(part.value, ensure_ascii=False, indent=2), None)
+
+    def end_line(self) -> None:
+        if self.mid_line:
+            self._write("\n")
+
+    def _line(self, text: str, style: str | None = "2") -> None:
+        """A line of its own; `style` an ANSI SGR code (2 dim), used on a terminal only."""
+        self.end_line()
+        if self.color and style is not None:
+            text = f"\x1b[{style}m{text}\x1b[0m"
+        self._write(text + "\n")
+
+    def _write(self, text: str) -> None:
+        if text:
+            self.out.write(text)
+            self.out.flush()
+            self.mid_line = not text.endswith("\n")
+
+
+def _fold(text: str) -> str:
+    """`text` on one line: control characters and runs of blanks as one space, cut short."""
+    one_line = " ".join(_CONTROL.sub(" ", text).split())
+    return one_line if len(one_line) <= _FOLD else one_line[: _FOLD - 3] + "..."

@@ -1,0 +1,161 @@
+"""`agentkit serve`: a machine on a store, over HTTP, until Ctrl-C or SIGTERM.
+
+Exit codes: 0 after a clean stop, 2 for what the user must fix (a port in use, a store
+that cannot be opened, bad options).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agentkit.stores import Store
+
+__all__ = ["serve_command"]
+
+
+class ServeError(Exception):
+    """Something the user must fix before the server can start (exit 2)."""
+
+
+def _agent_sources(paths: list[str]) -> tuple[list[str], list[str]]:
+    """`--agents` paths split into Markdown definitions and app folders: a `.md` file, a
+    folder of `.md` files, or an app folder (one holding `app.yaml`)."""
+    definitions: list[str] = []
+    apps: list[str] = []
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if path.is_file() and path.suffix == ".md":
+            definitions.append(str(path))
+        elif path.is_dir() and (path / "app.yaml").is_file():
+            apps.append(str(path))
+        elif path.is_dir():
+            found = sorted(str(p) for p in path.glob("*.md"))
+            if not found:
+                raise ServeError(f"--agents {raw}: the folder holds no .md definition nor app.yaml")
+            definitions.extend(found)
+        else:
+            raise ServeError(f"--agents {raw}: not a .md definition, a folder of them, or an app")
+    return definitions, apps
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    """Run `agentkit serve` with parsed arguments; returns the exit code."""
+    from agentkit._cli import UsageError, _make_provider
+    from agentkit.conversations import DEFAULT_ATTACHMENT_ROOTS, Machine, default_machine_store
+    from agentkit.stores import StoreError, open_store
+
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        raise UsageError(
+            f"{exc}: agentkit serve needs the 'server' extra: pip install 'typed-agentkit[server]'"
+        ) from None
+    from agentkit.server import (
+        ExtensionError,
+        bind,
+        load_extension,
+        running_extensions,
+        serve,
+        url_of,
+    )
+
+    if not 1 <= args.max_body_bytes <= 1 << 30:
+        raise UsageError("--max-body-bytes must be between 1 and 1073741824")
+    for option, value in (
+        ("--keepalive", args.keepalive),
+        ("--heartbeat-interval", args.heartbeat_interval),
+        ("--lease-duration", args.lease_duration),
+    ):
+        if not 0 < value <= 86_400:
+            raise UsageError(f"{option} must be a number of seconds above 0")
+    if args.heartbeat_interval >= args.lease_duration:
+        raise UsageError("--heartbeat-interval must be shorter than --lease-duration")
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port} is not a TCP port (0-65535)")
+    try:
+        for path in args.extension or ():
+            load_extension(path)  # an extension that cannot load fails before anything starts
+    except ExtensionError as exc:
+        raise UsageError(str(exc)) from None
+    provider = _make_provider(args)
+    try:
+        definitions, apps = _agent_sources(args.agents or [])
+    except ServeError as exc:
+        raise UsageError(str(exc)) from None
+    location = args.db or default_machine_store()
+    try:
+        if "://" not in location:
+            Path(location).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        store = open_store(location)
+    except (ValueError, OSError, StoreError) as exc:
+        raise UsageError(f"--db {location}: {exc}") from None
+    try:
+        sock = bind(args.host, args.port)
+    except OSError as exc:
+        store_close(store)
+        reason = "it is in use" if exc.errno in (98, 48) else (exc.strerror or str(exc))
+        raise UsageError(f"cannot listen on {args.host}:{args.port}: {reason}") from None
+    try:
+        machine = Machine(
+            store=store,
+            provider=provider,
+            attachment_roots=args.attachment_root or DEFAULT_ATTACHMENT_ROOTS,
+            definitions=definitions,
+            apps=apps,
+            heartbeat_interval=args.heartbeat_interval,
+            lease_duration=args.lease_duration,
+        )
+    except (ValueError, OSError) as exc:
+        sock.close()
+        store_close(store)
+        raise UsageError(str(exc)) from None
+
+    logging.getLogger("agentkit").setLevel(logging.INFO)
+
+    async def main() -> None:
+        try:
+            await machine.__aenter__()
+        except (StoreError, OSError) as exc:
+            raise ServeError(f"--db {location}: {exc}") from None
+        try:
+            async with running_extensions(machine, args.extension or ()):
+                # The URL alone on stdout (scripts read it); the rest goes to stderr.
+                print(url_of(sock), flush=True)
+                await serve(
+                    machine,
+                    sock,
+                    max_body_bytes=args.max_body_bytes,
+                    cors_origins=args.cors_origin or (),
+                    keepalive=args.keepalive,
+                )
+        except ExtensionError as exc:
+            raise ServeError(str(exc)) from None
+        finally:
+            await machine.__aexit__(None, None, None)
+            await store.aclose()  # the machine's runtime closes only stores it opened
+
+    import anyio
+
+    try:
+        anyio.run(main, backend="asyncio")
+    except ServeError as exc:
+        raise UsageError(str(exc)) from None
+    finally:
+        sock.close()
+    print("agentkit: the server stopped", file=sys.stderr, flush=True)
+    return 0
+
+
+def store_close(store: Store) -> None:
+    """Close a store that no runtime used (its connections, if any)."""
+    import anyio
+
+    with contextlib.suppress(Exception):  # closing what failed to open: nothing to add
+        anyio.run(store.aclose)

@@ -1,0 +1,360 @@
+"""The remote rooms client: the rooms API of a machine served by `agentkit serve`, over
+HTTP (`RemoteMachine(url, token).rooms`), with the in-process client's methods, records
+and exceptions.
+
+It shares the remote machine's HTTP connections, its SSE parser and its reconnection
+(a subscription resumes with `Last-Event-ID` after a dropped connection, as `follow`
+does); only the mapping of error answers is its own (the rooms' exceptions).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from agentkit.conversations._remote import (
+    _Backoff,
+    _Dropped,
+    _json_object,
+    _segment,
+    _SseEvent,
+    _Unreachable,
+)
+from agentkit.rooms import (
+    MAX_BATCH,
+    DelegationNotFoundError,
+    DelegationRecord,
+    EventInput,
+    RoomAccessError,
+    RoomAgentError,
+    RoomError,
+    RoomEvent,
+    RoomGrant,
+    RoomInfo,
+    RoomNotFoundError,
+    RoomsClient,
+)
+
+if TYPE_CHECKING:
+    from agentkit.conversations._remote import RemoteMachine
+
+__all__ = ["RemoteRoomsClient"]
+
+_logger = logging.getLogger("agentkit.rooms")
+
+# The error codes of the rooms routes, by the exception the in-process client raises.
+# Other codes (invalid, bad_request, body_too_large, ...) give RoomError.
+_ERRORS: dict[str, type[RoomError] | type[RoomNotFoundError]] = {
+    "room_not_found": RoomNotFoundError,
+    "not_found": RoomNotFoundError,  # no route for the id given (one with a '/')
+    "delegation_not_found": DelegationNotFoundError,
+    "room_agent_not_found": RoomAgentError,
+    "access_denied": RoomAccessError,
+    "unauthorized": RoomAccessError,
+}
+
+# How often `wait_delegation` asks: quickly at first, then every second at most.
+_FIRST_POLL = 0.02
+_MAX_POLL = 1.0
+
+
+class RemoteRoomsClient(RoomsClient):
+    """The rooms API of a remote machine (`agentkit serve`), acting as the member whose
+    token the [`RemoteMachine`][agentkit.conversations.RemoteMachine] holds; reached as
+    `client.rooms` inside `async with RemoteMachine(url, token) as client:`.
+
+    It implements [`RoomsClient`][agentkit.rooms.RoomsClient] with the same methods,
+    records (`RoomEvent`, `RoomGrant`, `DelegationRecord`, `RoomInfo`) and exceptions
+    as the in-process client. `subscribe` reconnects by itself when its connection
+    drops, resuming after the last position it yielded (no gap, no duplicate), for up
+    to the machine's `reconnect_timeout` seconds without reaching the server. A request
+    that cannot reach the server raises `ConversationError`.
+    """
+
+    def __init__(self, machine: RemoteMachine) -> None:
+        self._machine = machine
+
+    def __repr__(self) -> str:
+        return f"<RemoteRoomsClient of {self._machine!r}>"
+
+    @property
+    def participant(self) -> str:
+        """`member:<name>`: how this member appears as an author and in grants."""
+        return f"member:{self._machine.member.name}"
+
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        params: dict[str, str] | None = None,
+    ) -> Any:
+        machine = self._machine
+        return await machine._request(method, path, body=body, params=params, errors=_error_of)
+
+    # --- rooms ------------------------------------------------------------------------
+
+    async def create_room(self, name: str) -> RoomInfo:
+        """Create a room; its creator owns it and holds every grant in it.
+
+        Raises:
+            RoomAccessError: Viewers cannot create rooms.
+            RoomError: The name is not 1 to 200 characters.
+        """
+        if not isinstance(name, str) or not name.strip() or len(name) > 200:
+            raise RoomError("a room's name is 1 to 200 characters")
+        return RoomInfo.model_validate(await self._call("POST", "/v1/rooms", body={"name": name}))
+
+    async def list_rooms(self) -> list[RoomInfo]:
+        """The rooms this member owns or holds a grant in, oldest first."""
+        body = await self._call("GET", "/v1/rooms")
+        return [RoomInfo.model_validate(room) for room in body["rooms"]]
+
+    async def get_room(self, room_id: str) -> RoomInfo:
+        """A room with its head (`RoomNotFoundError` when it is not visible)."""
+        return RoomInfo.model_validate(await self._call("GET", _room(room_id)))
+
+    async def delete_room(self, room_id: str) -> None:
+        """Delete a room with its events (owners); its agents are removed first."""
+        await self._call("DELETE", _room(room_id))
+
+    # --- grants -----------------------------------------------------------------------
+
+    async def set_grant(
+        self, room_id: str, participant: str, *, read: Sequence[str], publish: Sequence[str]
+    ) -> RoomGrant:
+        """Give `participant` (`member:<name>`, `agent:<id>`, or `member:*` for every
+        member without a grant of its own) these read and publish patterns in the room,
+        replacing its grant (owners). Empty lists revoke."""
+        if not _routable(participant):
+            await self.list_grants(room_id)  # hidden rooms and non-owners say so first
+            raise RoomError(
+                f"participant {participant!r} is not 'member:<name>', 'member:*' (every "
+                "member) or 'agent:<id>'"
+            )
+        body = await self._call(
+            "PUT",
+            f"{_room(room_id)}/grants/{_segment(participant)}",
+            body={"read": _patterns(read), "publish": _patterns(publish)},
+        )
+        return _grant(body)
+
+    async def list_grants(self, room_id: str) -> list[RoomGrant]:
+        """The room's grants (owners)."""
+        body = await self._call("GET", f"{_room(room_id)}/grants")
+        return [_grant(grant) for grant in body["grants"]]
+
+    # --- events -----------------------------------------------------------------------
+
+    async def publish(self, room_id: str, events: EventInput | Sequence[EventInput]) -> list[int]:
+        """Publish one event or a batch, atomically; returns their positions.
+
+        Raises:
+            RoomAccessError: An event is outside the member's publish grants (nothing of
+                the batch is published).
+            RoomError: An empty or too large batch, or a payload too large.
+        """
+        batch = [events] if isinstance(events, EventInput) else list(events)
+        if not batch or len(batch) > MAX_BATCH:
+            raise RoomError(f"a publication holds 1 to {MAX_BATCH} events")
+        batch = [EventInput.model_validate(e) if isinstance(e, dict) else e for e in batch]
+        for item in batch:
+            if not isinstance(item, EventInput):
+                raise RoomError(f"{item!r} is not an EventInput")
+        wire = [item.model_dump(mode="json") for item in batch]
+        body = await self._call("POST", f"{_room(room_id)}/events", body={"events": wire})
+        return [int(position) for position in body["positions"]]
+
+    async def read(
+        self,
+        room_id: str,
+        *,
+        after: int = 0,
+        types: Sequence[str] | None = None,
+        limit: int = 100,
+    ) -> list[RoomEvent]:
+        """A page of the events after position `after` that the member may read (and of
+        `types` patterns, when given), at most `limit` (up to 1,000)."""
+        params = {"after": _after(after), "limit": str(max(1, min(int(limit), 1000)))}
+        if types:
+            params["types"] = _types(types)
+        body = await self._call("GET", f"{_room(room_id)}/events", params=params)
+        return [_event(event) for event in body["events"]]
+
+    def subscribe(
+        self, room_id: str, *, after: int = 0, types: Sequence[str] | None = None
+    ) -> AsyncIterator[RoomEvent]:
+        """The readable events after `after` (replayed), then each new one as it is
+        published, until the caller stops; resume with `after=<last position>`.
+
+        Read from the room's event stream; when the connection drops it reconnects by
+        itself with `Last-Event-ID` set to the last position it yielded.
+
+        Raises:
+            RoomNotFoundError: The room is not (or no longer) visible.
+            ConversationError: The server could not be reached again in time.
+        """
+        return self._subscribe(room_id, after, types)
+
+    async def _subscribe(
+        self, room_id: str, after: int, types: Sequence[str] | None
+    ) -> AsyncIterator[RoomEvent]:
+        cursor = int(_after(after))
+        params = {"types": _types(types)} if types else {}
+        path = f"{_room(room_id)}/events/stream"
+        backoff = _Backoff(self._machine._reconnect_timeout)
+        url = self._machine._url
+        while True:
+            headers = {"Last-Event-ID": str(cursor)}
+            try:
+                async with self._machine._stream(
+                    path, params, headers, None, errors=_error_of
+                ) as events:
+                    backoff.reached()
+                    async for sse in events:
+                        event = _parse_event(sse)
+                        if event is None or event.position <= cursor:
+                            continue  # a keep-alive, another kind, or seen already
+                        cursor = event.position
+                        backoff.progress()
+                        yield event
+            except (_Dropped, _Unreachable) as exc:
+                _logger.debug("subscription to room %s dropped: %s", room_id, exc)
+            # The server ended the stream (it is going away) or the connection dropped.
+            await backoff.wait(f"subscribed to room {room_id!r}", url)
+
+    # --- delegations ------------------------------------------------------------------
+
+    async def delegate(self, room_id: str, agent: str, task: Any) -> DelegationRecord:
+        """Ask `agent` (registered in the room) for a task; returns the `pending`
+        delegation (see `LocalRoomsClient.delegate`).
+
+        Raises:
+            RoomAccessError: Outside the grant to publish `delegation.requested`.
+            RoomAgentError: The room has no such agent.
+        """
+        body = await self._call(
+            "POST", f"{_room(room_id)}/delegations", body={"agent": agent, "task": task}
+        )
+        return _delegation(body)
+
+    async def get_delegation(self, room_id: str, delegation_id: str) -> DelegationRecord:
+        """A delegation, for its requester, the room's owners, and who may read
+        `delegation.*` events."""
+        if not _routable(delegation_id):
+            await self.get_room(room_id)
+            raise DelegationNotFoundError(f"room {room_id!r} has no delegation {delegation_id!r}")
+        body = await self._call("GET", f"{_room(room_id)}/delegations/{_segment(delegation_id)}")
+        return _delegation(body)
+
+    async def wait_delegation(self, room_id: str, delegation_id: str) -> DelegationRecord:
+        """The delegation once it is `completed` or `failed` (bound the wait with
+        `anyio.fail_after`); asked for again after 20 ms, doubling up to 1 s."""
+        delay = _FIRST_POLL
+        while True:
+            record = await self.get_delegation(room_id, delegation_id)
+            if record.status in ("completed", "failed"):
+                return record
+            await anyio.sleep(delay)
+            delay = min(delay * 2, _MAX_POLL)
+
+
+# --- wire ---------------------------------------------------------------------------------
+
+
+def _room(room_id: str) -> str:
+    if not isinstance(room_id, str) or not room_id:
+        raise RoomNotFoundError(f"no room {room_id!r}")
+    return f"/v1/rooms/{_segment(room_id)}"
+
+
+def _routable(segment: object) -> bool:
+    """Whether a path segment has a route: a '/' in it (even quoted) never does."""
+    return isinstance(segment, str) and bool(segment) and "/" not in segment
+
+
+def _after(after: object) -> str:
+    if not isinstance(after, int) or isinstance(after, bool) or after < 0:
+        raise RoomError(f"after must be a position (an integer of 0 or more), not {after!r}")
+    return str(after)
+
+
+def _patterns(patterns: Sequence[str]) -> list[str]:
+    if isinstance(patterns, str):
+        raise RoomError("patterns are a list of strings, not one string")
+    return list(patterns)
+
+
+def _types(types: Sequence[str]) -> str:
+    patterns = _patterns(types)
+    for pattern in patterns:
+        if not isinstance(pattern, str) or "," in pattern:
+            raise RoomError(f"{pattern!r} is not a type pattern")
+    return ",".join(patterns)
+
+
+def _event(data: dict[str, Any]) -> RoomEvent:
+    return RoomEvent(
+        room_id=data["room_id"],
+        position=int(data["position"]),
+        id=data["id"],
+        type=data["type"],
+        author=data["author"],
+        payload=data.get("payload"),
+        created_at=float(data["created_at"]),
+    )
+
+
+def _grant(data: dict[str, Any]) -> RoomGrant:
+    return RoomGrant(data["participant"], tuple(data["read"]), tuple(data["publish"]))
+
+
+def _delegation(data: dict[str, Any]) -> DelegationRecord:
+    return DelegationRecord(
+        id=data["id"],
+        room_id=data["room_id"],
+        agent=data["agent"],
+        task=data.get("task"),
+        status=data["status"],
+        requested_by=data["requested_by"],
+        created_at=float(data["created_at"]),
+        updated_at=float(data["updated_at"]),
+        result=data.get("result"),
+        error=data.get("error"),
+    )
+
+
+def _parse_event(sse: _SseEvent) -> RoomEvent | None:
+    """The room event an SSE event carries; `None` for a keep-alive or another kind."""
+    payload = _json_object(sse)
+    if payload is None:
+        return None
+    error = payload.get("error")
+    if isinstance(error, dict) and "code" in error:
+        raise _exception(str(error["code"]), str(error.get("message", "")))
+    if "position" not in payload or "type" not in payload:
+        return None
+    try:
+        return _event(payload)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RoomError(f"the server sent a room event this client cannot read: {exc}") from None
+
+
+def _error_of(status: int, content: bytes) -> Exception:
+    """The in-process rooms client's exception for an error answer of the server."""
+    try:
+        error = json.loads(content)["error"]
+        code, message = str(error["code"]), str(error["message"])
+    except (ValueError, KeyError, TypeError):
+        text = content.decode("utf-8", "replace").strip()[:200]
+        return RoomError(f"the server answered HTTP {status}: {text or 'no body'}")
+    return _exception(code, message)
+
+
+def _exception(code: str, message: str) -> Exception:
+    return _ERRORS.get(code, RoomError)(message)

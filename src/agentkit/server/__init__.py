@@ -1,0 +1,30 @@
+"""The machine over HTTP: `agentkit serve`, as a library.
+
+[`create_app`][agentkit.server.create_app] turns an open
+[`Machine`][agentkit.conversations.Machine] into an ASGI application (Starlette) with the
+routes described in `docs/server.md` and at `/openapi.json`;
+[`serve`][agentkit.server.serve] runs it with uvicorn on a socket from
+[`bind`][agentkit.server.bind] and stops it cleanly on SIGINT and SIGTERM. The client
+side is [`RemoteMachine`][agentkit.conversations.RemoteMachine].
+
+Needs the `server` extra: `pip install 'typed-agentkit[server]'`.
+"""
+
+from agentkit.server._app import DEFAULT_MAX_BODY_BYTES, create_app
+from agentkit.server._errors import ERROR_CODES
+from agentkit.server._extensions import ExtensionError, load_extension, running_extensions
+from agentkit.server._openapi import openapi_document
+from agentkit.server._serve import bind, serve, url_of
+
+__all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
+    "ERROR_CODES",
+    "ExtensionError",
+    "bind",
+    "create_app",
+    "load_extension",
+    "openapi_document",
+    "running_extensions",
+    "serve",
+    "url_of",
+]

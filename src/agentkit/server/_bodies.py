@@ -1,0 +1,96 @@
+"""The request and response bodies the conversations API's models do not cover already.
+
+Field names are snake_case on the wire, as every model of `agentkit.conversations` is
+dumped; unknown fields are refused (a misspelt `output_shema` is a 422, not ignored).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentkit.conversations import (
+    AgentInfo,
+    ConversationSummary,
+    Turn,
+    Visibility,
+)
+from agentkit.spec import ReasoningEffort
+
+__all__ = [
+    "AgentList",
+    "CancelResult",
+    "ConversationList",
+    "CreateConversation",
+    "ErrorBody",
+    "ErrorDetail",
+    "Health",
+    "PromptRequest",
+    "TurnList",
+    "UpdateConversation",
+]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CreateConversation(_Body):
+    """`POST /v1/conversations`."""
+
+    agent: str = "rool"
+    name: str = Field("", max_length=200)
+    visibility: Visibility = "private"
+    instructions: str | None = Field(None, max_length=100_000)
+
+
+class UpdateConversation(_Body):
+    """`PATCH /v1/conversations/{id}`: the fields given change."""
+
+    name: str | None = Field(None, max_length=200)
+    visibility: Visibility | None = None
+
+
+class PromptRequest(_Body):
+    """`POST /v1/conversations/{id}/runs`."""
+
+    prompt: str = Field("", max_length=1_000_000)
+    attachments: list[str] = Field(default_factory=list, max_length=100)
+    effort: ReasoningEffort | None = None
+    output_schema: dict[str, Any] | None = None
+    replace_turn: str | None = None
+
+
+class CancelResult(_Body):
+    """`POST .../runs/{run_id}/cancel`: whether the run was running (and has now ended)."""
+
+    cancelled: bool
+
+
+class AgentList(_Body):
+    agents: list[AgentInfo]
+
+
+class ConversationList(_Body):
+    conversations: list[ConversationSummary]
+
+
+class TurnList(_Body):
+    turns: list[Turn]
+
+
+class Health(_Body):
+    status: Literal["ok"] = "ok"
+
+
+class ErrorDetail(_Body):
+    code: str
+    message: str
+    field: str | None = None
+
+
+class ErrorBody(_Body):
+    """Every error answer."""
+
+    error: ErrorDetail

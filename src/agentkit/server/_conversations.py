@@ -1,0 +1,245 @@
+"""The conversations routes: agents, conversations, runs and their streams, each a few
+lines over the in-process client of the member the token names."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+
+import anyio
+from pydantic import BaseModel, ConfigDict
+from starlette.requests import Request
+from starlette.responses import Response
+
+from agentkit.conversations import (
+    ROOL,
+    AgentDefinition,
+    AgentExistsError,
+    ConversationView,
+    FinalEvent,
+    LocalClient,
+    Member,
+    OutputEvent,
+)
+from agentkit.server._bodies import (
+    AgentList,
+    CancelResult,
+    ConversationList,
+    CreateConversation,
+    PromptRequest,
+    TurnList,
+    UpdateConversation,
+)
+from agentkit.server._errors import HTTPError
+from agentkit.server._http import json_response, read_body, state_of, stream_response
+from agentkit.server._sse import encode_event
+
+_EVENT_NAMES = {
+    "text_delta": "text_delta",
+    "text": "text",
+    "tool_call": "tool_use",
+    "tool_result": "tool_result",
+    "json": "structured_output",
+    "attachment": "attachment",
+}
+"""The SSE event name of each output part: the core event type it comes from."""
+
+
+def _client(request: Request, member: Member) -> LocalClient:
+    return state_of(request).machine.client(member)
+
+
+# --- members and agents --------------------------------------------------------------------
+
+
+async def me(request: Request, member: Member) -> Response:
+    return json_response(member)
+
+
+async def list_agents(request: Request, member: Member) -> Response:
+    client = _client(request, member)
+    return json_response(AgentList(agents=await client.list_agents()))
+
+
+async def put_agent(request: Request, member: Member) -> Response:
+    client = _client(request, member)
+    name = request.path_params["name"]
+    body = await read_body(request, _AgentBody)
+    if body.name is not None and body.name != name:
+        raise HTTPError("invalid", f"the body names {body.name!r}, the path {name!r}", field="name")
+    fields = body.model_dump(exclude_unset=True, exclude={"name"})
+    definition = AgentDefinition.model_validate({**fields, "name": name})
+    create_only = request.headers.get("if-none-match", "").strip() == "*"
+    replace_only = request.headers.get("if-match", "").strip() == "*"
+    if replace_only:
+        return json_response(await client.replace_agent(definition))
+    try:
+        return json_response(await client.create_agent(definition), 201)
+    except AgentExistsError:
+        if create_only:
+            raise
+    return json_response(await client.replace_agent(definition))
+
+
+class _AgentBody(BaseModel):
+    """An `AgentDefinition` whose name may be left out (the path says it)."""
+
+    model_config = ConfigDict(extra="allow")
+    name: str | None = None
+
+
+async def delete_agent(request: Request, member: Member) -> Response:
+    client = _client(request, member)
+    name = request.path_params["name"]
+    if name == ROOL:
+        raise HTTPError("agent_protected", "the agent 'rool' is built in: it cannot be deleted")
+    for info in await client.list_agents():
+        if info.name == name and info.source == "configured":
+            raise HTTPError(
+                "agent_protected",
+                f"the agent {name!r} is configured (a definition file or an app): delete it there",
+            )
+    await client.delete_agent(name)
+    return Response(status_code=204)
+
+
+# --- conversations -------------------------------------------------------------------------
+
+
+async def create_conversation(request: Request, member: Member) -> Response:
+    client = _client(request, member)
+    body = await read_body(request, CreateConversation, empty_ok=True)
+    conversation = await client.create_conversation(
+        agent=body.agent, name=body.name, visibility=body.visibility, instructions=body.instructions
+    )
+    details = await conversation.get()
+    return json_response(details, 201, {"Location": f"/v1/conversations/{details.id}"})
+
+
+async def list_conversations(request: Request, member: Member) -> Response:
+    client = _client(request, member)
+    return json_response(ConversationList(conversations=await client.list_conversations()))
+
+
+async def get_conversation(request: Request, member: Member) -> Response:
+    client = _client(request, member)
+    return json_response(await client.get_conversation(request.path_params["id"]))
+
+
+async def update_conversation(request: Request, member: Member) -> Response:
+    client = _client(request, member)
+    conversation_id = request.path_params["id"]
+    body = await read_body(request, UpdateConversation, empty_ok=True)
+    if body.name is not None:
+        await client.rename_conversation(conversation_id, body.name)
+    if body.visibility is not None:
+        await client.set_visibility(conversation_id, body.visibility)
+    return json_response(await client.get_conversation(conversation_id))
+
+
+async def delete_conversation(request: Request, member: Member) -> Response:
+    client = _client(request, member)
+    await client.delete_conversation(request.path_params["id"])
+    return Response(status_code=204)
+
+
+async def list_turns(request: Request, member: Member) -> Response:
+    client = _client(request, member)
+    return json_response(TurnList(turns=await client.list_turns(request.path_params["id"])))
+
+
+# --- runs ----------------------------------------------------------------------------------
+
+
+async def start_run(request: Request, member: Member) -> Response:
+    client = _client(request, member)
+    conversation_id = request.path_params["id"]
+    body = await read_body(request, PromptRequest)
+    if state_of(request).closing:
+        raise HTTPError("unavailable", "the server is shutting down")
+    accepted = await client.prompt(
+        conversation_id,
+        body.prompt,
+        attachments=body.attachments,
+        effort=body.effort,
+        output_schema=body.output_schema,
+        replace_turn=body.replace_turn,
+    )
+    location = f"/v1/conversations/{conversation_id}/runs/{accepted.run_id}/events"
+    return json_response(accepted, 202, {"Location": location})
+
+
+def _after(request: Request) -> int | None:
+    """Where a follow resumes: `Last-Event-ID` (what a browser's EventSource sends when
+    it reconnects), else `?after=`."""
+    raw = request.headers.get("last-event-id")
+    field = "Last-Event-ID"
+    if raw is None:
+        raw, field = request.query_params.get("after"), "after"
+    if raw is None or raw.strip() == "":
+        return None
+    try:
+        after = int(raw)
+    except ValueError:
+        raise HTTPError("invalid", f"{field} must be an offset (an integer)", field=field) from None
+    if after < -1:
+        raise HTTPError("invalid", f"{field} must be -1 or more", field=field)
+    return after
+
+
+async def follow_run(request: Request, member: Member) -> Response:
+    events = await state_of(request).machine.follow_checked(
+        member,
+        request.path_params["id"],
+        request.path_params["run_id"],
+        after=_after(request),
+    )
+
+    async def encoded() -> AsyncGenerator[bytes, None]:
+        async for event in events:
+            data = event.model_dump(mode="json")
+            if isinstance(event, OutputEvent):
+                yield encode_event(_EVENT_NAMES[event.part.type], data, event.offset)
+            else:
+                assert isinstance(event, FinalEvent)
+                yield encode_event(event.status, data, event.offset)
+
+    return stream_response(request, encoded(), ends_by_itself=True)
+
+
+async def cancel_run(request: Request, member: Member) -> Response:
+    cancelled = await state_of(request).machine.cancel_run(
+        member, request.path_params["id"], request.path_params["run_id"]
+    )
+    return json_response(CancelResult(cancelled=cancelled), 202)
+
+
+async def cancel_active(request: Request, member: Member) -> Response:
+    client = _client(request, member)
+    cancelled = await client.cancel(request.path_params["id"])
+    return json_response(CancelResult(cancelled=cancelled), 202)
+
+
+async def watch_conversation(request: Request, member: Member) -> Response:
+    client = _client(request, member)
+    latest: list[ConversationView] = []
+    changed = [anyio.Event()]
+
+    def deliver(view: ConversationView) -> None:
+        # Only the newest view matters to a reader that fell behind: keep that one.
+        latest[:] = [view]
+        changed[0].set()
+
+    stop = await client.watch(request.path_params["id"], deliver)
+
+    async def encoded() -> AsyncGenerator[bytes, None]:
+        try:
+            number = 0
+            while True:
+                await changed[0].wait()
+                changed[0] = anyio.Event()
+                number += 1
+                yield encode_event("view", latest[0].model_dump(mode="json"), number)
+        finally:
+            stop()
+
+    return stream_response(request, encoded(), ends_by_itself=False)

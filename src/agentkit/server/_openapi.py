@@ -1,0 +1,551 @@
+"""The OpenAPI 3.1 description of the HTTP API, built from the same pydantic models the
+handlers read and write (so the description cannot drift from what is served)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter
+from pydantic.json_schema import JsonSchemaMode, models_json_schema
+
+from agentkit._version import __version__
+from agentkit.conversations import (
+    AgentDefinition,
+    AgentInfo,
+    ConversationDetails,
+    ConversationView,
+    FinalEvent,
+    Member,
+    OutputEvent,
+    PromptAccepted,
+)
+from agentkit.rooms import RoomInfo
+from agentkit.server._bodies import (
+    AgentList,
+    CancelResult,
+    ConversationList,
+    CreateConversation,
+    ErrorBody,
+    Health,
+    PromptRequest,
+    TurnList,
+    UpdateConversation,
+)
+from agentkit.server._errors import ERROR_CODES
+from agentkit.server._rooms import (
+    CreateRoom,
+    DelegationRequest,
+    GrantBody,
+    PublishBody,
+    RoomList,
+)
+from agentkit.stores import DelegationRecord, RoomEvent, RoomGrant
+
+__all__ = ["openapi_document"]
+
+_REF = "#/components/schemas/{model}"
+_READ: tuple[type[BaseModel], ...] = (
+    AgentInfo,
+    AgentList,
+    CancelResult,
+    ConversationDetails,
+    ConversationList,
+    ConversationView,
+    ErrorBody,
+    FinalEvent,
+    Health,
+    Member,
+    OutputEvent,
+    PromptAccepted,
+    RoomInfo,
+    RoomList,
+    TurnList,
+)
+_DATACLASSES: tuple[type, ...] = (DelegationRecord, RoomEvent, RoomGrant)
+_WRITE: tuple[type[BaseModel], ...] = (
+    AgentDefinition,
+    CreateConversation,
+    PromptRequest,
+    UpdateConversation,
+    CreateRoom,
+    GrantBody,
+    PublishBody,
+    DelegationRequest,
+)
+
+
+def _ref(model: type) -> dict[str, str]:
+    return {"$ref": _REF.format(model=model.__name__)}
+
+
+def _content(model: type) -> dict[str, Any]:
+    return {"application/json": {"schema": _ref(model)}}
+
+
+def _list_of(key: str, model: type) -> dict[str, Any]:
+    schema = {
+        "type": "object",
+        "properties": {key: {"type": "array", "items": _ref(model)}},
+        "required": [key],
+    }
+    return {"application/json": {"schema": schema}}
+
+
+def _error(description: str) -> dict[str, Any]:
+    return {"description": description, "content": _content(ErrorBody)}
+
+
+_SSE_FOLLOW = (
+    "`text/event-stream`. One event per output part: `id:` its offset in the run's log, "
+    "`event:` the core's event type (`text_delta`, `text`, `tool_use`, `tool_result`, "
+    "`structured_output`), `data:` an `OutputEvent`. The last event is `completed`, "
+    "`cancelled` or `error` with a `FinalEvent`; then the stream closes. Comment lines "
+    "(`: keep-alive`) keep an idle stream open."
+)
+_SSE_WATCH = (
+    "`text/event-stream`. `event: view` with a `ConversationView`, at once and after every "
+    "change; `id:` counts the views of this stream."
+)
+
+
+def _operation(
+    operation_id: str,
+    summary: str,
+    responses: dict[str, Any],
+    *,
+    body: type[BaseModel] | None = None,
+    body_required: bool = True,
+    parameters: list[dict[str, Any]] | None = None,
+    secured: bool = True,
+) -> dict[str, Any]:
+    operation: dict[str, Any] = {"operationId": operation_id, "summary": summary}
+    if parameters:
+        operation["parameters"] = parameters
+    if body is not None:
+        operation["requestBody"] = {"required": body_required, "content": _content(body)}
+        responses = {
+            **responses,
+            "413": _error("The body is over the server's limit."),
+            "415": _error("The body is not JSON."),
+            "422": _error("A field is not valid (`field` names it)."),
+        }
+    if secured:
+        operation["security"] = [{"bearer": []}]
+        responses = {**responses, "401": _error("No token, or not a member's.")}
+    operation["responses"] = responses
+    return operation
+
+
+def _path(name: str, description: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "in": "path",
+        "required": True,
+        "description": description,
+        "schema": {"type": "string"},
+    }
+
+
+def openapi_document() -> dict[str, Any]:
+    """The OpenAPI 3.1 document served at `/openapi.json`."""
+    definitions: dict[str, Any] = {}
+    for mode, models in (("serialization", _READ), ("validation", _WRITE)):
+        typed_mode: JsonSchemaMode = "serialization" if mode == "serialization" else "validation"
+        _, schema = models_json_schema(
+            [(model, typed_mode) for model in models], ref_template=_REF, by_alias=False
+        )
+        definitions.update(schema.get("$defs", {}))
+    for kind in _DATACLASSES:
+        definitions[kind.__name__] = TypeAdapter(kind).json_schema(ref_template=_REF)
+    conversation = _path("id", "The conversation's id.")
+    run = _path("run_id", "The run's id.")
+    agent = _path("name", "The agent's name.")
+    missing = _error("The conversation does not exist or is not visible to the caller.")
+    forbidden = _error("The caller's role may not do this.")
+    busy = _error("A run of this conversation is going already.")
+    after = [
+        {
+            "name": "after",
+            "in": "query",
+            "required": False,
+            "description": "Resume after this offset (`Last-Event-ID` wins when both are given).",
+            "schema": {"type": "integer", "minimum": -1},
+        },
+        {
+            "name": "Last-Event-ID",
+            "in": "header",
+            "required": False,
+            "description": "The last offset the client received: resume after it.",
+            "schema": {"type": "integer", "minimum": -1},
+        },
+    ]
+    sse_follow = {"text/event-stream": {"schema": {"type": "string"}}}
+    paths: dict[str, Any] = {
+        "/healthz": {
+            "get": _operation(
+                "healthz",
+                "Whether the server answers.",
+                {"200": {"description": "It does.", "content": _content(Health)}},
+                secured=False,
+            )
+        },
+        "/openapi.json": {
+            "get": _operation(
+                "openapi",
+                "This document.",
+                {"200": {"description": "OpenAPI 3.1.", "content": {"application/json": {}}}},
+                secured=False,
+            )
+        },
+        "/v1/me": {
+            "get": _operation(
+                "getMe",
+                "The member the token belongs to.",
+                {"200": {"description": "The member.", "content": _content(Member)}},
+            )
+        },
+        "/v1/agents": {
+            "get": _operation(
+                "listAgents",
+                "Every agent of the machine, `rool` first.",
+                {"200": {"description": "The agents.", "content": _content(AgentList)}},
+            )
+        },
+        "/v1/agents/{name}": {
+            "put": _operation(
+                "putAgent",
+                "Create or replace an agent (owners). `If-None-Match: *` creates only (409 "
+                "when it exists); `If-Match: *` replaces only (404 when it does not).",
+                {
+                    "200": {"description": "Replaced.", "content": _content(AgentInfo)},
+                    "201": {"description": "Created.", "content": _content(AgentInfo)},
+                    "403": forbidden,
+                    "404": _error("`If-Match: *` and no such agent."),
+                    "409": _error("`If-None-Match: *` and the agent exists."),
+                },
+                body=AgentDefinition,
+                parameters=[agent],
+            ),
+            "delete": _operation(
+                "deleteAgent",
+                "Delete an agent (owners); `rool` and configured agents cannot be.",
+                {
+                    "204": {"description": "Deleted."},
+                    "403": forbidden,
+                    "404": _error("No such agent."),
+                    "409": _error("`rool` or a configured agent."),
+                },
+                parameters=[agent],
+            ),
+        },
+        "/v1/conversations": {
+            "get": _operation(
+                "listConversations",
+                "The conversations the caller can see, most recent first.",
+                {"200": {"description": "Light rows.", "content": _content(ConversationList)}},
+            ),
+            "post": _operation(
+                "createConversation",
+                "Create a conversation (owners and editors).",
+                {
+                    "201": {"description": "Created.", "content": _content(ConversationDetails)},
+                    "403": forbidden,
+                    "404": _error("No such agent."),
+                },
+                body=CreateConversation,
+                body_required=False,
+            ),
+        },
+        "/v1/conversations/{id}": {
+            "get": _operation(
+                "getConversation",
+                "A conversation's metadata and saved turns.",
+                {
+                    "200": {"description": "It.", "content": _content(ConversationDetails)},
+                    "404": missing,
+                },
+                parameters=[conversation],
+            ),
+            "patch": _operation(
+                "updateConversation",
+                "Rename it or change its visibility.",
+                {
+                    "200": {
+                        "description": "It, changed.",
+                        "content": _content(ConversationDetails),
+                    },
+                    "403": forbidden,
+                    "404": missing,
+                },
+                body=UpdateConversation,
+                parameters=[conversation],
+            ),
+            "delete": _operation(
+                "deleteConversation",
+                "Delete it with its runs and turns (a running run is cancelled).",
+                {"204": {"description": "Deleted."}, "403": forbidden, "404": missing},
+                parameters=[conversation],
+            ),
+        },
+        "/v1/conversations/{id}/turns": {
+            "get": _operation(
+                "listTurns",
+                "The saved turns, oldest first.",
+                {
+                    "200": {"description": "The turns.", "content": _content(TurnList)},
+                    "404": missing,
+                },
+                parameters=[conversation],
+            )
+        },
+        "/v1/conversations/{id}/runs": {
+            "post": _operation(
+                "startRun",
+                "Prompt: start a run; answers once it is stored.",
+                {
+                    "202": {"description": "Accepted.", "content": _content(PromptAccepted)},
+                    "403": forbidden,
+                    "404": missing,
+                    "409": busy,
+                    "503": _error("The server is shutting down."),
+                },
+                body=PromptRequest,
+                parameters=[conversation],
+            )
+        },
+        "/v1/conversations/{id}/runs/{run_id}/events": {
+            "get": _operation(
+                "followRun",
+                "Follow a run's output parts (SSE).",
+                {
+                    "200": {"description": _SSE_FOLLOW, "content": sse_follow},
+                    "404": _error("No such conversation or run (or not visible)."),
+                    "422": _error("`after` is not an offset."),
+                },
+                parameters=[conversation, run, *after],
+            )
+        },
+        "/v1/conversations/{id}/runs/{run_id}/cancel": {
+            "post": _operation(
+                "cancelRun",
+                "Stop the run if it is the running one; answers once it has ended.",
+                {
+                    "202": {"description": "Done.", "content": _content(CancelResult)},
+                    "403": forbidden,
+                    "404": _error("No such conversation or run (or not visible)."),
+                },
+                parameters=[conversation, run],
+            )
+        },
+        "/v1/conversations/{id}/cancel": {
+            "post": _operation(
+                "cancelConversation",
+                "Stop the conversation's running run, whichever it is; answers once it has "
+                "ended (`cancelled` is false when none was going).",
+                {
+                    "202": {"description": "Done.", "content": _content(CancelResult)},
+                    "403": forbidden,
+                    "404": missing,
+                },
+                parameters=[conversation],
+            )
+        },
+        "/v1/conversations/{id}/watch": {
+            "get": _operation(
+                "watchConversation",
+                "The conversation's view, at once and after every change (SSE).",
+                {
+                    "200": {"description": _SSE_WATCH, "content": sse_follow},
+                    "404": missing,
+                },
+                parameters=[conversation],
+            )
+        },
+    }
+    paths.update(_room_paths(forbidden))
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "agentkit machine",
+            "version": __version__,
+            "description": (
+                "Agents and durable conversations over HTTP. Errors are "
+                '`{"error": {"code", "message", "field"?}}`; codes: '
+                + ", ".join(f"`{code}` ({status})" for code, status in ERROR_CODES.items())
+                + "."
+            ),
+        },
+        "paths": paths,
+        "components": {
+            "schemas": definitions,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+    }
+
+
+def _room_paths(forbidden: dict[str, Any]) -> dict[str, Any]:
+    room = _path("room", "The room's id.")
+    missing = _error("No such room, or the caller holds no grant in it.")
+    after = {
+        "name": "after",
+        "in": "query",
+        "required": False,
+        "description": "Events after this position (0: from the start).",
+        "schema": {"type": "integer", "minimum": 0},
+    }
+    types = {
+        "name": "types",
+        "in": "query",
+        "required": False,
+        "description": "Comma-separated type patterns (`chat.*,measurements.word_count`).",
+        "schema": {"type": "string"},
+    }
+    positions = {
+        "application/json": {
+            "schema": {
+                "type": "object",
+                "properties": {"positions": {"type": "array", "items": {"type": "integer"}}},
+                "required": ["positions"],
+            }
+        }
+    }
+    return {
+        "/v1/rooms": {
+            "get": _operation(
+                "listRooms",
+                "The rooms the caller owns or holds a grant in.",
+                {"200": {"description": "The rooms.", "content": _content(RoomList)}},
+            ),
+            "post": _operation(
+                "createRoom",
+                "Create a room (owners and editors); its creator owns it.",
+                {
+                    "201": {"description": "Created.", "content": _content(RoomInfo)},
+                    "403": forbidden,
+                },
+                body=CreateRoom,
+            ),
+        },
+        "/v1/rooms/{room}": {
+            "get": _operation(
+                "getRoom",
+                "A room.",
+                {"200": {"description": "It.", "content": _content(RoomInfo)}, "404": missing},
+                parameters=[room],
+            ),
+            "delete": _operation(
+                "deleteRoom",
+                "Delete a room with its events (the room's owners).",
+                {"204": {"description": "Deleted."}, "403": forbidden, "404": missing},
+                parameters=[room],
+            ),
+        },
+        "/v1/rooms/{room}/grants": {
+            "get": _operation(
+                "listGrants",
+                "The room's grants (its owners).",
+                {
+                    "200": {"description": "Grants.", "content": _list_of("grants", RoomGrant)},
+                    "403": forbidden,
+                    "404": missing,
+                },
+                parameters=[room],
+            )
+        },
+        "/v1/rooms/{room}/grants/{participant}": {
+            "put": _operation(
+                "putGrant",
+                "Set what a participant (`member:<name>`, `agent:<id>`) may read and publish "
+                "(the room's owners); empty lists revoke.",
+                {
+                    "200": {"description": "The grant.", "content": _content(RoomGrant)},
+                    "403": forbidden,
+                    "404": missing,
+                },
+                body=GrantBody,
+                parameters=[room, _path("participant", "`member:<name>` or `agent:<id>`.")],
+            )
+        },
+        "/v1/rooms/{room}/events": {
+            "post": _operation(
+                "publish",
+                "Publish one event or a batch, atomically.",
+                {
+                    "201": {"description": "Their positions.", "content": positions},
+                    "403": _error("An event is outside the caller's grants: nothing published."),
+                    "404": missing,
+                },
+                body=PublishBody,
+                parameters=[room],
+            ),
+            "get": _operation(
+                "readEvents",
+                "A page of readable events after a position.",
+                {
+                    "200": {"description": "Events.", "content": _list_of("events", RoomEvent)},
+                    "404": missing,
+                    "422": _error("A bad position, pattern or limit."),
+                },
+                parameters=[
+                    room,
+                    after,
+                    types,
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
+                    },
+                ],
+            ),
+        },
+        "/v1/rooms/{room}/events/stream": {
+            "get": _operation(
+                "streamEvents",
+                "Readable events after a position, then live (SSE): `id:` the position, "
+                "`event:` the type, `data:` a `RoomEvent`; `Last-Event-ID` resumes.",
+                {
+                    "200": {
+                        "description": "`text/event-stream`",
+                        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                    },
+                    "404": missing,
+                    "422": _error("A bad position or pattern."),
+                },
+                parameters=[room, after, types],
+            )
+        },
+        "/v1/rooms/{room}/delegations": {
+            "post": _operation(
+                "delegate",
+                "Ask an agent of the room for a task (needs the grant to publish "
+                "`delegation.requested`).",
+                {
+                    "202": {"description": "Pending.", "content": _content(DelegationRecord)},
+                    "403": forbidden,
+                    "404": _error("No such room or agent."),
+                },
+                body=DelegationRequest,
+                parameters=[room],
+            )
+        },
+        "/v1/rooms/{room}/delegations/{id}": {
+            "get": _operation(
+                "getDelegation",
+                "A delegation: `pending`, `running`, `completed` (with `result`) or `failed`.",
+                {
+                    "200": {"description": "It.", "content": _content(DelegationRecord)},
+                    "404": _error("No such room or delegation."),
+                },
+                parameters=[room, _path("id", "The delegation's id.")],
+            )
+        },
+        "/v1/rooms/{room}/agents": {
+            "get": _operation(
+                "listRoomAgents",
+                "The agents working in the room on this server: cursor, lag, failures.",
+                {"200": {"description": "Their progress.", "content": {"application/json": {}}}},
+                parameters=[room],
+            )
+        },
+    }

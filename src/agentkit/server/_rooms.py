@@ -1,0 +1,183 @@
+"""The rooms routes: rooms, grants, events (a JSON page or an SSE stream), delegations,
+each a few lines over the in-process rooms client of the member the token names."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.requests import Request
+from starlette.responses import Response
+
+from agentkit.conversations import Member
+from agentkit.rooms import EventInput, LocalRoomsClient, RoomEvent, RoomInfo
+from agentkit.server._errors import HTTPError
+from agentkit.server._http import json_response, read_body, state_of, stream_response
+from agentkit.server._sse import encode_event
+
+__all__ = ["CreateRoom", "DelegationRequest", "GrantBody", "PublishBody", "RoomList"]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CreateRoom(_Body):
+    """`POST /v1/rooms`."""
+
+    name: str = Field(min_length=1, max_length=200)
+
+
+class GrantBody(_Body):
+    """`PUT /v1/rooms/{room}/grants/{participant}`: empty lists revoke the grant."""
+
+    read: list[str] = Field(default_factory=list, max_length=100)
+    publish: list[str] = Field(default_factory=list, max_length=100)
+
+
+class PublishBody(_Body):
+    """`POST /v1/rooms/{room}/events`: one event (`type`, `payload`) or a batch
+    (`events`), published atomically."""
+
+    type: str | None = None
+    payload: Any = None
+    events: list[EventInput] | None = Field(None, max_length=100)
+
+
+class DelegationRequest(_Body):
+    """`POST /v1/rooms/{room}/delegations`."""
+
+    agent: str
+    task: Any = None
+
+
+class RoomList(_Body):
+    rooms: list[RoomInfo]
+
+
+def _rooms(request: Request, member: Member) -> LocalRoomsClient:
+    return state_of(request).machine.rooms_client(member)
+
+
+def _types(request: Request) -> list[str] | None:
+    raw = request.query_params.get("types")
+    if raw is None or not raw.strip():
+        return None
+    return [part.strip() for part in raw.split(",") if part.strip()]
+
+
+def _after(request: Request, *, header: bool) -> int:
+    raw = request.headers.get("last-event-id") if header else None
+    name = "Last-Event-ID"
+    if raw is None:
+        raw, name = request.query_params.get("after"), "after"
+    if raw is None or not raw.strip():
+        return 0
+    if not raw.strip().isdigit():
+        raise HTTPError("invalid", f"{name} must be a position (0 or more)", field=name)
+    return int(raw)
+
+
+def _event(event: RoomEvent) -> dict[str, Any]:
+    return dataclasses.asdict(event)
+
+
+async def create_room(request: Request, member: Member) -> Response:
+    body = await read_body(request, CreateRoom)
+    room = await _rooms(request, member).create_room(body.name)
+    return json_response(room, 201, {"Location": f"/v1/rooms/{room.id}"})
+
+
+async def list_rooms(request: Request, member: Member) -> Response:
+    return json_response(RoomList(rooms=await _rooms(request, member).list_rooms()))
+
+
+async def get_room(request: Request, member: Member) -> Response:
+    return json_response(await _rooms(request, member).get_room(request.path_params["room"]))
+
+
+async def delete_room(request: Request, member: Member) -> Response:
+    await _rooms(request, member).delete_room(request.path_params["room"])
+    return Response(status_code=204)
+
+
+async def put_grant(request: Request, member: Member) -> Response:
+    body = await read_body(request, GrantBody)
+    grant = await _rooms(request, member).set_grant(
+        request.path_params["room"],
+        request.path_params["participant"],
+        read=body.read,
+        publish=body.publish,
+    )
+    return json_response(dataclasses.asdict(grant))
+
+
+async def list_grants(request: Request, member: Member) -> Response:
+    grants = await _rooms(request, member).list_grants(request.path_params["room"])
+    return json_response({"grants": [dataclasses.asdict(grant) for grant in grants]})
+
+
+async def publish(request: Request, member: Member) -> Response:
+    body = await read_body(request, PublishBody)
+    if body.events is not None and body.type is not None:
+        raise HTTPError("invalid", "give one event or 'events', not both", field="type")
+    if body.events is not None:
+        events = body.events
+    elif body.type is not None:
+        events = [EventInput(type=body.type, payload=body.payload)]
+    else:
+        raise HTTPError("invalid", "an event needs a 'type' (or give 'events')", field="type")
+    positions = await _rooms(request, member).publish(request.path_params["room"], events)
+    return json_response({"positions": positions}, 201)
+
+
+async def read_events(request: Request, member: Member) -> Response:
+    raw_limit = request.query_params.get("limit", "100")
+    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= 1000:
+        raise HTTPError("invalid", "limit must be 1 to 1000", field="limit")
+    events = await _rooms(request, member).read(
+        request.path_params["room"],
+        after=_after(request, header=False),
+        types=_types(request),
+        limit=int(raw_limit),
+    )
+    return json_response({"events": [_event(event) for event in events]})
+
+
+async def stream_events(request: Request, member: Member) -> Response:
+    rooms = _rooms(request, member)
+    room_id = request.path_params["room"]
+    after = _after(request, header=True)
+    types = _types(request)
+    await rooms.read(room_id, after=after, types=types, limit=1)  # 404 and 422 up front
+
+    async def encoded() -> AsyncGenerator[bytes, None]:
+        async for event in rooms.subscribe(room_id, after=after, types=types):
+            yield encode_event(event.type, _event(event), event.position)
+
+    return stream_response(request, encoded(), ends_by_itself=False)
+
+
+async def delegate(request: Request, member: Member) -> Response:
+    body = await read_body(request, DelegationRequest)
+    record = await _rooms(request, member).delegate(
+        request.path_params["room"], body.agent, body.task
+    )
+    location = f"/v1/rooms/{record.room_id}/delegations/{record.id}"
+    return json_response(dataclasses.asdict(record), 202, {"Location": location})
+
+
+async def get_delegation(request: Request, member: Member) -> Response:
+    record = await _rooms(request, member).get_delegation(
+        request.path_params["room"], request.path_params["id"]
+    )
+    return json_response(dataclasses.asdict(record))
+
+
+async def list_workers(request: Request, member: Member) -> Response:
+    room_id = request.path_params["room"]
+    await _rooms(request, member).get_room(room_id)  # visible to the caller
+    statuses = await state_of(request).machine.rooms.workers(room_id)
+    return json_response({"agents": [{**dataclasses.asdict(s), "lag": s.lag} for s in statuses]})

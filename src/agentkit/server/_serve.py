@@ -1,0 +1,138 @@
+"""Serving a machine with uvicorn, and stopping it cleanly.
+
+The socket is bound before anything else (a port in use is known at once, and port 0
+gets its real number to print), and the signals are agentkit's, not uvicorn's: on the
+first SIGINT or SIGTERM the server refuses new runs, ends the runs in flight as
+interrupted (their followers get that final event), closes the watch streams, and only
+then lets uvicorn finish the open responses. A second signal exits at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import sys
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from agentkit.conversations import Machine
+from agentkit.server._app import DEFAULT_MAX_BODY_BYTES, create_app
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+__all__ = ["bind", "serve", "url_of"]
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on `host:port` (port 0: any free port).
+
+    Raises:
+        OSError: The address is in use or cannot be bound.
+    """
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+        sock.set_inheritable(True)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    """`http://host:port` of a bound socket."""
+    host, port = sock.getsockname()[:2]
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
+async def serve(
+    machine: Machine,
+    sock: socket.socket,
+    *,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    cors_origins: Sequence[str] = (),
+    keepalive: float = 15.0,
+    shutdown_timeout: float = 10.0,
+) -> None:
+    """Serve `machine` (open) on `sock` until SIGINT or SIGTERM, on asyncio.
+
+    Args:
+        machine: An open machine (`async with machine:`).
+        sock: A listening socket (see `bind`).
+        max_body_bytes: The largest request body accepted.
+        cors_origins: Origins browsers may call from (none: no CORS headers).
+        keepalive: Seconds between keep-alive comments on idle SSE streams.
+        shutdown_timeout: Seconds the runs in flight and the open responses get to end
+            once a stop is asked.
+    """
+    import uvicorn
+
+    app = create_app(
+        machine, max_body_bytes=max_body_bytes, cors_origins=cors_origins, keepalive=keepalive
+    )
+    config = uvicorn.Config(
+        app,
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=max(1, int(shutdown_timeout)),
+        # Behind a proxy, X-Forwarded-* are only trusted from the addresses configured
+        # in FORWARDED_ALLOW_IPS (uvicorn's own setting); nothing here reads them.
+    )
+    server = _quiet_server(config)
+    async with anyio.create_task_group() as group:
+        group.start_soon(_stop_on_signals, app, machine, server, shutdown_timeout)
+        await server.serve(sockets=[sock])
+        group.cancel_scope.cancel()
+
+
+async def stop(app: Starlette, machine: Machine, server: Any, grace: float) -> None:
+    """The clean stop: no new runs, the runs in flight ended as interrupted, the watch
+    streams closed; then uvicorn finishes the responses still open."""
+    state = app.state.agentkit
+    state.closing = True
+    with anyio.move_on_after(grace):
+        await machine.interrupt_runs()
+    for scope in list(state.watch_streams):
+        scope.cancel()
+    server.should_exit = True
+
+
+async def _stop_on_signals(app: Starlette, machine: Machine, server: Any, grace: float) -> None:
+    try:
+        receiver = anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM)
+    except NotImplementedError:  # Windows: uvicorn's own handling is all there is
+        return
+    with receiver as signals:
+        stopping = False
+        async for signum in signals:
+            if stopping:
+                for stream in (sys.stdout, sys.stderr):
+                    with contextlib.suppress(Exception):
+                        stream.flush()
+                os._exit(128 + signum)
+            stopping = True
+            await stop(app, machine, server, grace)
+
+
+def _quiet_server(config: Any) -> Any:
+    """uvicorn's server without its signal handlers: agentkit's stop comes first."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    return Server(config)

@@ -1,0 +1,115 @@
+"""Server-sent events: one ASGI response that writes a stream of events, keeps an idle
+connection open with comment lines, and stops its source the moment the client leaves.
+
+Not a `StreamingResponse` over an async generator: the source, the keep-alive timer and
+the disconnect listener are three tasks of one task group, so a client that goes away
+cancels the source at once (a follow of a long run must not linger), and nothing yields
+from inside a cancel scope.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import anyio
+from starlette.types import Receive, Scope, Send
+
+__all__ = ["EventStream", "encode_event"]
+
+
+def encode_event(event: str, data: Any, event_id: int | None = None) -> bytes:
+    """One SSE event. `data` is written as one line of compact JSON (JSON never needs a
+    raw newline), so every `data:` field holds a whole object."""
+    lines = []
+    if event_id is not None:
+        lines.append(f"id: {event_id}")
+    lines.append(f"event: {event}")
+    lines.append("data: " + json.dumps(data, ensure_ascii=False, separators=(",", ":")))
+    return ("\n".join(lines) + "\n\n").encode("utf-8")
+
+
+class EventStream:
+    """An ASGI response streaming the encoded events of `source`.
+
+    Args:
+        source: Encoded events (see `encode_event`); the stream ends when it does.
+        keepalive: Seconds of silence after which a `: keep-alive` comment is written,
+            so proxies do not close an idle stream.
+        streams: The server's open streams: this one's cancel scope is in it while it
+            runs, so that a server shutting down can end it.
+    """
+
+    media_type = "text/event-stream"
+
+    def __init__(
+        self,
+        source: AsyncGenerator[bytes, None],
+        *,
+        keepalive: float,
+        streams: set[anyio.CancelScope] | None = None,
+    ) -> None:
+        self._source = source
+        self._keepalive = keepalive
+        self._streams = streams
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [
+                    (b"content-type", b"text/event-stream; charset=utf-8"),
+                    (b"cache-control", b"no-cache"),
+                    # nginx buffers responses by default: an event must not wait there.
+                    (b"x-accel-buffering", b"no"),
+                ],
+            }
+        )
+        last_write = time.monotonic()
+        lock = anyio.Lock()
+        client_gone = False
+
+        async def write(chunk: bytes) -> None:
+            nonlocal last_write
+            async with lock:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                last_write = time.monotonic()
+
+        async def pump(group_scope: anyio.CancelScope) -> None:
+            async with contextlib.aclosing(self._source) as source:
+                async for chunk in source:
+                    await write(chunk)
+            group_scope.cancel()
+
+        async def keep_alive() -> None:
+            while True:
+                await anyio.sleep(max(0.0, last_write + self._keepalive - time.monotonic()))
+                if time.monotonic() - last_write >= self._keepalive:
+                    await write(b": keep-alive\n\n")
+
+        async def until_disconnect(group_scope: anyio.CancelScope) -> None:
+            nonlocal client_gone
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    client_gone = True
+                    group_scope.cancel()
+                    return
+
+        # First bytes at once: the client knows the stream is open before any event.
+        await write(b": stream\n\n")
+        async with anyio.create_task_group() as group:
+            if self._streams is not None:
+                self._streams.add(group.cancel_scope)
+            group.start_soon(pump, group.cancel_scope)
+            group.start_soon(keep_alive)
+            group.start_soon(until_disconnect, group.cancel_scope)
+        if self._streams is not None:
+            self._streams.discard(group.cancel_scope)
+        if not client_gone:
+            with contextlib.suppress(OSError):
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
