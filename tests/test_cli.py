@@ -329,13 +329,13 @@ async def test_the_first_stop_signal_stops_the_run_once_and_the_handler_is_resto
     signum: int,
 ) -> None:
     # (A second signal ends the process at once: tests/test_local_cli.py sends it.)
-    from agentkit._cli import _watch_stop_signals
+    from agentkit._signals import watch_stop_signals
 
     before = signal.getsignal(signum)
     got: list[int] = []
     with anyio.fail_after(10):
         async with anyio.create_task_group() as group:
-            group.start_soon(_watch_stop_signals, got.append)
+            group.start_soon(watch_stop_signals, got.append)
             await anyio.sleep(0.1)  # the receiver is open
             os.kill(os.getpid(), signum)
             await anyio.sleep(0.2)

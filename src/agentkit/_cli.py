@@ -45,12 +45,13 @@ import os
 import signal
 import sys
 import textwrap
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentkit._cli_output import EventPrinter
 from agentkit._cli_store import StoreUsageError, open_cli_store, store_commands
+from agentkit._signals import watch_stop_signals
 from agentkit._version import __version__
 
 if TYPE_CHECKING:
@@ -987,31 +988,6 @@ def _make_store(location: str | None) -> Store:
     return store
 
 
-async def _watch_stop_signals(stop: Callable[[int], None]) -> None:
-    """Call `stop` with the first SIGINT (Ctrl-C) or SIGTERM (`kill`, `timeout`, `docker
-    stop`, systemd) that arrives; the run then ends as interrupted, with its `error` and
-    `turn_end` printed and stored, and its processes killed. After that first signal, a
-    second Ctrl-C or SIGTERM stops at once, with the exit status of that signal."""
-    import anyio
-
-    try:
-        receiver = anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM)
-    except NotImplementedError:  # Windows: the signals stop at once, as they always do there
-        return
-    with receiver as signals:
-        stopping = False
-        async for signum in signals:
-            if stopping:
-                # Not by raising KeyboardInterrupt into the event loop: that can leave one
-                # of anyio's idle worker threads running, and the exit hanging for good.
-                for stream in (sys.stdout, sys.stderr):
-                    with contextlib.suppress(Exception):
-                        stream.flush()
-                os._exit(128 + signum)
-            stopping = True
-            stop(signum)
-
-
 def _run_command(args: argparse.Namespace) -> int:
     import anyio
 
@@ -1059,7 +1035,7 @@ def _run_command(args: argparse.Namespace) -> int:
             # The watcher covers the whole life of the runtime: a signal during its exit
             # (stopping processes, closing the store) is handled too, not fatal.
             async with anyio.create_task_group() as group:
-                group.start_soon(_watch_stop_signals, stop)
+                group.start_soon(watch_stop_signals, stop)
                 try:
                     code = await drive()
                 except Exception as exc:  # raised below as itself, not in a group

@@ -10,15 +10,13 @@ then lets uvicorn finish the open responses. A second signal exits at once.
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import socket
-import sys
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from agentkit._signals import watch_stop_signals
 from agentkit.conversations import Machine
 from agentkit.server._app import DEFAULT_MAX_BODY_BYTES, create_app
 
@@ -92,7 +90,7 @@ async def serve(
     )
     server = _quiet_server(config)
     async with anyio.create_task_group() as group:
-        group.start_soon(_stop_on_signals, app, machine, server, shutdown_timeout)
+        group.start_soon(watch_stop_signals, lambda _: stop(app, machine, server, shutdown_timeout))
         await server.serve(sockets=[sock])
         group.cancel_scope.cancel()
 
@@ -107,23 +105,6 @@ async def stop(app: Starlette, machine: Machine, server: Any, grace: float) -> N
     for scope in list(state.watch_streams):
         scope.cancel()
     server.should_exit = True
-
-
-async def _stop_on_signals(app: Starlette, machine: Machine, server: Any, grace: float) -> None:
-    try:
-        receiver = anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM)
-    except NotImplementedError:  # Windows: uvicorn's own handling is all there is
-        return
-    with receiver as signals:
-        stopping = False
-        async for signum in signals:
-            if stopping:
-                for stream in (sys.stdout, sys.stderr):
-                    with contextlib.suppress(Exception):
-                        stream.flush()
-                os._exit(128 + signum)
-            stopping = True
-            await stop(app, machine, server, grace)
 
 
 def _quiet_server(config: Any) -> Any:
