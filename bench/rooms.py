@@ -7,7 +7,8 @@ PostgreSQL figures need `AGENTKIT_TEST_POSTGRES_DSN`).
   count for every one; the time from the first publication to the last derived event
   stored gives input messages per second and committed events (M + N*M) per second;
 - latency: from a message's publication to each agent's derived event, as a subscriber of
-  the room sees it, p50/p99;
+  the room sees it, p50/p99: under that saturating load (mostly queueing), and at a
+  paced 20 messages per second;
 - the floor, in the same run: a bare loop appending the same number of rows (one
   transaction each, the next position read and bumped like the store does) to the same
   kind of database, with the same driver;
@@ -40,7 +41,6 @@ from agentkit.rooms import (  # noqa: E402
     RoomAgentRequest,
     Rooms,
 )
-from agentkit.stores import open_store  # noqa: E402
 
 
 class WordCount:
@@ -63,9 +63,11 @@ def _pct(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def through_room(location: str, agents: int, messages: int) -> dict[str, float]:
-    """Publish `messages` chat messages with `agents` agents at work; wait for every
-    derived event."""
+async def through_room(
+    location: str, agents: int, messages: int, interval: float = 0.0
+) -> dict[str, float]:
+    """Publish `messages` chat messages with `agents` agents at work, `interval` seconds
+    apart (0: as fast as it goes); wait for every derived event."""
     async with Rooms(store=location, poll_interval=0.5) as rooms:
         owner = rooms.client("bench", role="owner")
         room = await owner.create_room(f"bench-{uuid.uuid4().hex[:6]}")
@@ -91,6 +93,8 @@ async def through_room(location: str, agents: int, messages: int) -> dict[str, f
                 at = time.perf_counter()
                 (position,) = await owner.publish(room.id, message)
                 sent[position] = at
+                if interval:
+                    await anyio.sleep(interval)
             with anyio.fail_after(300):
                 await done.wait()
             elapsed = time.perf_counter() - started
@@ -205,18 +209,28 @@ def main() -> None:
                     rows = messages * (agents + 1)
                     floors.append(anyio.run(floor, location, rows))
                 key = f"{backend}/{agents}"
-                median = {
-                    name: statistics.median(run[name] for run in runs) for name in runs[0]
-                }
+                median = {name: statistics.median(run[name] for run in runs) for name in runs[0]}
                 median["floor_rows_per_s"] = statistics.median(floors)
                 median["ratio_to_floor"] = median["floor_rows_per_s"] / median["events_per_s"]
                 results[key] = median
                 print(
                     f"{key:>14}: {median['messages_per_s']:8.0f} msg/s "
                     f"{median['events_per_s']:8.0f} events/s  "
-                    f"p50 {median['latency_p50_ms']:6.1f} ms  p99 {median['latency_p99_ms']:6.1f} ms"
+                    f"p50 {median['latency_p50_ms']:6.1f} ms  "
+                    f"p99 {median['latency_p99_ms']:6.1f} ms"
                     f"  floor {median['floor_rows_per_s']:8.0f} rows/s "
                     f"(x{median['ratio_to_floor']:.1f})",
+                    flush=True,
+                )
+        for backend, dsn_or_none in backends.items():
+            for agents in counts:
+                location = dsn_or_none or os.path.join(folder, f"paced-{agents}.db")
+                paced = anyio.run(through_room, location, agents, messages // 3, 0.05)
+                key = f"{backend}/{agents}/paced"
+                results[key] = {k: paced[k] for k in ("latency_p50_ms", "latency_p99_ms")}
+                print(
+                    f"{key:>21}: p50 {paced['latency_p50_ms']:6.1f} ms  "
+                    f"p99 {paced['latency_p99_ms']:6.1f} ms (20 msg/s)",
                     flush=True,
                 )
     results["idle"] = anyio.run(idle_memory, 200 if args.quick else 1000)

@@ -3,6 +3,7 @@ lines over the in-process client of the member the token names."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncGenerator
 
 import anyio
@@ -16,6 +17,7 @@ from agentkit.conversations import (
     AgentExistsError,
     ConversationView,
     FinalEvent,
+    FollowEvent,
     LocalClient,
     Member,
     OutputEvent,
@@ -42,6 +44,14 @@ _EVENT_NAMES = {
     "attachment": "attachment",
 }
 """The SSE event name of each output part: the core event type it comes from."""
+
+
+def _sse_of(event: FollowEvent) -> bytes:
+    data = event.model_dump(mode="json")
+    if isinstance(event, OutputEvent):
+        return encode_event(_EVENT_NAMES[event.part.type], data, event.offset)
+    assert isinstance(event, FinalEvent)
+    return encode_event(event.status, data, event.offset)
 
 
 def _client(request: Request, member: Member) -> LocalClient:
@@ -187,21 +197,15 @@ def _after(request: Request) -> int | None:
 
 
 async def follow_run(request: Request, member: Member) -> Response:
-    events = await state_of(request).machine.follow_checked(
-        member,
-        request.path_params["id"],
-        request.path_params["run_id"],
-        after=_after(request),
+    state = state_of(request)
+    run_id = request.path_params["run_id"]
+    events = await state.machine.follow_checked(
+        member, request.path_params["id"], run_id, after=_after(request)
     )
 
     async def encoded() -> AsyncGenerator[bytes, None]:
         async for event in events:
-            data = event.model_dump(mode="json")
-            if isinstance(event, OutputEvent):
-                yield encode_event(_EVENT_NAMES[event.part.type], data, event.offset)
-            else:
-                assert isinstance(event, FinalEvent)
-                yield encode_event(event.status, data, event.offset)
+            yield state.encoded_event(run_id, event.offset, functools.partial(_sse_of, event))
 
     return stream_response(request, encoded(), ends_by_itself=True)
 

@@ -4,6 +4,7 @@ with their limits, answers and event streams."""
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -49,6 +50,18 @@ class State:
         self.closing = False
         self.follow_streams: set[anyio.CancelScope] = set()
         self.watch_streams: set[anyio.CancelScope] = set()
+        self.encoded: OrderedDict[tuple[str, int], bytes] = OrderedDict()
+
+    def encoded_event(self, run_id: str, offset: int, encode: Callable[[], bytes]) -> bytes:
+        """A run's event as SSE bytes, encoded once however many follow it (the most
+        recent few thousand are kept)."""
+        key = (run_id, offset)
+        found = self.encoded.get(key)
+        if found is None:
+            found = self.encoded[key] = encode()
+            if len(self.encoded) > 4096:
+                self.encoded.popitem(last=False)
+        return found
 
 
 def state_of(request: Request) -> State:

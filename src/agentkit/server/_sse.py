@@ -1,17 +1,17 @@
 """Server-sent events: one ASGI response that writes a stream of events, keeps an idle
 connection open with comment lines, and stops its source the moment the client leaves.
 
-Not a `StreamingResponse` over an async generator: the source, the keep-alive timer and
-the disconnect listener are three tasks of one task group, so a client that goes away
-cancels the source at once (a follow of a long run must not linger), and nothing yields
-from inside a cancel scope.
+Not a `StreamingResponse` over an async generator: the source, the writer (which sends
+what is queued in one write, and a keep-alive comment after a silence) and the disconnect
+listener are three tasks of one task group, so a client that goes away cancels the source
+at once (a follow of a long run must not linger), and nothing yields from inside a cancel
+scope.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import time
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -69,27 +69,38 @@ class EventStream:
                 ],
             }
         )
-        last_write = time.monotonic()
-        lock = anyio.Lock()
         client_gone = False
+        # One writer: the source's task queues its events, the writer sends what is
+        # queued in one body message (fewer writes when a follower falls behind, or many
+        # followers share a run) and a keep-alive comment after a silence.
+        queue_in, queue_out = anyio.create_memory_object_stream[bytes](max_buffer_size=256)
 
-        async def write(chunk: bytes) -> None:
-            nonlocal last_write
-            async with lock:
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                last_write = time.monotonic()
+        async def body(chunk: bytes) -> None:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
 
-        async def pump(group_scope: anyio.CancelScope) -> None:
-            async with contextlib.aclosing(self._source) as source:
+        async def pump() -> None:
+            async with queue_in, contextlib.aclosing(self._source) as source:
                 async for chunk in source:
-                    await write(chunk)
-            group_scope.cancel()
+                    await queue_in.send(chunk)
 
-        async def keep_alive() -> None:
-            while True:
-                await anyio.sleep(max(0.0, last_write + self._keepalive - time.monotonic()))
-                if time.monotonic() - last_write >= self._keepalive:
-                    await write(b": keep-alive\n\n")
+        async def writer(group_scope: anyio.CancelScope) -> None:
+            async with queue_out:
+                while True:
+                    with anyio.move_on_after(self._keepalive) as idle:
+                        try:
+                            batch = [await queue_out.receive()]
+                        except anyio.EndOfStream:
+                            break
+                    if idle.cancelled_caught:
+                        await body(b": keep-alive\n\n")
+                        continue
+                    while len(batch) < 256:
+                        try:
+                            batch.append(queue_out.receive_nowait())
+                        except (anyio.WouldBlock, anyio.EndOfStream):
+                            break
+                    await body(b"".join(batch))
+            group_scope.cancel()
 
         async def until_disconnect(group_scope: anyio.CancelScope) -> None:
             nonlocal client_gone
@@ -101,12 +112,12 @@ class EventStream:
                     return
 
         # First bytes at once: the client knows the stream is open before any event.
-        await write(b": stream\n\n")
+        await body(b": stream\n\n")
         async with anyio.create_task_group() as group:
             if self._streams is not None:
                 self._streams.add(group.cancel_scope)
-            group.start_soon(pump, group.cancel_scope)
-            group.start_soon(keep_alive)
+            group.start_soon(pump)
+            group.start_soon(writer, group.cancel_scope)
             group.start_soon(until_disconnect, group.cancel_scope)
         if self._streams is not None:
             self._streams.discard(group.cancel_scope)

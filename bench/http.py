@@ -1,0 +1,761 @@
+"""The machine over HTTP: a real `agentkit serve` process on loopback, beside a bare floor.
+
+    python bench/http.py            # full run: prints a table, writes bench/results-http.json
+    python bench/http.py --quick    # a few seconds: checks the benchmark still runs
+
+Every server runs in its own process, on a fresh SQLite file in a temporary folder, and
+prints its URL as its first line. The load is `httpx.AsyncClient`s of `POOL` connections
+each, with a connection per concurrent request: for the bursts, in `--load-processes`
+processes (`python bench/http.py load SPEC`, 2 by default: one Python process cannot
+fire a burst as fast as the server takes it); for the fan-out, in this process.
+
+- burst: N conversations (created first, not timed) prompted at once with
+  `POST /v1/conversations/{id}/runs`, each run's SSE stream opened right after its 202.
+  Accepted runs per second (N / time from the first request sent to the last 202),
+  accept latency p50/p99, time from the POST to the first event of the stream p50/p99,
+  the server's peak RSS (`VmHWM`) and its CPU time per prompt (accepting, running and
+  streaming it: the figure a busy machine moves least). The floor, in the same run: a
+  bare Starlette app on uvicorn (`floor-server` below) whose POST handler inserts one
+  row into a SQLite file (WAL, one connection, in a worker thread) and answers 202,
+  fired N times the same way.
+- fan-out: one run streaming D one-word text deltas as fast as it can, followed over SSE
+  from `after=-1` by 1 and by F clients; text deltas per second delivered to all followers
+  together and per follower, and the server's CPU time per delta sent. The provider
+  streams one "ready" delta, then waits for a gate file, created once every follower has
+  received that delta: every follower reads the run live, its deltas included (a
+  follower that came after the run's end would get its stored text only), and the time
+  counted is the deltas' delivery alone.
+
+The server's provider is `bench.http:provider` (this file, with the repository's root on
+the server's PYTHONPATH): a prompt that is a JSON object `{"deltas": D, "gate": PATH}`
+gets "ready ", then D deltas once PATH exists; any other prompt gets "Hello there,
+friend." in three pieces, with no delay.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+SRC = ROOT / "src"
+# This file shares its name with the standard library's `http` package: run as a script,
+# its folder would come first on sys.path and shadow the package httpx and uvicorn import.
+if sys.path and Path(sys.path[0] or ".").resolve() == HERE:
+    del sys.path[0]
+if str(SRC) not in sys.path:
+    sys.path.insert(0, str(SRC))
+
+import argparse  # noqa: E402
+import contextlib  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import platform  # noqa: E402
+import resource  # noqa: E402
+import selectors  # noqa: E402
+import signal  # noqa: E402
+import socket  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from collections.abc import AsyncIterator, Iterator  # noqa: E402
+from dataclasses import asdict, dataclass  # noqa: E402
+from typing import TYPE_CHECKING, Any  # noqa: E402
+
+import anyio  # noqa: E402
+
+if TYPE_CHECKING:
+    import httpx
+    from starlette.applications import Starlette
+
+    from agentkit.providers import ModelRequest
+
+RESULTS = HERE / "results-http.json"
+HELLO = ("Hello ", "there, ", "friend.")
+SERVER_PROVIDER = "bench.http:provider"
+
+
+# --- the provider the agentkit server runs (imported there as `bench.http`) ----------------
+
+
+class BenchProvider:
+    """A zero-latency model: "Hello there, friend." in three pieces, or, for a prompt
+    `{"deltas": D, "gate": PATH}`, "ready " then D one-word deltas once the file PATH
+    exists. Keeps nothing between calls."""
+
+    name = "bench"
+
+    def resolve_model(self, tier: str | None, model: str | None) -> str:
+        return "bench-model"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[Any]:
+        from agentkit.providers import Stop, TextChunk, Usage
+
+        asked = _deltas_asked(request)
+        if asked is None:
+            for piece in HELLO:
+                yield TextChunk(piece)
+        else:
+            count, gate = asked
+            yield TextChunk("ready ")  # tells each follower it reads the run live
+            while not gate.exists():  # noqa: ASYNC110 (another process creates it)
+                await anyio.sleep(0.002)
+            for _ in range(count):
+                yield TextChunk("word ")
+        yield Usage(request.model, input_tokens=1, output_tokens=1)
+        yield Stop()
+
+
+def _deltas_asked(request: ModelRequest) -> tuple[int, Path] | None:
+    prompt = getattr(request.messages[-1], "content", "") if request.messages else ""
+    if not isinstance(prompt, str) or not prompt.startswith("{"):
+        return None
+    asked = json.loads(prompt)
+    return int(asked["deltas"]), Path(asked["gate"])
+
+
+def provider(**options: Any) -> BenchProvider:
+    """The factory `agentkit serve --provider bench.http:provider` calls."""
+    return BenchProvider()
+
+
+# --- the floor: a bare Starlette app on uvicorn ---------------------------------------------
+
+
+def floor_app(db: Path) -> Starlette:
+    """`POST /v1/conversations/{id}/runs` inserts one row (WAL, `synchronous=NORMAL`, one
+    connection used by one worker thread at a time) and answers 202 with a run id."""
+    import sqlite3
+
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+
+    conn = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("CREATE TABLE runs (id TEXT PRIMARY KEY, conversation TEXT, prompt TEXT)")
+    writer = anyio.CapacityLimiter(1)
+
+    def insert(run_id: str, conversation: str, prompt: str) -> None:
+        conn.execute("INSERT INTO runs VALUES (?, ?, ?)", (run_id, conversation, prompt))
+
+    async def start_run(request: Request) -> Response:
+        body = await request.json()
+        run_id = os.urandom(16).hex()
+        conversation = request.path_params["id"]
+        await anyio.to_thread.run_sync(insert, run_id, conversation, body["prompt"], limiter=writer)
+        return JSONResponse({"conversation_id": conversation, "run_id": run_id}, 202)
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    return Starlette(
+        routes=[
+            Route("/healthz", healthz, methods=["GET"]),
+            Route("/v1/conversations/{id}/runs", start_run, methods=["POST"]),
+        ]
+    )
+
+
+def floor_server(db: Path) -> None:
+    """Serve `floor_app` like `agentkit serve` does: a socket bound first (port 0), its
+    URL printed as the first line, uvicorn with the same settings, until SIGTERM."""
+    import uvicorn
+
+    # IPPROTO_TCP named, as `agentkit.server.bind` does: asyncio sets TCP_NODELAY only on
+    # sockets whose protocol says TCP (with 0, Nagle's algorithm delays small responses).
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(2048)
+    print(f"http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
+    config = uvicorn.Config(floor_app(db), lifespan="off", log_level="warning", access_log=False)
+    anyio.run(lambda: uvicorn.Server(config).serve(sockets=[sock]), backend="asyncio")
+
+
+# --- server processes -----------------------------------------------------------------------
+
+
+@dataclass
+class Server:
+    """A server process and its URL."""
+
+    process: subprocess.Popen[str]
+    url: str
+
+    def status_kib(self, field: str) -> int:
+        """A `VmXXX` line of `/proc/PID/status`, in KiB."""
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+        raise LookupError(field)
+
+    def cpu_seconds(self) -> float:
+        """User and system CPU time the process used so far."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _env() -> dict[str, str]:
+    paths = [str(ROOT), str(SRC), os.environ.get("PYTHONPATH", "")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+
+
+@contextlib.contextmanager
+def running(command: list[str], cwd: Path) -> Iterator[Server]:
+    """Start `command`, read its URL from its first stdout line; SIGTERM it at the end."""
+    process = subprocess.Popen(
+        command, cwd=cwd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None
+        selector = selectors.DefaultSelector()
+        selector.register(process.stdout, selectors.EVENT_READ)
+        if not selector.select(60):
+            raise RuntimeError(f"{command[:4]} printed no URL within 60 s")
+        url = process.stdout.readline().strip()
+        if not url.startswith("http://"):
+            error = process.stderr.read() if process.stderr and process.poll() is not None else ""
+            raise RuntimeError(f"{command[:4]} did not start: {url!r} {error}")
+        yield Server(process, url)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def agentkit_command(folder: Path) -> list[str]:
+    return [
+        sys.executable, "-m", "agentkit", "serve",
+        "--db", str(folder / "machine.db"),
+        "--port", "0",
+        "--provider", SERVER_PROVIDER,
+        "--attachment-root", str(folder),
+    ]  # fmt: skip
+
+
+def floor_command(folder: Path) -> list[str]:
+    return [sys.executable, str(HERE / "http.py"), "floor-server", str(folder / "floor.db")]
+
+
+async def owner_token(db: Path) -> str:
+    """A new owner's bearer token, written straight into the server's store."""
+    from agentkit.conversations import Members
+    from agentkit.stores import open_store
+
+    store = open_store(db)
+    try:
+        return await Members(store).add("bench", "owner")
+    finally:
+        await store.aclose()
+
+
+POOL = 50
+"""Connections per `httpx.AsyncClient`: the load spreads over several clients, since
+httpcore's pool does work per waiting request and connection on every change, which
+grows with the square of a pool's size."""
+
+
+class Load:
+    """The benchmark's HTTP clients: `ceil(connections / POOL)` `httpx.AsyncClient`s of
+    `POOL` connections each; request `i` goes through client `i % len(clients)`."""
+
+    def __init__(self, url: str, token: str, connections: int) -> None:
+        import httpx
+
+        self.clients = [
+            httpx.AsyncClient(
+                base_url=url,
+                headers={"Authorization": f"Bearer {token}"},
+                # Idle connections dropped well before uvicorn's 5 s keep-alive timeout
+                # closes them: reusing one the server is closing fails the request.
+                limits=httpx.Limits(
+                    max_connections=POOL, max_keepalive_connections=POOL, keepalive_expiry=2.0
+                ),
+                timeout=httpx.Timeout(300.0),
+            )
+            for _ in range(-(-connections // POOL))
+        ]
+
+    def __getitem__(self, index: int) -> httpx.AsyncClient:
+        return self.clients[index % len(self.clients)]
+
+    async def __aenter__(self) -> Load:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        for client in self.clients:
+            await client.aclose()
+
+
+# --- measures -------------------------------------------------------------------------------
+
+
+def _pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _client_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+@dataclass
+class Burst:
+    """One burst of N prompts, as the client saw it."""
+
+    requests: int
+    accepted_per_s: float
+    accept_p50_ms: float
+    accept_p99_ms: float
+    first_event_p50_ms: float | None
+    first_event_p99_ms: float | None
+    server_cpu_ms_per_request: float
+    server_cpu_share: float
+    client_cpu_share: float
+    server_peak_rss_mb: float
+
+
+async def create_conversations(load: Load, count: int) -> list[str]:
+    ids: list[str] = []
+
+    async def one(index: int) -> None:
+        response = await load[index].post("/v1/conversations", json={})
+        response.raise_for_status()
+        ids.append(response.json()["id"])
+
+    async with anyio.create_task_group() as group:
+        for index in range(count):
+            group.start_soon(one, index)
+    return ids
+
+
+async def first_event(response: httpx.Response) -> tuple[float, bool]:
+    """Read an SSE response to its end: when the first event (an `id:` line, not the
+    opening `: stream` comment) arrived, and whether the run completed."""
+    seen: bytes = b""
+    first: float | None = None
+    async for chunk in response.aiter_raw():
+        if first is None:
+            seen += chunk
+            if seen.startswith(b"id: ") or b"\nid: " in seen:
+                first = time.monotonic()
+                seen = seen[-64:]
+        else:
+            seen = seen[-64:] + chunk
+    assert first is not None, "the stream ended before any event"
+    return first, b"\nevent: completed\n" in seen
+
+
+@dataclass
+class Fired:
+    """What one load process saw of its share of a burst (monotonic clock, seconds:
+    CLOCK_MONOTONIC, the same in every process of the machine)."""
+
+    sent: list[float]
+    accepted: list[float]
+    first: list[float]
+    completed: int
+    cpu_seconds: float
+
+
+async def fire(spec: dict[str, Any], go: anyio.Event) -> Fired:
+    """POST every path of `spec` at once when `go` is set, each request on a connection of
+    its own, opened by the request (as that many separate clients would); when
+    `spec["follow"]`, open each run's SSE stream right after its 202."""
+    paths: list[str] = spec["paths"]
+    sent, accepted, first = [0.0] * len(paths), [0.0] * len(paths), [0.0] * len(paths)
+    completed = 0
+
+    async def one(load: Load, index: int, path: str) -> None:
+        nonlocal completed
+        await go.wait()
+        client = load[index]
+        sent[index] = time.monotonic()
+        response = await client.post(path, json={"prompt": "Hi"})
+        accepted[index] = time.monotonic()
+        if response.status_code != 202:
+            raise RuntimeError(f"POST {path}: {response.status_code} {response.text}")
+        if spec["follow"]:
+            events = f"{path}/{response.json()['run_id']}/events"
+            async with client.stream("GET", events) as stream:
+                first[index], done = await first_event(stream)
+            completed += done
+
+    async with (
+        Load(spec["url"], spec["token"], len(paths)) as load,
+        anyio.create_task_group() as group,
+    ):
+        for index, path in enumerate(paths):
+            group.start_soon(one, load, index, path)
+        await go.wait()
+        cpu = _client_cpu()
+    return Fired(sent, accepted, first, completed, _client_cpu() - cpu)
+
+
+async def load_process(spec: dict[str, Any]) -> None:
+    """`python bench/http.py load SPEC_FILE`: one load process. Prints "ready" once its
+    tasks wait, fires at the "go" line on stdin, prints what it saw as JSON."""
+    go = anyio.Event()
+
+    async def start_on_go() -> None:
+        await anyio.sleep(0.2)  # every task waits at `go`
+        print("ready", flush=True)
+        await anyio.to_thread.run_sync(sys.stdin.readline)
+        go.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(start_on_go)
+        fired = await fire(spec, go)
+    print(json.dumps(asdict(fired)), flush=True)
+
+
+def burst(server: Server, token: str, paths: list[str], follow: bool, processes: int) -> Burst:
+    """Fire `paths` from `processes` load processes at once (request `i` from process
+    `i % processes`); the server's CPU is counted from the go to the last response."""
+    with tempfile.TemporaryDirectory(prefix="agentkit-bench-load-") as name:
+        loads: list[subprocess.Popen[str]] = []
+        try:
+            for number in range(processes):
+                spec = Path(name) / f"load-{number}.json"
+                share = paths[number::processes]
+                spec.write_text(
+                    json.dumps(
+                        {"url": server.url, "token": token, "paths": share, "follow": follow}
+                    )
+                )
+                command = [sys.executable, str(HERE / "http.py"), "load", str(spec)]
+                loads.append(
+                    subprocess.Popen(
+                        command,
+                        env=_env(),
+                        stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE,
+                        text=True,
+                    )
+                )
+            for process in loads:
+                assert process.stdout is not None
+                if process.stdout.readline().strip() != "ready":
+                    raise RuntimeError("a load process failed to start")
+            server_cpu = server.cpu_seconds()
+            began = time.monotonic()
+            for process in loads:
+                assert process.stdin is not None
+                process.stdin.write("go\n")
+                process.stdin.flush()
+            outputs = [process.communicate()[0] for process in loads]
+            ended = time.monotonic()
+            server_cpu = server.cpu_seconds() - server_cpu
+        finally:
+            for process in loads:
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
+    if any(process.returncode for process in loads):
+        raise RuntimeError("a load process failed (its error is above)")
+    fired = [Fired(**json.loads(output)) for output in outputs]
+    sent = [t for f in fired for t in f.sent]
+    accepted = [t for f in fired for t in f.accepted]
+    first = [t for f in fired for t in f.first]
+    completed = sum(f.completed for f in fired)
+    if follow and completed != len(paths):
+        raise RuntimeError(f"{len(paths) - completed} of {len(paths)} runs did not complete")
+    accept = [(a - s) * 1000 for s, a in zip(sent, accepted, strict=True)]
+    first_ms = [(f - s) * 1000 for s, f in zip(sent, first, strict=True)]
+    return Burst(
+        requests=len(paths),
+        accepted_per_s=len(paths) / (max(accepted) - min(sent)),
+        accept_p50_ms=_pct(accept, 0.5),
+        accept_p99_ms=_pct(accept, 0.99),
+        first_event_p50_ms=_pct(first_ms, 0.5) if follow else None,
+        first_event_p99_ms=_pct(first_ms, 0.99) if follow else None,
+        server_cpu_ms_per_request=server_cpu / len(paths) * 1000,
+        server_cpu_share=server_cpu / (ended - began),
+        client_cpu_share=sum(f.cpu_seconds for f in fired) / (ended - began),
+        server_peak_rss_mb=server.status_kib("VmHWM") / 1024,
+    )
+
+
+def agentkit_burst(count: int, processes: int) -> Burst:
+    """N conversations created (not timed), 10 runs to warm the server up, then the
+    burst: N prompts at once, each run followed."""
+    with tempfile.TemporaryDirectory(prefix="agentkit-bench-http-") as name:
+        folder = Path(name)
+        with running(agentkit_command(folder), folder) as server:
+
+            async def prepare() -> tuple[str, list[str]]:
+                token = await owner_token(folder / "machine.db")
+                async with Load(server.url, token, min(count, 200)) as load:
+                    ids = await create_conversations(load, count + 10)
+                return token, [f"/v1/conversations/{c}/runs" for c in ids]
+
+            token, paths = anyio.run(prepare, backend="asyncio")
+            burst(server, token, paths[:10], follow=True, processes=1)  # first runs import more
+            return burst(server, token, paths[10:], follow=True, processes=processes)
+
+
+def floor_burst(count: int, processes: int) -> Burst:
+    """The floor's burst, after 10 requests to warm it up."""
+    with tempfile.TemporaryDirectory(prefix="agentkit-bench-http-") as name:
+        folder = Path(name)
+        with running(floor_command(folder), folder) as server:
+            warm = [f"/v1/conversations/w{i}/runs" for i in range(10)]
+            burst(server, "floor", warm, follow=False, processes=1)
+            paths = [f"/v1/conversations/c{i}/runs" for i in range(count)]
+            return burst(server, "floor", paths, follow=False, processes=processes)
+
+
+@dataclass
+class FanOut:
+    """One run's deltas delivered to F followers."""
+
+    followers: int
+    deltas: int
+    deltas_per_s: float
+    per_follower_per_s: float
+    fewest_deltas_received: int
+    seconds: float
+    server_cpu_us_per_delta: float
+    server_cpu_share: float
+    client_cpu_share: float
+
+
+class _DeltaCounter:
+    """Counts `event: text_delta` lines in an SSE byte stream, across chunk edges."""
+
+    MARK = b"\nevent: text_delta\n"
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.ended = False
+        self._tail = b""
+
+    def feed(self, chunk: bytes) -> int:
+        data = self._tail + chunk
+        found = data.count(self.MARK)
+        self.count += found
+        if b"\nevent: completed\n" in data:
+            self.ended = True
+        self._tail = data[-(len(self.MARK) - 1) :]
+        return found
+
+
+async def fan_out(server: Server, token: str, followers: int, deltas: int) -> FanOut:
+    """Start a run that waits for a gate, attach the followers (each has received the
+    run's first delta), open the gate, count the deltas every follower receives."""
+    async with Load(server.url, token, followers) as load:
+        return await _fan_out(server, load, followers, deltas)
+
+
+async def _fan_out(server: Server, load: Load, followers: int, deltas: int) -> FanOut:
+    conversation = (await create_conversations(load, 1))[0]
+    gate = Path(tempfile.mkdtemp(prefix="agentkit-bench-gate-")) / "open"
+    prompt = json.dumps({"deltas": deltas, "gate": str(gate)})
+    path = f"/v1/conversations/{conversation}/runs"
+    response = await load[0].post(path, json={"prompt": prompt})
+    if response.status_code != 202:
+        raise RuntimeError(f"POST {path}: {response.status_code} {response.text}")
+    events = f"{path}/{response.json()['run_id']}/events"
+    counters = [_DeltaCounter() for _ in range(followers)]
+    spans: list[tuple[float, float]] = [(0.0, 0.0)] * followers
+    attached = 0
+    all_attached = anyio.Event()
+
+    async def follow(index: int) -> None:
+        nonlocal attached
+        counter = counters[index]
+        first = last = 0.0
+        async with load[index].stream("GET", events, params={"after": -1}) as stream:
+            async for chunk in stream.aiter_raw():
+                if not counter.feed(chunk):
+                    continue
+                if counter.count == 1:  # the "ready" delta: this follower reads the run live
+                    attached += 1
+                    if attached == followers:
+                        all_attached.set()
+                    continue
+                last = time.perf_counter()
+                first = first or last
+        spans[index] = (first, last)
+
+    async with anyio.create_task_group() as group:
+        for index in range(followers):
+            group.start_soon(follow, index)
+        await all_attached.wait()
+        server_cpu, client_cpu = server.cpu_seconds(), _client_cpu()
+        began = time.perf_counter()
+        gate.touch()
+    ended = time.perf_counter()
+    gate.unlink()
+    gate.parent.rmdir()
+    received = [c.count - 1 for c in counters]  # the "ready" delta aside
+    if not all(c.ended for c in counters) or min(received) != deltas:
+        raise RuntimeError(f"followers received {min(received)} to {max(received)} deltas")
+    total = sum(received)
+    start = min(first for first, _ in spans)
+    end = max(last for _, last in spans)
+    if end <= start:  # everything came in one read: count from the gate's opening
+        start = began
+    return FanOut(
+        followers=followers,
+        deltas=deltas,
+        deltas_per_s=total / (end - start),
+        per_follower_per_s=total / (end - start) / followers,
+        fewest_deltas_received=min(received),
+        seconds=end - start,
+        server_cpu_us_per_delta=(server.cpu_seconds() - server_cpu) / total * 1e6,
+        server_cpu_share=(server.cpu_seconds() - server_cpu) / (ended - began),
+        client_cpu_share=(_client_cpu() - client_cpu) / (ended - began),
+    )
+
+
+async def fan_outs(fanouts: list[tuple[int, int]], repeats: int) -> dict[int, list[FanOut]]:
+    """Every (followers, deltas) case `repeats` times, interleaved, on one server."""
+    samples: dict[int, list[FanOut]] = {followers: [] for followers, _ in fanouts}
+    with tempfile.TemporaryDirectory(prefix="agentkit-bench-http-") as name:
+        folder = Path(name)
+        with running(agentkit_command(folder), folder) as server:
+            token = await owner_token(folder / "machine.db")
+            await fan_out(server, token, 1, 100)  # warm up
+            for _ in range(repeats):
+                for followers, deltas in fanouts:
+                    samples[followers].append(await fan_out(server, token, followers, deltas))
+    return samples
+
+
+# --- the run --------------------------------------------------------------------------------
+
+
+def _median_of(samples: list[Burst] | list[FanOut], field: str) -> float | None:
+    values: list[float | None] = [getattr(s, field) for s in samples]
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if len(present) == len(values) else None
+
+
+def main(quick: bool, repeats: int | None, processes: int) -> dict[str, Any]:
+    count = 50 if quick else 1000
+    repeats = repeats or (1 if quick else 3)
+    fanouts = [(1, 1000), (10, 200)] if quick else [(1, 20_000), (100, 2_000)]
+    load_before = os.getloadavg()
+    ours: list[Burst] = []
+    floor: list[Burst] = []
+    for _ in range(repeats):  # interleaved, so that machine noise hits both alike
+        ours.append(agentkit_burst(count, processes))
+        floor.append(floor_burst(count, processes))
+    followed = anyio.run(fan_outs, fanouts, repeats, backend="asyncio")
+    burst_fields = [f for f in Burst.__dataclass_fields__ if f != "requests"]
+    fan_fields = [f for f in FanOut.__dataclass_fields__ if f not in ("followers", "deltas")]
+    return {
+        "quick": quick,
+        "repeats": repeats,
+        "load": {
+            "burst": f"{processes} load processes of httpx.AsyncClients ({POOL} connections"
+            " each), one connection per request, on loopback",
+            "fan_out": "httpx.AsyncClients in the benchmark's process, one connection per"
+            " follower, on loopback",
+        },
+        "machine": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "nproc": os.cpu_count(),
+            "loadavg_before": load_before,
+            "loadavg_after": os.getloadavg(),
+        },
+        "burst": {
+            "requests": count,
+            "agentkit": {f: _median_of(ours, f) for f in burst_fields},
+            "floor": {f: _median_of(floor, f) for f in burst_fields},
+            "samples": {
+                "agentkit": [asdict(s) for s in ours],
+                "floor": [asdict(s) for s in floor],
+            },
+        },
+        "fan_out": [
+            {
+                "followers": followers,
+                "deltas": deltas,
+                **{f: _median_of(followed[followers], f) for f in fan_fields},
+                "samples": [asdict(s) for s in followed[followers]],
+            }
+            for followers, deltas in fanouts
+        ],
+    }
+
+
+def table(results: dict[str, Any]) -> str:
+    """The results as a Markdown table; "x floor" is how many times the floor's figure
+    agentkit's is (slower, or bigger)."""
+    ours, floor = results["burst"]["agentkit"], results["burst"]["floor"]
+    n = results["burst"]["requests"]
+
+    def row(name: str, unit: str, key: str, higher_is_better: bool = False) -> str:
+        mine, bare = ours[key], floor[key]
+        if bare is None:
+            return f"| {name} | {unit} | {mine:,.1f} | | |"
+        ratio = bare / mine if higher_is_better else mine / bare
+        return f"| {name} | {unit} | {mine:,.1f} | {bare:,.1f} | {ratio:.1f} |"
+
+    lines = [
+        "| measure | unit | agentkit | floor | x floor |",
+        "|---|---|---:|---:|---:|",
+        row(f"{n:,} prompted at once: accepted", "runs/s", "accepted_per_s", True),
+        row("accept latency p50", "ms", "accept_p50_ms"),
+        row("accept latency p99", "ms", "accept_p99_ms"),
+        row("POST sent to first SSE event p50", "ms", "first_event_p50_ms"),
+        row("POST sent to first SSE event p99", "ms", "first_event_p99_ms"),
+        row("server peak RSS (VmHWM)", "MB", "server_peak_rss_mb"),
+        row(
+            "server CPU per prompt (agentkit: accept, run, stream)",
+            "ms",
+            "server_cpu_ms_per_request",
+        ),
+        row("server CPU during the burst", "cores", "server_cpu_share"),
+        row("client CPU during the burst", "cores", "client_cpu_share"),
+    ]
+    for case in results["fan_out"]:
+        followers, deltas = case["followers"], case["deltas"]
+        label = f"{deltas:,} deltas to {followers} follower{'s' if followers > 1 else ''}"
+        lines += [
+            f"| {label}: all together | deltas/s | {case['deltas_per_s']:,.0f} | | |",
+            f"| {label}: per follower | deltas/s | {case['per_follower_per_s']:,.0f} | | |",
+            f"| {label}: server CPU per delta sent | us |"
+            f" {case['server_cpu_us_per_delta']:,.0f} | | |",
+            f"| {label}: server / client CPU | cores | {case['server_cpu_share']:.2f}"
+            f" / {case['client_cpu_share']:.2f} | | |",
+        ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "floor-server":
+        floor_server(Path(sys.argv[2]))
+        sys.exit(0)
+    if len(sys.argv) == 3 and sys.argv[1] == "load":
+        anyio.run(load_process, json.loads(Path(sys.argv[2]).read_text()), backend="asyncio")
+        sys.exit(0)
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small counts: checks it runs")
+    parser.add_argument("--repeats", type=int, help="repetitions of each measure")
+    parser.add_argument(
+        "--load-processes", type=int, default=2, help="processes the bursts are fired from"
+    )
+    parser.add_argument("--json", metavar="FILE", help=f"where to write the results ({RESULTS})")
+    args = parser.parse_args()
+    results = main(args.quick, args.repeats, args.load_processes)
+    print(table(results))
+    out = Path(args.json) if args.json else (None if args.quick else RESULTS)
+    if out is not None:
+        out.write_text(json.dumps(results, indent=2) + "\n")
