@@ -36,3 +36,33 @@ def test_quick_benchmark_run_reports_every_workload(tmp_path: Path) -> None:
         assert row["agentkit"] > 0 and row["floor"] > 0 and row["x_floor"] > 0
         assert f"| {workload} |" in done.stdout
     assert data["machine"]["nproc"] >= 1
+
+
+def _quick(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+    return subprocess.run(
+        [sys.executable, str(ROOT / "bench" / script), "--quick", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_quick_http_benchmark_reports_agentkit_beside_its_floor() -> None:
+    done = _quick("http.py")
+    assert done.returncode == 0, done.stderr
+    assert "prompted at once: accepted | runs/s |" in done.stdout
+    assert "deltas to 1 follower: all together | deltas/s |" in done.stdout
+
+
+def test_quick_rooms_benchmark_reports_every_measure(tmp_path: Path) -> None:
+    output = tmp_path / "rooms.json"
+    done = _quick("rooms.py", "--json", str(output))
+    assert done.returncode == 0, done.stderr
+    data = json.loads(output.read_text())
+    for key in ("sqlite/1", "sqlite/4"):
+        assert data[key]["events_per_s"] > 0 and data[key]["floor_rows_per_s"] > 0
+    assert data["sqlite/1/paced"]["latency_p50_ms"] > 0
+    assert data["idle"]["heap_per_worker_bytes"] > 0
