@@ -386,7 +386,7 @@ async def test_a_stopped_job_and_its_escaped_children_get_sigterm_first(tmp_path
     ctx = make_ctx(tmp_path)
     escaped = (
         "setsid bash -c 'trap \"echo escaped-term > escaped.txt; exit\" TERM; "
-        f"sleep {seconds} & wait' &"
+        f"touch escaped-ready; sleep {seconds} & wait' &"
     )
     await tool.function(
         {
@@ -397,6 +397,9 @@ async def test_a_stopped_job_and_its_escaped_children_get_sigterm_first(tmp_path
         ctx,
     )
     await poll_until(tool, ctx, "ready")
+    with anyio.fail_after(10):  # the escaped child has set its trap (it runs on its own)
+        while not (tmp_path / "escaped-ready").exists():  # noqa: ASYNC110
+            await anyio.sleep(0.01)
     out = await tool.function({"action": "stop", "id": "p1"}, ctx)
     assert "graceful" in out
     assert await none_marked(seconds)

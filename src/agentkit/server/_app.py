@@ -1,5 +1,6 @@
 """The machine's HTTP API as a Starlette application: the routes of conversations
-(`_conversations`) and rooms (`_rooms`), the open routes, and the error answers.
+(`_conversations`), rooms (`_rooms`) and runs (`_runs`), the open routes, the web UI's
+static files (`ui/`, at `/`) and the error answers.
 
 The handlers hold no state of their own: the machine (its store and runtime) is the
 truth, so that any number of requests, streams and reconnections see one history.
@@ -10,17 +11,20 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route
+from starlette.responses import FileResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
 
 from agentkit.conversations import Machine
 from agentkit.server import _conversations as c
 from agentkit.server import _rooms as r
+from agentkit.server import _runs as runs
 from agentkit.server._bodies import Health
 from agentkit.server._errors import HTTPError, error_response
 from agentkit.server._http import State, authorised, json_response
@@ -61,6 +65,8 @@ ROUTES = [
     ("POST", "/v1/rooms/{room}/delegations", r.delegate),
     ("GET", "/v1/rooms/{room}/delegations/{id}", r.get_delegation),
     ("GET", "/v1/rooms/{room}/agents", r.list_workers),
+    ("GET", "/v1/runs", runs.list_runs),
+    ("GET", "/v1/runs/{run_id}", runs.get_run),
 ]
 """Every route that needs a member: method, path, handler."""
 
@@ -78,6 +84,35 @@ async def openapi(request: Request) -> Response:
     if document is None:
         document = request.app.state.openapi = json.dumps(openapi_document()).encode()
     return Response(document, media_type="application/json")
+
+
+# --- the web UI ----------------------------------------------------------------------------
+
+UI_FOLDER = Path(__file__).resolve().parent / "ui"
+"""The web UI's static files, shipped in the package (no build step, nothing fetched)."""
+
+_UI_HEADERS = {
+    # The page loads only its own files and calls only its own origin.
+    "Content-Security-Policy": (
+        "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+        "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+    ),
+    "Cache-Control": "no-cache",
+    "X-Content-Type-Options": "nosniff",
+}
+
+
+async def ui_index(request: Request) -> Response:
+    return FileResponse(UI_FOLDER / "index.html", headers=_UI_HEADERS)
+
+
+def ui_routes() -> list[Route | Mount]:
+    """The web UI: `/` is its page, `/ui/...` its scripts and style (not API routes: the
+    OpenAPI document does not describe them)."""
+    return [
+        Route("/", ui_index, methods=["GET"]),
+        Mount("/ui", StaticFiles(directory=UI_FOLDER), name="ui"),
+    ]
 
 
 # --- the application -----------------------------------------------------------------------
@@ -114,11 +149,12 @@ def create_app(
             headers at all).
         keepalive: Seconds of silence after which an SSE stream gets a comment line.
     """
-    routes = [Route("/healthz", healthz, methods=["GET"])]
+    routes: list[Route | Mount] = [Route("/healthz", healthz, methods=["GET"])]
     routes.append(Route("/openapi.json", openapi, methods=["GET"]))
     routes.extend(
         Route(path, authorised(handler), methods=[method]) for method, path, handler in ROUTES
     )
+    routes.extend(ui_routes())
     middleware: list[Middleware] = []
     if cors_origins:
         from starlette.middleware.cors import CORSMiddleware

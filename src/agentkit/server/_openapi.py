@@ -39,6 +39,7 @@ from agentkit.server._rooms import (
     PublishBody,
     RoomList,
 )
+from agentkit.server._runs import RunDetails, RunList
 from agentkit.stores import DelegationRecord, RoomEvent, RoomGrant
 
 __all__ = ["openapi_document"]
@@ -59,6 +60,8 @@ _READ: tuple[type[BaseModel], ...] = (
     PromptAccepted,
     RoomInfo,
     RoomList,
+    RunDetails,
+    RunList,
     TurnList,
 )
 _DATACLASSES: tuple[type, ...] = (DelegationRecord, RoomEvent, RoomGrant)
@@ -363,6 +366,7 @@ def openapi_document() -> dict[str, Any]:
         },
     }
     paths.update(_room_paths(forbidden))
+    paths.update(_run_paths())
     return {
         "openapi": "3.1.0",
         "info": {
@@ -546,6 +550,54 @@ def _room_paths(forbidden: dict[str, Any]) -> dict[str, Any]:
                 "The agents working in the room on this server: cursor, lag, failures.",
                 {"200": {"description": "Their progress.", "content": {"application/json": {}}}},
                 parameters=[room],
+            )
+        },
+    }
+
+
+def _run_paths() -> dict[str, Any]:
+    missing = _error(
+        "No such run, or not readable by the caller (machine owners read every run; other "
+        "members the runs of the conversations they can see)."
+    )
+    return {
+        "/v1/runs": {
+            "get": _operation(
+                "listRuns",
+                "Runs, most recent first: a session's (`session`, a conversation's id or any "
+                "session of the store), else every readable one.",
+                {
+                    "200": {"description": "The runs.", "content": _content(RunList)},
+                    "422": _error("A bad limit."),
+                },
+                parameters=[
+                    {
+                        "name": "session",
+                        "in": "query",
+                        "required": False,
+                        "description": "Only this session's runs (none when it is not readable).",
+                        "schema": {"type": "string"},
+                    },
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
+                    },
+                ],
+            )
+        },
+        "/v1/runs/{run_id}": {
+            "get": _operation(
+                "getRun",
+                "A run's record and its stored events (the core's events, in their wire "
+                "form): any run of the store, a conversation's, a room agent's or one of "
+                "`agentkit run`.",
+                {
+                    "200": {"description": "It.", "content": _content(RunDetails)},
+                    "404": missing,
+                },
+                parameters=[_path("run_id", "The run's id.")],
             )
         },
     }

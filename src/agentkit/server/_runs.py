@@ -1,0 +1,97 @@
+"""The runs routes: any run's record and stored events, for the run inspector.
+
+A run is the core's (a conversation's, a room agent's, one of `agentkit run` on the same
+database): machine owners may read every run; other members only the runs of the
+conversations they can see. A run the caller may not read is missing to it (404), as a
+private conversation of another member is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+from starlette.requests import Request
+from starlette.responses import Response
+
+from agentkit.conversations import ConversationNotFoundError, Member
+from agentkit.events import to_wire
+from agentkit.server._errors import HTTPError
+from agentkit.server._http import json_response, state_of
+from agentkit.stores import RunRecord
+
+__all__ = ["RunDetails", "RunList", "StoredEvent"]
+
+_LIMIT = 50
+"""How many runs `GET /v1/runs` answers by default (the most recent)."""
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class StoredEvent(_Body):
+    """A stored event of a run: its offset in the run's log and the core's event in its
+    wire form (`agentkit.events`, camelCase: `{"type": "tool_use", "id", "tool", "input"}`).
+    Text deltas are never stored."""
+
+    offset: int
+    event: dict[str, Any]
+
+
+class RunDetails(_Body):
+    """`GET /v1/runs/{run_id}`: the run's record and its stored events, in order."""
+
+    run: RunRecord
+    events: list[StoredEvent]
+
+
+class RunList(_Body):
+    """`GET /v1/runs`: runs, most recent first."""
+
+    runs: list[RunRecord]
+
+
+async def _readable(request: Request, member: Member, session_id: str) -> bool:
+    """Whether `member` may read the runs of `session_id`: owners read every session's,
+    others those of the conversations they can see."""
+    if member.role == "owner":
+        return True
+    try:
+        await state_of(request).machine.client(member).get_conversation(session_id)
+    except ConversationNotFoundError:
+        return False
+    return True
+
+
+async def get_run(request: Request, member: Member) -> Response:
+    store = state_of(request).machine.store
+    run_id = request.path_params["run_id"]
+    run = await store.get_run(run_id)
+    if run is None or not await _readable(request, member, run.session_id):
+        raise HTTPError("run_not_found", f"no run {run_id!r}")
+    events = [
+        StoredEvent(offset=entry.offset, event=to_wire(entry.event))
+        for entry in await store.read_events(run_id)
+    ]
+    return json_response(RunDetails(run=run, events=events))
+
+
+async def list_runs(request: Request, member: Member) -> Response:
+    machine = state_of(request).machine
+    raw_limit = request.query_params.get("limit", str(_LIMIT))
+    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= 1000:
+        raise HTTPError("invalid", "limit must be 1 to 1000", field="limit")
+    session = request.query_params.get("session")
+    if session:
+        if not await _readable(request, member, session):
+            return json_response(RunList(runs=[]))
+        sessions = [session]
+    elif member.role == "owner":
+        sessions = [record.id for record in await machine.store.list_sessions()]
+    else:
+        visible = await machine.client(member).list_conversations()
+        sessions = [conversation.id for conversation in visible]
+    runs = [run for session_id in sessions for run in await machine.store.list_runs(session_id)]
+    runs.sort(key=lambda run: run.created_at, reverse=True)
+    return json_response(RunList(runs=runs[: int(raw_limit)]))

@@ -1,0 +1,396 @@
+// Conversations: the list, a new one, and the chat view.
+//
+// A prompt's answer streams over the run's events (SSE). What has been rendered of a
+// running run (its parts and the offset of the last event) is kept in session storage,
+// so a reload shows the saved turns and resumes the stream after that offset: the live
+// output continues where it was, with nothing repeated. A run started elsewhere (another
+// tab, another member) is shown live through the conversation's watch stream instead.
+
+import { api, follow } from "./api.js";
+import { announce, errorLine, field, fill, h, message, pretty, when } from "./dom.js";
+
+const FINAL = new Set(["completed", "cancelled", "error"]);
+const LIVE_KEY = (id) => `agentkit.live.${id}`;
+
+// --- parts ---------------------------------------------------------------------------------
+
+/** A saved or live part as an element. */
+export function renderPart(part) {
+  switch (part.type) {
+    case "text":
+      return h("div", { class: "part text" }, part.text);
+    case "tool_call":
+      return h(
+        "details",
+        { class: "part tool-call" },
+        h("summary", {}, "Tool call ", h("code", {}, part.tool)),
+        h("pre", { class: "json" }, pretty(part.input)),
+      );
+    case "tool_result":
+      return h(
+        "details",
+        { class: `part tool-result${part.is_error ? " is-error" : ""}` },
+        h("summary", {}, part.is_error ? "Tool error " : "Tool result ", h("code", {}, part.tool)),
+        h("pre", { class: "json" }, pretty(part.output)),
+      );
+    case "json":
+      return h(
+        "figure",
+        { class: "part json-part" },
+        h("figcaption", {}, "Structured output"),
+        h("pre", { class: "json" }, pretty(part.value)),
+      );
+    case "attachment":
+      return h("div", { class: "part attachment" }, h("span", { class: "badge" }, "Attachment"), " ", h("code", {}, part.path));
+    default:
+      return h("pre", { class: "part json" }, pretty(part));
+  }
+}
+
+function renderTurn(turn, agentName) {
+  const user = turn.role === "user";
+  return h(
+    "li",
+    { class: `turn ${turn.role} status-${turn.status}`, "data-run": turn.run_id },
+    h(
+      "div",
+      { class: "turn-head" },
+      h("span", { class: "who" }, user ? "You" : agentName),
+      !user && turn.status !== "completed" ? h("span", { class: `badge status-${turn.status}` }, turn.status) : null,
+      !user ? h("a", { href: `#/runs/${encodeURIComponent(turn.run_id)}`, class: "inspect" }, "Inspect run") : null,
+      h("time", {}, when(turn.created_at)),
+    ),
+    turn.parts.map(renderPart),
+    turn.error ? h("p", { class: "error" }, turn.error) : null,
+  );
+}
+
+// --- the live output of a run --------------------------------------------------------------
+
+/** A running run's output as it arrives: parts with live text merged (as `watch` shows it). */
+class LiveOutput {
+  constructor(container, saved) {
+    this.container = container;
+    this.parts = saved?.parts ?? [];
+    this.live = saved?.live ?? false; // whether the last part is text still streaming
+    this.offset = saved?.offset ?? null;
+    fill(container, this.parts.map(renderPart));
+  }
+
+  add(part) {
+    if (part.type === "text_delta") {
+      if (this.live) {
+        this.parts[this.parts.length - 1].text += part.text;
+        this.container.lastElementChild.append(part.text);
+      } else {
+        this.parts.push({ type: "text", text: part.text });
+        this.container.append(renderPart({ type: "text", text: part.text }));
+        this.live = true;
+      }
+      return;
+    }
+    if (part.type === "text" && this.live) {
+      this.parts[this.parts.length - 1] = part; // the complete text replaces its deltas
+      this.container.lastElementChild.replaceWith(renderPart(part));
+    } else {
+      this.parts.push(part);
+      this.container.append(renderPart(part));
+    }
+    this.live = false;
+  }
+
+  /** Replace everything (a watch view holds the whole output so far). */
+  replace(parts) {
+    this.parts = parts;
+    fill(this.container, parts.map(renderPart));
+  }
+
+  state(runId) {
+    return { runId, offset: this.offset, parts: this.parts, live: this.live };
+  }
+}
+
+// --- the view ------------------------------------------------------------------------------
+
+export async function conversationsView(root, id, { me }) {
+  const controller = new AbortController();
+  const canWrite = me.role !== "viewer";
+  const [{ conversations }, { agents }] = await Promise.all([
+    api("GET", "/v1/conversations"),
+    api("GET", "/v1/agents"),
+  ]);
+  const list = h(
+    "ul",
+    { class: "conversation-list", "aria-label": "Conversations" },
+    conversations.map((c) =>
+      h(
+        "li",
+        { class: c.id === id ? "current" : null },
+        h("a", { href: `#/conversations/${encodeURIComponent(c.id)}`, "aria-current": c.id === id ? "page" : null }, c.name),
+        " ",
+        h("span", { class: `badge visibility-${c.visibility}` }, c.visibility),
+        c.is_running ? h("span", { class: "badge running" }, "running") : null,
+        h("small", { class: "agent" }, c.agent),
+      ),
+    ),
+  );
+  if (!conversations.length) list.append(h("li", { class: "empty" }, "No conversation yet."));
+  const aside = h("aside", { class: "sidebar", "aria-labelledby": "conversations-title" }, h("h1", { id: "conversations-title" }, "Conversations"));
+  if (canWrite) aside.append(createForm(agents));
+  aside.append(list);
+  const chat = h("section", { class: "chat", "aria-label": "Conversation" });
+  fill(root, h("div", { class: "split" }, aside, chat));
+  if (id) await chatView(chat, id, { me, agents, signal: controller.signal });
+  else fill(chat, h("p", { class: "placeholder" }, canWrite ? "Create a conversation or open one." : "Open a shared conversation."));
+  return () => controller.abort();
+}
+
+function createForm(agents) {
+  const agent = h("select", { id: "new-agent", name: "agent" }, agents.map((a) => h("option", { value: a.name }, a.name)));
+  const name = h("input", { id: "new-name", name: "name", placeholder: "New conversation" });
+  const visibility = h(
+    "select",
+    { id: "new-visibility", name: "visibility" },
+    h("option", { value: "private" }, "private (only you)"),
+    h("option", { value: "shared" }, "shared (every member)"),
+  );
+  const error = errorLine("new-error");
+  const form = h(
+    "form",
+    { class: "create", "aria-labelledby": "new-title" },
+    h("h2", { id: "new-title" }, "New conversation"),
+    field("Agent", agent),
+    field("Name", name),
+    field("Visibility", visibility),
+    h("button", { type: "submit" }, "Create"),
+    error,
+  );
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      const body = { agent: agent.value, visibility: visibility.value };
+      if (name.value.trim()) body.name = name.value.trim();
+      const created = await api("POST", "/v1/conversations", body);
+      announce(`Created ${created.name}`);
+      location.hash = `#/conversations/${encodeURIComponent(created.id)}`;
+    } catch (failure) {
+      error.textContent = message(failure);
+    }
+  });
+  return form;
+}
+
+async function chatView(chat, id, { me, signal }) {
+  let details;
+  try {
+    details = await api("GET", `/v1/conversations/${encodeURIComponent(id)}`);
+  } catch (failure) {
+    fill(chat, h("h2", {}, "Conversation not found"), h("p", { class: "error", role: "alert" }, message(failure)));
+    return;
+  }
+  const base = `/v1/conversations/${encodeURIComponent(id)}`;
+  const canWrite = me.role !== "viewer";
+  const title = h("h2", { id: "chat-title", tabindex: "-1" }, details.name);
+  const turns = h("ol", { class: "turns", "aria-label": "Turns" });
+  const error = errorLine("chat-error");
+  const prompt = h("textarea", { id: "prompt", name: "prompt", rows: 3, required: true, disabled: !canWrite });
+  const attachments = h("input", { id: "attachments", name: "attachments", placeholder: "/space/notes.md", disabled: !canWrite });
+  const send = h("button", { type: "submit", disabled: !canWrite }, "Send");
+  const cancel = h("button", { type: "button", class: "secondary", disabled: true }, "Cancel run");
+  let liveTurn = null; // the <li> of the running run's output, while there is one
+  let following = null; // the AbortController of the stream of the running run
+
+  function renderTurns() {
+    fill(turns, details.turns.map((turn) => renderTurn(turn, details.agent)));
+    if (!details.turns.length) turns.append(h("li", { class: "empty" }, "No turn yet: send a prompt."));
+  }
+
+  async function reload() {
+    details = await api("GET", base);
+    title.textContent = details.name;
+    renderTurns();
+  }
+
+  function startLive(runId, saved) {
+    liveTurn?.remove();
+    const output = h("div", { class: "live-output", "aria-live": "polite", "aria-atomic": "false", "aria-relevant": "additions text" });
+    liveTurn = h(
+      "li",
+      { class: "turn agent status-running live", "data-run": runId, "aria-busy": "true" },
+      h(
+        "div",
+        { class: "turn-head" },
+        h("span", { class: "who" }, details.agent),
+        h("span", { class: "badge running" }, "running"),
+        h("a", { href: `#/runs/${encodeURIComponent(runId)}`, class: "inspect" }, "Inspect run"),
+      ),
+      output,
+    );
+    turns.querySelector(".empty")?.remove();
+    turns.append(liveTurn);
+    cancel.disabled = !canWrite;
+    send.disabled = true;
+    return new LiveOutput(output, saved);
+  }
+
+  async function ended(final) {
+    sessionStorage.removeItem(LIVE_KEY(id));
+    following = null;
+    liveTurn?.remove();
+    liveTurn = null;
+    cancel.disabled = true;
+    send.disabled = !canWrite;
+    await reload();
+    if (final) announce(`The run ${final.status === "completed" ? "completed" : `ended: ${final.status}`}`);
+  }
+
+  /** Follow a run's events from `saved` (what was rendered before a reload) onwards. */
+  async function followRun(runId, saved = null) {
+    const output = startLive(runId, saved);
+    const stream = new AbortController();
+    following = stream;
+    signal.addEventListener("abort", () => stream.abort());
+    let final = null;
+    await follow(`${base}/runs/${encodeURIComponent(runId)}/events`, {
+      after: output.offset,
+      signal: stream.signal,
+      endsByItself: false,
+      onError: (failure) => (error.textContent = message(failure)),
+      onEvent: ({ data }) => {
+        if (data.type === "final" || FINAL.has(data.status)) {
+          final = data;
+          return true;
+        }
+        output.offset = data.offset;
+        output.add(data.part);
+        sessionStorage.setItem(LIVE_KEY(id), JSON.stringify(output.state(runId)));
+        return false;
+      },
+    });
+    if (!signal.aborted && following === stream) await ended(final);
+  }
+
+  /** Show a run this page did not start, through the conversation's watch. */
+  async function watchRun(runId) {
+    const output = startLive(runId, null);
+    const stream = new AbortController();
+    following = stream;
+    signal.addEventListener("abort", () => stream.abort());
+    await follow(`${base}/watch`, {
+      signal: stream.signal,
+      onError: (failure) => (error.textContent = message(failure)),
+      onEvent: ({ data: view }) => {
+        if (view.loading) return false;
+        if (view.error) {
+          error.textContent = view.error;
+          return true;
+        }
+        if (view.is_running && view.active_run_id === runId) {
+          output.replace(view.output.map((part) => ({ ...part })));
+          return false;
+        }
+        return true;
+      },
+    });
+    if (!signal.aborted && following === stream) await ended(null);
+  }
+
+  const composer = h(
+    "form",
+    { class: "composer", "aria-label": "Send a prompt" },
+    field("Prompt", prompt, canWrite ? "Ctrl+Enter sends." : "Viewers read; they do not prompt."),
+    field("Attachments", attachments, "Paths under an attachment root, separated by commas (optional)."),
+    h("div", { class: "buttons" }, send, cancel),
+    error,
+  );
+  prompt.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      composer.requestSubmit();
+    }
+  });
+  composer.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    error.textContent = "";
+    const text = prompt.value.trim();
+    if (!text) return;
+    const paths = attachments.value.split(",").map((p) => p.trim()).filter(Boolean);
+    send.disabled = true;
+    try {
+      const body = { prompt: text };
+      if (paths.length) body.attachments = paths;
+      const accepted = await api("POST", `${base}/runs`, body);
+      prompt.value = "";
+      attachments.value = "";
+      await reload();
+      followRun(accepted.run_id);
+    } catch (failure) {
+      send.disabled = !canWrite;
+      error.textContent = message(failure);
+    }
+  });
+  cancel.addEventListener("click", async () => {
+    cancel.disabled = true;
+    try {
+      await api("POST", `${base}/cancel`);
+      announce("Cancelled");
+    } catch (failure) {
+      error.textContent = message(failure);
+    }
+  });
+
+  fill(chat, h("header", { class: "chat-head" }, title, settings()), turns, composer);
+  renderTurns();
+
+  function settings() {
+    const meta = h("p", { class: "meta" }, `Agent ${details.agent} · created by ${details.creator} · `, h("span", { class: `badge visibility-${details.visibility}` }, details.visibility));
+    if (!canWrite) return meta;
+    const name = h("input", { id: "rename", name: "name", value: details.name, required: true });
+    const rename = h("form", { class: "inline" }, field("Name", name), h("button", { type: "submit" }, "Rename"));
+    rename.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      try {
+        await api("PATCH", base, { name: name.value.trim() });
+        announce("Renamed");
+        location.reload();
+      } catch (failure) {
+        error.textContent = message(failure);
+      }
+    });
+    const visibility = h(
+      "select",
+      { id: "visibility", name: "visibility" },
+      ["private", "shared"].map((v) => h("option", { value: v, selected: v === details.visibility }, v)),
+    );
+    visibility.addEventListener("change", async () => {
+      try {
+        await api("PATCH", base, { visibility: visibility.value });
+        announce(`Now ${visibility.value}`);
+        location.reload();
+      } catch (failure) {
+        error.textContent = message(failure);
+      }
+    });
+    const remove = h("button", { type: "button", class: "danger" }, "Delete");
+    remove.addEventListener("click", async () => {
+      if (!confirm(`Delete “${details.name}” with its turns and runs?`)) return;
+      try {
+        await api("DELETE", base);
+        sessionStorage.removeItem(LIVE_KEY(id));
+        announce("Deleted");
+        location.hash = "#/conversations";
+      } catch (failure) {
+        error.textContent = message(failure);
+      }
+    });
+    return h("div", { class: "settings" }, meta, rename, h("div", { class: "inline" }, field("Visibility", visibility)), remove);
+  }
+
+  if (details.is_running && details.active_run_id) {
+    const saved = JSON.parse(sessionStorage.getItem(LIVE_KEY(id)) ?? "null");
+    if (saved?.runId === details.active_run_id) followRun(saved.runId, saved);
+    else watchRun(details.active_run_id);
+  } else {
+    sessionStorage.removeItem(LIVE_KEY(id));
+  }
+}
