@@ -87,6 +87,32 @@ def bench_w1(quick: bool, store: str = "memory") -> dict[str, Any]:
     )
 
 
+def bench_w1_agent(quick: bool) -> dict[str, Any]:
+    """W1 through `Agent.run` with a function tool, beside W1 through `Runtime` in the same
+    run (the "floor" column here): the facade's cost (target: at most 15% more)."""
+    import workloads
+
+    runs = 100 if quick else 2000
+    repeats = 2 if quick else 7
+    _run_async(lambda: workloads.w1_agent(50))
+    ours, runtime = [], []
+    for _ in range(repeats):
+        ours.append(_run_async(lambda: workloads.w1_agent(runs)) / runs * 1e6)
+        runtime.append(_run_async(lambda: workloads.w1_agentkit(runs)) / runs * 1e6)
+    row = _row(
+        "W1 (Agent)",
+        "W1 through Agent.run and a function tool; floor = W1 through Runtime",
+        "us/run",
+        ours,
+        runtime,
+        lower_is_better=True,
+        target=None,
+        runs=runs,
+    )
+    row["target_met"] = row["x_floor"] <= 1.15
+    return row
+
+
 def _make_store(kind: str) -> Any:
     if kind == "memory":
         from agentkit.stores import MemoryStore
@@ -357,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         "--only",
         nargs="*",
         default=None,
-        help="workloads to run (W1 W2 W3 W4 W1-sqlite start-sqlite)",
+        help="workloads to run (W1 W1-agent W2 W3 W4 W1-sqlite start-sqlite)",
     )
     parser.add_argument(
         "--output", type=Path, default=None, help="where to write JSON (bench/results.json)"
@@ -373,6 +399,8 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     if wanted("W1"):
         rows.append(bench_w1(args.quick))
+    if wanted("W1-agent"):
+        rows.append(bench_w1_agent(args.quick))
     if wanted("W1-sqlite"):
         if sqlite_available():
             rows.append(bench_w1(args.quick, store="sqlite"))

@@ -104,6 +104,7 @@ def w1_runtime(store: Any = None) -> Runtime:
         provider=AddProvider(),
         store=store if store is not None else MemoryStore(),
         tools=add_tools(),
+        builtin_tools=False,  # only `add`, as before tools were added to the built-in ones
         working_dir=Path.cwd(),
     )
 
@@ -302,3 +303,34 @@ async def w4_bare(runs: int) -> float:
         if await task != "3":
             raise AssertionError("bare W4")
     return time.perf_counter() - started
+
+
+# --- W1 through the Python agent facade ------------------------------------------------------
+
+
+async def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def w1_agent_facade() -> Any:
+    """W1's agent as an `Agent`: a function tool (validated by pydantic), a model string
+    naming the zero-latency provider."""
+    from agentkit import Agent
+    from agentkit.providers import register_provider
+
+    register_provider("bench-add", lambda **_: AddProvider())
+    return Agent("bench-add", name="bench-adder", instructions="You add numbers.", tools=[add])
+
+
+async def w1_agent(runs: int) -> float:
+    """Seconds for `runs` sequential W1 runs through `Agent.run` (one runtime for the
+    block, as `async with agent:` keeps)."""
+    agent = w1_agent_facade()
+    async with agent:
+        started = time.perf_counter()
+        for _ in range(runs):
+            outcome = await agent.run("What is 1 + 2?")
+            if outcome.output != "3":
+                raise AssertionError(f"W1 (Agent) answered {outcome.output!r}")
+        return time.perf_counter() - started

@@ -55,8 +55,9 @@ def test_scripted_tool_calls_from_the_command_line(
 ) -> None:
     (tmp_path / "calc.py").write_text(
         "from agentkit import AgentSpec\n"
-        "agent = AgentSpec(id='demo:calc', tools=('nothing',),\n"
+        "agent = AgentSpec(id='demo:calc', tools=('Read',),\n"
         "                  permission_mode='bypassPermissions')\n"
+        "typo = AgentSpec(id='demo:typo', tools=('Raed',))\n"
     )
     script = tmp_path / "script.json"
     script.write_text(
@@ -88,6 +89,12 @@ def test_scripted_tool_calls_from_the_command_line(
     assert uses == [{"type": "tool_use", "id": "call_0_0", "tool": "nothing", "input": {"x": 1}}]
     assert next(e for e in events if e["type"] == "tool_result")["isError"] is True
     assert "1 scripted response(s) were not used" in done.stderr
+    # An allowlist naming no tool is refused before the run starts.
+    refused = agentkit(
+        python, cli_env, "run", "calc:typo", "go", "--provider", "scripted", "--script",
+        str(script), cwd=tmp_path,
+    )
+    assert refused.returncode == 2 and "did you mean 'Read'?" in refused.stderr
 
 
 def test_failed_turn_exits_1(python: str, cli_env: dict[str, str], tmp_path: Path) -> None:

@@ -29,7 +29,9 @@ def examples() -> list[tuple[str, str]]:
 
 
 def _run(where: str, code: str) -> None:
-    exec(compile(code, where, "exec"), {"__name__": "__docs__"})
+    # dont_inherit: not this module's `from __future__ import annotations` (a reader's
+    # script has none: its dataclasses and pydantic models resolve their annotations).
+    exec(compile(code, where, "exec", dont_inherit=True), {"__name__": "__docs__"})
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ import pytest
 
 from agentkit import AgentSpec, Runtime
 from agentkit.actions import ActionRegistry, ActionResult
+from agentkit.errors import UnknownToolError
 from agentkit.events import AgentMessage, to_wire
 from agentkit.permissions import Allow, Deny, PermissionRequest
 from agentkit.providers import (
@@ -469,7 +470,7 @@ async def test_a_provider_that_raises_anything_ends_in_an_error_block() -> None:
         def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
             return broken(request)
 
-    async with Runtime(provider=Broken()) as runtime:
+    async with Runtime(provider=Broken(), tools=tools()) as runtime:
         run = await runtime.start(SPEC, "go")
         events = [e async for e in run.events()]
     assert_stream_invariants(events)
@@ -495,7 +496,7 @@ async def test_cancel_ends_interrupted_with_one_error_block() -> None:
 async def test_session_resume_and_deltas_not_stored() -> None:
     store = MemoryStore()
     provider = ScriptedProvider([{"text": "first answer", "deltas": 3}, "second answer"])
-    async with Runtime(provider=provider, store=store) as runtime:
+    async with Runtime(provider=provider, store=store, tools=tools()) as runtime:
         first = await runtime.start(SPEC, "one")
         await first.wait()
         second = await runtime.start(SPEC, "two", session_id=first.session_id)
@@ -577,7 +578,7 @@ async def test_thinking_chunks_without_signature_close_on_text() -> None:
         def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
             return stream(request)
 
-    async with Runtime(provider=Thinker()) as runtime:
+    async with Runtime(provider=Thinker(), tools=tools()) as runtime:
         run = await runtime.start(SPEC, "go")
         events = [e async for e in run.events()]
     thinking = [e for e in events if e.type == "thinking"]
@@ -588,7 +589,7 @@ async def test_provider_error_type_is_reported() -> None:
     def fail(request: ModelRequest) -> Any:
         raise ProviderError("quota exceeded", status=402)
 
-    async with Runtime(provider=FunctionProvider(fail)) as runtime:
+    async with Runtime(provider=FunctionProvider(fail), tools=tools()) as runtime:
         run = await runtime.start(SPEC, "go")
         outcome = await run.wait()
     assert outcome.status == "error" and "quota exceeded" in (outcome.error or "")
@@ -724,14 +725,15 @@ async def test_what_a_spec_is_offered_follows_changes_to_the_registries() -> Non
     tools = ToolRegistry([Tool("lookup", "Look up.", schema, answer)])
     actions = ActionRegistry()
     spec = AgentSpec(id="demo:offers", system_prompt="x", tools=["lookup", "extra"], actions=["*"])
-    provider = FunctionProvider(lambda request: "ok")
+    provider = FunctionProvider(lambda request: "ok", record=True)
 
     def offered() -> list[tuple[str, str]]:
         return [(t.name, t.description) for t in provider.requests[-1].tools]
 
     async with Runtime(provider=provider, tools=tools, actions=actions) as runtime:
-        await (await runtime.start(spec, "1")).wait()
-        assert offered() == [("lookup", "Look up.")]
+        with pytest.raises(UnknownToolError, match="'extra'"):  # no such tool yet
+            await runtime.start(spec, "1")
+        tools = runtime.tools  # the built-in tools and those given
         tools.add(Tool("extra", "Extra.", schema, answer))
         await (await runtime.start(spec, "2")).wait()
         assert offered() == [("lookup", "Look up."), ("extra", "Extra.")]
@@ -792,11 +794,11 @@ async def test_allowlist_entries_naming_nothing_are_logged_once(
 
     spec = AgentSpec(
         id="demo:typos",
-        tools=["add", "Raed", "mcp__nowhere"],
+        tools=["add", "mcp__nowhere"],  # an MCP server's tools (it may have none)
         actions=["demo:missing"],
         allowed_subagents=["demo:ghost"],
     )
-    provider = FunctionProvider(lambda request: "ok")
+    provider = FunctionProvider(lambda request: "ok", record=True)
     registry = ToolRegistry([Tool("add", "Add.", ADD_SCHEMA, _add)])
     with caplog.at_level("WARNING", logger="agentkit.engine"):
         async with Runtime(provider=provider, tools=registry) as runtime:
@@ -804,7 +806,7 @@ async def test_allowlist_entries_naming_nothing_are_logged_once(
                 await (await runtime.start(spec, "hi")).wait()
     warnings = [r.getMessage() for r in caplog.records if r.name == "agentkit.engine"]
     assert len(warnings) == 2  # once per spec, not once per run
-    assert "Raed, mcp__nowhere, demo:missing" in warnings[0]
+    assert "mcp__nowhere, demo:missing" in warnings[0]
     assert "demo:ghost" in warnings[1]
     assert [t.name for t in provider.requests[-1].tools] == ["add", "summon"]
 

@@ -63,6 +63,65 @@ async def test_function_provider_sync_and_async() -> None:
         assert outcome.text == expected
 
 
+async def test_function_provider_streams_exactly_the_pieces_it_is_given() -> None:
+    from collections.abc import AsyncIterator
+
+    from agentkit.events import TextDelta, ToolResult
+    from agentkit.providers import ThinkingChunk, ToolCall
+
+    async def ping(arguments: dict[str, Any], context: ToolContext) -> str:
+        return "pong"
+
+    def pieces(request: ModelRequest) -> Any:
+        if len(request.messages) == 1:
+            call = ToolCall(id="c1", name="ping", arguments={})
+            return [ThinkingChunk("hm", "sig"), "Let me ", "check.", call]
+        return answer()
+
+    async def answer() -> AsyncIterator[str]:
+        for piece in ("It ", "says ", "pong."):
+            yield piece
+
+    provider = FunctionProvider(pieces)
+    spec = AgentSpec(id="a:b", tools=("ping",), permission_mode="bypassPermissions")
+    tools = [Tool("ping", "Ping.", {"type": "object"}, ping)]
+    async with Runtime(provider=provider, tools=tools, builtin_tools=False) as runtime:
+        run = await runtime.start(spec, "hi")
+        events = [event async for event in run.events()]
+        outcome = await run.wait()
+    deltas = [e.content for e in events if isinstance(e, TextDelta)]
+    assert deltas == ["Let me ", "check.", "It ", "says ", "pong."]
+    assert [e.output for e in events if isinstance(e, ToolResult)] == ["pong"]
+    assert outcome.text == "It says pong." and outcome.accounting.total.output_tokens > 0
+    assert provider.calls == 2 and provider.requests == []  # not recorded unless asked
+
+
+async def test_function_provider_records_when_asked_and_refuses_what_is_no_response() -> None:
+    async def generator(request: ModelRequest) -> Any:  # an async generator function
+        yield "one "
+        yield "two"
+
+    provider = FunctionProvider(generator, record=True)
+    async with Runtime(provider=provider) as runtime:
+        outcome = await (await runtime.start(AgentSpec(id="a:b"), "hi")).wait()
+    assert outcome.text == "one two"
+    assert [r.messages[-1].content for r in provider.requests] == ["hi"]  # type: ignore[union-attr]
+    for bad, problem in ((42, "int is not a response"), ([b"x"], "a piece is a string")):
+        answer = FunctionProvider(lambda request, bad=bad: bad)
+        async with Runtime(provider=answer) as runtime:
+            failed = await (await runtime.start(AgentSpec(id="a:c"), "hi")).wait()
+        assert failed.status == "error" and problem in (failed.error or "")
+
+
+def test_the_json_argument_parser_is_public() -> None:
+    from agentkit.providers import parse_arguments
+
+    assert parse_arguments('{"city": "Paris"}') == {"city": "Paris"}
+    assert parse_arguments("  ") == {}
+    assert parse_arguments('{"city": "Par') == '{"city": "Par'
+    assert parse_arguments("[1]") == "[1]"
+
+
 SCHEMA = {
     "type": "object",
     "required": ["decision", "tags", "score", "when"],

@@ -250,7 +250,7 @@ def agent_specs(caller: AgentSpec) -> list[AgentSpec]:
 @pytest.mark.anyio
 async def test_agents_lists_and_agent_runs_sub_agents(tmp_path: Path) -> None:
     caller = AgentSpec(id="app:main", allowed_subagents=("app:explore", "app:broken"))
-    provider = FunctionProvider(decide)
+    provider = FunctionProvider(decide, record=True)
     async with Runtime(provider=provider, agents=agent_specs(caller)) as runtime:
         ctx = ToolContext(
             working_dir=tmp_path,

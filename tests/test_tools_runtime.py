@@ -9,11 +9,12 @@ from typing import Any
 import pytest
 
 from agentkit import AgentSpec
+from agentkit.errors import UnknownToolError
 from agentkit.events import ToolResult
 from agentkit.permissions import Allow, PermissionDecision, PermissionRequest
 from agentkit.runtime import Runtime
 from agentkit.testing import ScriptedProvider
-from agentkit.tools import builtin_tools, mcp_tools
+from agentkit.tools import mcp_tools
 
 pytestmark = pytest.mark.anyio
 
@@ -56,14 +57,17 @@ async def test_claude_vocabulary_through_the_engine(tmp_path: Path) -> None:
         ]
     )
     config = {"local": {"command": sys.executable, "args": [SERVER]}}
-    async with mcp_tools(config) as extra:
-        registry = builtin_tools("claude")
-        for tool in extra:
-            registry.add(tool)
-        async with Runtime(
-            provider=provider, tools=registry, working_dir=tmp_path, permission_handler=handler
-        ) as runtime:
-            results = await results_of(runtime, spec)
+    async with (
+        mcp_tools(config) as extra,
+        Runtime(
+            provider=provider,
+            tools=extra,  # added to the built-in tools
+            tool_vocabulary="claude",
+            working_dir=tmp_path,
+            permission_handler=handler,
+        ) as runtime,
+    ):
+        results = await results_of(runtime, spec)
     outputs = [(r.tool, r.is_error, str(r.output)) for r in results]
     assert outputs[0] == ("Read", False, "     1\tremember the milk")
     assert outputs[1][:2] == ("Write", True) and "leaves the working directory" in outputs[1][2]
@@ -95,7 +99,7 @@ async def test_rho_vocabulary_and_sub_agents_through_the_engine(tmp_path: Path) 
     )
     async with Runtime(
         provider=provider,
-        tools=builtin_tools("rho"),
+        tool_vocabulary="rho",
         agents=[main, helper],
         working_dir=tmp_path,
     ) as runtime:
@@ -109,15 +113,15 @@ async def test_rho_vocabulary_and_sub_agents_through_the_engine(tmp_path: Path) 
     ]
 
 
-async def test_a_claude_name_is_not_offered_to_a_rho_registry(tmp_path: Path) -> None:
+async def test_a_claude_name_is_refused_by_a_rho_runtime(tmp_path: Path) -> None:
     spec = AgentSpec(id="demo:x", tools=("Read",), permission_mode="bypassPermissions")
     provider = ScriptedProvider([call("Read", file_path="x"), "done"])
-    async with Runtime(
-        provider=provider, tools=builtin_tools("rho"), working_dir=tmp_path
-    ) as runtime:
-        results = await results_of(runtime, spec)
-    assert results[0].is_error
-    assert provider.requests[0].tools == ()
+    async with Runtime(provider=provider, tool_vocabulary="rho", working_dir=tmp_path) as runtime:
+        with pytest.raises(UnknownToolError, match="did you mean 'read_file'") as raised:
+            await runtime.start(spec, "go")
+        assert raised.value.entries == ("Read",)
+        assert await runtime.store.list_sessions() == []  # refused before anything is stored
+    assert provider.requests == []
 
 
 async def test_an_mcp_tool_result_over_the_output_cap_is_cut(
@@ -132,7 +136,7 @@ async def test_an_mcp_tool_result_over_the_output_cap_is_cut(
     config = {"local": {"command": sys.executable, "args": [SERVER],
                         "env": {"BIG": "y" * 50_000}}}
     async with Runtime(
-        provider=provider, tools=builtin_tools("claude"), mcp_servers=config,
+        provider=provider, tool_vocabulary="claude", mcp_servers=config,
         working_dir=tmp_path,
     ) as runtime:
         [result] = await results_of(runtime, spec)

@@ -17,12 +17,14 @@ from agentkit._version import __version__
 
 if TYPE_CHECKING:
     from agentkit.actions import Action, ActionContext, ActionRegistry, ActionResult
+    from agentkit.agent import Agent
     from agentkit.diagnostics import Diagnostic
     from agentkit.errors import (
         AgentkitError,
         AgentNotFoundError,
         LoadError,
         ProviderError,
+        RunFailedError,
         SessionBusyError,
         SessionNotFoundError,
         SpecError,
@@ -35,13 +37,14 @@ if TYPE_CHECKING:
     from agentkit.runtime import RetryPolicy, Run, RunOutcome, Runtime
     from agentkit.spec import AgentSpec, ModelSelection
     from agentkit.stores import MemoryStore, Store
-    from agentkit.tools import Tool, ToolContext, ToolRegistry
+    from agentkit.tools import Tool, ToolContext, ToolRegistry, tool
 
 _EXPORTS: dict[str, str] = {
     "Action": "agentkit.actions",
     "ActionContext": "agentkit.actions",
     "ActionRegistry": "agentkit.actions",
     "ActionResult": "agentkit.actions",
+    "Agent": "agentkit.agent",
     "AgentMessage": "agentkit.events",
     "AgentNotFoundError": "agentkit.errors",
     "AgentSpec": "agentkit.spec",
@@ -57,6 +60,7 @@ _EXPORTS: dict[str, str] = {
     "Provider": "agentkit.providers",
     "ProviderError": "agentkit.errors",
     "RetryPolicy": "agentkit.runtime",
+    "RunFailedError": "agentkit.errors",
     "Run": "agentkit.runtime",
     "RunOutcome": "agentkit.runtime",
     "Runtime": "agentkit.runtime",
@@ -69,6 +73,7 @@ _EXPORTS: dict[str, str] = {
     "ToolContext": "agentkit.tools",
     "ToolError": "agentkit.errors",
     "ToolRegistry": "agentkit.tools",
+    "tool": "agentkit.tools",
 }
 
 __all__ = [
@@ -76,6 +81,7 @@ __all__ = [
     "ActionContext",
     "ActionRegistry",
     "ActionResult",
+    "Agent",
     "AgentMessage",
     "AgentNotFoundError",
     "AgentSpec",
@@ -92,6 +98,7 @@ __all__ = [
     "ProviderError",
     "RetryPolicy",
     "Run",
+    "RunFailedError",
     "RunOutcome",
     "Runtime",
     "SessionBusyError",
@@ -104,6 +111,7 @@ __all__ = [
     "ToolError",
     "ToolRegistry",
     "__version__",
+    "tool",
 ]
 
 

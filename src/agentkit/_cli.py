@@ -1,7 +1,7 @@
 """The `agentkit` command line.
 
 ```
-agentkit run TARGET PROMPT|- [--provider NAME] [--script FILE] [--session ID]
+agentkit run TARGET PROMPT|- [--provider NAME] [--script FILE] [--model MODEL] [--session ID]
                              [--format text|jsonl] [--working-dir DIR] [--app DIR]
                              [--store LOCATION]
                              [--provider-{connect,first-byte,read,total}-timeout SECONDS]
@@ -188,6 +188,13 @@ output:
         "it for prompts too long for the command line)",
     )
     run.add_argument("--provider", metavar="NAME", help=_PROVIDER_HELP)
+    run.add_argument(
+        "--model",
+        metavar="MODEL",
+        help="the model instead of the agent's own choice: a model string such as "
+        "openai:gpt-4.1, anthropic:claude-sonnet-4-5, local, test, or a tier (large, "
+        "medium, small)",
+    )
     run.add_argument("--script", metavar="FILE", help=_SCRIPT_HELP)
     run.add_argument(
         "--session",
@@ -993,6 +1000,15 @@ def _run_command(args: argparse.Namespace) -> int:
 
     prompt = _read_prompt(args.prompt)
     spec, adapter = _load_spec(args.target, args.app)
+    if args.model is not None:
+        from agentkit.spec import ModelSelection
+
+        try:
+            spec = spec.model_copy(update={"model": ModelSelection.parse(args.model)})
+        except ValueError as exc:
+            raise UsageError(f"--model: {exc}") from None
+        if args.provider is None and spec.model.provider is not None:
+            args.provider = spec.model.provider  # the model string names its provider
     provider = _make_provider(args)
     working_dir = Path(args.working_dir or ".").resolve()
     if not working_dir.is_dir():

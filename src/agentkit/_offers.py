@@ -5,11 +5,13 @@ Computed once per spec and registry version, and kept by the runtime."""
 
 from __future__ import annotations
 
+import difflib
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from agentkit.actions import Action, action_tool_name
+from agentkit.errors import UnknownToolError
 from agentkit.providers import ToolDefinition
 from agentkit.spec import AgentSpec
 from agentkit.tools import Tool, entry_tool_names, parse_tool_entry
@@ -17,7 +19,7 @@ from agentkit.tools import Tool, entry_tool_names, parse_tool_entry
 if TYPE_CHECKING:
     from agentkit.runtime import Runtime
 
-__all__ = ["SUBMIT_OUTPUT", "SUMMON", "offered_tools"]
+__all__ = ["SUBMIT_OUTPUT", "SUMMON", "check_allowlist", "offered_tools"]
 
 _logger = logging.getLogger("agentkit.engine")
 
@@ -141,8 +143,8 @@ def _offers(spec: AgentSpec, runtime: Runtime) -> _Offers:
             and action_count == len(actions)
         ):
             return offers
+    _check_unresolved(spec, runtime)
     offered = offered_tools(spec, runtime)
-    _warn_unresolved(spec, runtime)
     offers = (offered, tuple(o.definition for o in offered.values()))
     if len(cache) >= 512:  # many short-lived specs: start over rather than grow
         cache.clear()
@@ -150,11 +152,35 @@ def _offers(spec: AgentSpec, runtime: Runtime) -> _Offers:
     return offers
 
 
-def _warn_unresolved(spec: AgentSpec, runtime: Runtime) -> None:
-    """Log the allowlist entries of `spec` that name nothing this runtime has: they are
-    not offered, and a typo there would otherwise only show as a model that never calls
-    the tool. Once per spec and registry version (see `_offers`)."""
-    tools = [entry for entry in spec.tools if not entry_tool_names(entry, runtime.tools)]
+def check_allowlist(spec: AgentSpec, runtime: Runtime) -> None:
+    """Raise `UnknownToolError` when an allowlist entry of `spec` names a tool `runtime`
+    does not have (what the engine offers `spec` is then worked out and kept)."""
+    _offers(spec, runtime)
+
+
+def _check_unresolved(spec: AgentSpec, runtime: Runtime) -> None:
+    """Refuse the allowlist entries of `spec` that name a tool this runtime does not have
+    (a typo there would otherwise only show as a model that never calls the tool), with
+    the closest name; log the other entries that name nothing: MCP server entries
+    (`mcp__server`, `mcp__server__*`) of a server with no tools, actions and agents.
+    Once per spec and registry version (see `_offers`)."""
+    registry = runtime.tools
+    unresolved = [entry for entry in spec.tools if not entry_tool_names(entry, registry)]
+    unknown = [entry for entry in unresolved if not _server_entry(entry)]
+    if unknown:
+        names = registry.names()
+        by_lower = {name.lower(): name for name in names}
+        suggestions: dict[str, str] = {}
+        for entry in unknown:
+            name = parse_tool_entry(entry.strip())[0]
+            close = difflib.get_close_matches(name, names, n=1) or [
+                by_lower[match]
+                for match in difflib.get_close_matches(name.lower(), list(by_lower), n=1)
+            ]
+            if close:
+                suggestions[entry] = close[0]
+        raise UnknownToolError(spec.id, unknown, suggestions)
+    tools = unresolved
     actions = [a for a in spec.actions if a != "*" and runtime.actions.get(a) is None]
     agents = [name for name in spec.allowed_subagents if name not in runtime.agents]
     if tools or actions:
@@ -169,3 +195,11 @@ def _warn_unresolved(spec: AgentSpec, runtime: Runtime) -> None:
             spec.id,
             ", ".join(agents),
         )
+
+
+def _server_entry(entry: str) -> bool:
+    """Whether `entry` is `mcp__server` or `mcp__server__*`: every tool of an MCP server,
+    which may have none."""
+    name, specifier = parse_tool_entry(entry.strip())
+    parts = name.removesuffix("__*").split("__")
+    return specifier is None and len(parts) == 2 and parts[0] == "mcp" and bool(parts[1])

@@ -14,9 +14,10 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, cast
 
 import anyio
+from typing_extensions import TypeVar
 
 from agentkit import _aio
 from agentkit._log import RunLog
@@ -42,6 +43,8 @@ __all__ = [
 ]
 
 _logger = logging.getLogger("agentkit.runtime")
+
+_UNSET: Any = object()  # `RunOutcome.output` not given: the text, or the payload
 
 _ENDING_ATTEMPTS = 5
 _ENDING_RETRY_DELAY = 0.1
@@ -71,8 +74,11 @@ def failed(request: TurnRequest, error: str) -> TurnOutcome:
     return TurnOutcome(status="error", error=_text_safe(error), accounting=used)
 
 
+OutputT = TypeVar("OutputT", default=Any)
+
+
 @dataclass(frozen=True)
-class RunOutcome:
+class RunOutcome(Generic[OutputT]):
     """How a run ended.
 
     Attributes:
@@ -81,6 +87,9 @@ class RunOutcome:
         payload: The accepted structured output, when the agent has an output schema.
         error: The `error` block's message, when the run did not complete.
         accounting: Tokens per model, model calls, tool calls, denials, cost.
+        output: What the run answered: the structured output when the agent has an
+            output schema, else the text; through [`Agent`][agentkit.agent.Agent] with an
+            `output_type`, the validated instance of that type (`RunOutcome[Forecast]`).
     """
 
     run_id: str
@@ -90,6 +99,11 @@ class RunOutcome:
     payload: Any = None
     error: str | None = None
     accounting: Accounting = field(default_factory=Accounting)
+    output: OutputT = field(default=cast(Any, _UNSET))
+
+    def __post_init__(self) -> None:
+        if self.output is _UNSET:
+            object.__setattr__(self, "output", self.text if self.payload is None else self.payload)
 
     @property
     def ok(self) -> bool:

@@ -11,7 +11,7 @@ those keeps working. The errors are also importable from the module that raises 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agentkit.diagnostics import Diagnostic
@@ -52,6 +52,7 @@ __all__ = [
     "RoomExistsError",
     "RoomNotFoundError",
     "RunEndedError",
+    "RunFailedError",
     "RunNotFoundError",
     "ScriptError",
     "SessionBusyError",
@@ -63,6 +64,7 @@ __all__ = [
     "ToolError",
     "TurnNotFoundError",
     "UnknownModelError",
+    "UnknownToolError",
     "ValidateUsageError",
 ]
 
@@ -81,6 +83,32 @@ class SpecError(AgentkitError, ValueError):
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
+
+
+class UnknownToolError(SpecError):
+    """An agent's tool allowlist names a tool its runtime does not have (raised by
+    `Runtime.start` before anything is stored). `field` is `"tools"`.
+
+    Attributes:
+        agent_id: The agent whose allowlist it is.
+        entries: Every allowlist entry that names no tool, as written.
+        suggestions: The closest registered tool name of each entry that has one.
+    """
+
+    def __init__(self, agent_id: str, entries: Iterable[str], suggestions: dict[str, str]) -> None:
+        self.agent_id = agent_id
+        self.entries = tuple(entries)
+        self.suggestions = dict(suggestions)
+        named = "; ".join(
+            f"{entry!r}"
+            + (f" (did you mean {suggestions[entry]!r}?)" if entry in suggestions else "")
+            for entry in self.entries
+        )
+        super().__init__(
+            "tools",
+            f"agent {agent_id} allows tools this runtime does not have: {named}. Add them "
+            "with Runtime(tools=[...]), or fix the names",
+        )
 
 
 class LoadError(AgentkitError, ValueError):
@@ -181,6 +209,28 @@ class ForeignAgentError(AgentkitError, LookupError):
 
 
 # --- models --------------------------------------------------------------------------------
+
+
+class RunFailedError(AgentkitError, RuntimeError):
+    """A run did not complete (raised by [`Agent.run`][agentkit.agent.Agent.run]; `Runtime`
+    returns the outcome instead).
+
+    Attributes:
+        outcome: The run's outcome: `status` (`error` or `interrupted`), `error`,
+            `accounting`, `run_id`, `session_id`.
+    """
+
+    def __init__(self, outcome: Any) -> None:
+        super().__init__(f"run {outcome.run_id} ended {outcome.status}: {outcome.error}")
+        self.outcome = outcome
+
+    @property
+    def status(self) -> str:
+        return str(self.outcome.status)
+
+    @property
+    def error(self) -> str | None:
+        return self.outcome.error  # type: ignore[no-any-return]
 
 
 class ProviderError(AgentkitError):

@@ -39,7 +39,7 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -60,6 +60,7 @@ from agentkit._lease import (
     LeaseKeeper,
     end_expired_runs,
 )
+from agentkit._offers import check_allowlist
 from agentkit._pricing import CostEstimator, priced
 from agentkit._prompt import resolve_context
 from agentkit._run import (
@@ -74,6 +75,7 @@ from agentkit._run import (
 )
 from agentkit._runs_group import RunGroup
 from agentkit._summon import run_action, run_subagent
+from agentkit._telemetry import RunTelemetry, run_telemetry
 from agentkit._trusted import _session_init, _turn_end, _turn_start
 from agentkit._turns import Emit, OutputLimits, RetryPolicy, TurnOutcome, TurnRequest
 from agentkit.actions import ActionRegistry, ActionResult
@@ -98,7 +100,7 @@ from agentkit.stores import (
     SessionRecord,
     Store,
 )
-from agentkit.tools import ToolRegistry
+from agentkit.tools import Tool, ToolRegistry
 
 __all__ = [
     "AgentNotFoundError",
@@ -118,6 +120,18 @@ __all__ = [
 
 _logger = logging.getLogger("agentkit.runtime")
 
+
+def _as_registry(
+    tools: ToolRegistry | Iterable[Tool | Callable[..., Any]] | None,
+) -> ToolRegistry | None:
+    """`Runtime(tools=...)` as a registry: functions become tools, now (so a function
+    that cannot be a tool fails where it is given)."""
+    if tools is None or isinstance(tools, ToolRegistry):
+        return tools
+    if isinstance(tools, Tool) or callable(tools):
+        raise TypeError("tools= takes a list of tools or functions (or a ToolRegistry)")
+    return ToolRegistry(t if isinstance(t, Tool) else Tool.from_function(t) for t in tools)
+
 class Runtime:
     """Owns runs: provider, store, tools, actions, agents and the task group runs live in.
 
@@ -128,12 +142,16 @@ class Runtime:
             [`open_store`][agentkit.stores.open_store] (a SQLite file path,
             `postgresql://...`), which the runtime then also closes. Without one, an
             in-memory store: nothing survives the process.
-        tools: The tools agents may be allowed (by allowlist entry name); by default every
-            built-in tool (`agentkit.tools.builtin_tools`), whose background processes
-            are stopped when the runtime closes.
-        tool_vocabulary: With the default tools, register them only under the Claude
-            names (`"claude"`: `Read`, `Bash`, ...) or the Rho names (`"rho"`:
-            `read_file`, `bash`, ...); `None` registers both.
+        tools: Tools to add to the built-in ones: `Tool`s, plain Python functions (made
+            tools with `Tool.from_function`), or a `ToolRegistry` (every name it holds). A
+            tool named like a built-in one replaces it. Agents are offered only what their
+            allowlist names.
+        builtin_tools: Whether the runtime has every built-in tool
+            (`agentkit.tools.builtin_tools`, whose background processes are stopped when
+            the runtime closes); `False` leaves only `tools` (and MCP servers' tools).
+        tool_vocabulary: Register the built-in tools only under the Claude names
+            (`"claude"`: `Read`, `Bash`, ...) or the Rho names (`"rho"`: `read_file`,
+            `bash`, ...); `None` registers both.
         mcp_servers: An `mcpServers` mapping; the servers start when the runtime is
             entered and stop when it closes, and their tools join `tools` as
             `mcp__<server>__<tool>`.
@@ -158,6 +176,14 @@ class Runtime:
             the run with `status == "error"` and the reason "interrupted: its process
             stopped". Leases are kept in every store but the in-memory one, which no other
             process can share.
+        tracer_provider: An OpenTelemetry `TracerProvider` for this runtime's spans; by
+            default the global one, when one is set (see docs/telemetry.md). Without a
+            provider, runs are not traced and `opentelemetry` is not imported.
+        meter_provider: An OpenTelemetry `MeterProvider` for the `gen_ai.client.*`
+            metrics; by default the global one, when one is set.
+        capture_content: Whether spans record prompts, completions and tool arguments and
+            results (`gen_ai.input.messages`, ...). By default they do not, unless
+            `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`.
 
     Every run is durable from acceptance: `start` returns once the run's record, its
     `turn_start` (with the prompt) and `session_init` are stored, and the store itself
@@ -172,7 +198,8 @@ class Runtime:
         *,
         provider: Provider | str | None = None,
         store: Store | str | None = None,
-        tools: ToolRegistry | None = None,
+        tools: ToolRegistry | Iterable[Tool | Callable[..., Any]] | None = None,
+        builtin_tools: bool = True,
         tool_vocabulary: Literal["claude", "rho"] | None = None,
         mcp_servers: Mapping[str, Any] | None = None,
         actions: ActionRegistry | None = None,
@@ -188,6 +215,9 @@ class Runtime:
         limits: OutputLimits | None = None,
         heartbeat_interval: float = DEFAULT_HEARTBEAT_INTERVAL,
         lease_duration: float = DEFAULT_LEASE_DURATION,
+        tracer_provider: Any = None,
+        meter_provider: Any = None,
+        capture_content: bool | None = None,
     ) -> None:
         if not 0 < heartbeat_interval < lease_duration:
             raise ValueError(
@@ -196,13 +226,16 @@ class Runtime:
             )
         self._provider_arg = provider
         self._provider: Provider | None = provider if not isinstance(provider, str) else None
+        self._providers: dict[str, Provider] = {}  # other providers agents name, by name
         self._owns_store = store is None or isinstance(store, str)
         if isinstance(store, str):
             from agentkit.stores import open_store
 
             store = open_store(store)
         self.store: Store = store if store is not None else MemoryStore()
-        self._tools = tools
+        self._added_tools = _as_registry(tools)
+        self._builtin_tools = builtin_tools
+        self._tools: ToolRegistry | None = None
         self._tool_vocabulary = tool_vocabulary
         self._processes: Any = None
         self._mcp_servers = dict(mcp_servers or {})
@@ -231,17 +264,28 @@ class Runtime:
         self._leases: LeaseKeeper | None = None
         # What each spec is offered, for the engine (see agentkit._engine._offers).
         self._offers: dict[int, tuple[Any, ...]] = {}
+        self.tracer_provider = tracer_provider
+        self.meter_provider = meter_provider
+        self.capture_content = capture_content
 
     # --- lifecycle --------------------------------------------------------------------
 
     @property
     def tools(self) -> ToolRegistry:
-        """The tools agents may be allowed, by name."""
+        """The tools agents may be allowed, by name: the built-in ones (unless
+        `builtin_tools=False`), those given as `tools` and those of the MCP servers."""
         if self._tools is None:
-            from agentkit.tools import ProcessTable, builtin_tools
+            added = self._added_tools
+            if not self._builtin_tools:
+                self._tools = added if added is not None else ToolRegistry()
+            else:
+                from agentkit.tools import ProcessTable, builtin_tools
 
-            self._processes = ProcessTable()
-            self._tools = builtin_tools(self._tool_vocabulary, processes=self._processes)
+                self._processes = ProcessTable()
+                registry = builtin_tools(self._tool_vocabulary, processes=self._processes)
+                if added is not None:
+                    registry.update(added)
+                self._tools = registry
         return self._tools
 
     async def __aenter__(self) -> Runtime:
@@ -346,6 +390,24 @@ class Runtime:
             self._provider = create_provider(name)
         return self._provider
 
+    def provider_named(self, name: str) -> Provider:
+        """The provider registered as `name`: the runtime's own when it is that one, else
+        one created on first use and kept (agents on different providers share one
+        runtime: an agent's model string `"openai:gpt-4.1"` names its provider).
+
+        Raises:
+            NoProviderError: No provider has that name, or it is not configured.
+        """
+        own = self._provider
+        if own is None and self._provider_arg == name:
+            own = self.provider
+        if own is not None and own.name == name:
+            return own
+        found = self._providers.get(name)
+        if found is None:
+            found = self._providers[name] = create_provider(name)
+        return found
+
     # --- sessions and runs ------------------------------------------------------------
 
     async def create_session(
@@ -382,6 +444,12 @@ class Runtime:
             raise RuntimeError("start runs inside 'async with Runtime(...) as runtime:'")
         spec = self._resolve_agent(agent)
         # Everything that can fail on the caller's input fails before any state changes.
+        if (
+            spec.tools
+            and spec.runtime == "engine"
+            and self._driver_for(spec) == self._engine_driver  # not a host's own driver
+        ):
+            check_allowlist(spec, self)  # a misspelt tool name raises UnknownToolError
         system, user = resolve_context(
             spec,
             prompt,
@@ -418,30 +486,39 @@ class Runtime:
             working_dir=Path(working_dir) if working_dir is not None else self.working_dir,
             native=self._group.native,
         )
-        run._emit(_turn_start(run.turn_id, session.id, prompt))
+        # Traced (a child of the caller's current span) only when a provider is set; the
+        # span's context is stored with the run, in its `turn_start`.
+        telemetry = run_telemetry(self, run)
+        trace_parent = telemetry.traceparent if telemetry is not None else None
+        run._emit(_turn_start(run.turn_id, session.id, prompt, trace_parent))
         run._emit(_session_init(session.id, system or None, str(run.working_dir)))
         now = time.time()
         # Accepted once stored: the record (owned by this runtime, under a lease) with the
         # prompt's `turn_start`, in one transaction that also refuses a second running run
         # on the session, in any process.
-        await self.store.create_run(
-            RunRecord(
-                run.id,
-                session.id,
-                spec.id,
-                "running",
-                now,
-                None,
-                self.instance_id,
-                now,
-                now + self.lease_duration,
-            ),
-            run._take_unsaved(),
-        )
+        try:
+            await self.store.create_run(
+                RunRecord(
+                    run.id,
+                    session.id,
+                    spec.id,
+                    "running",
+                    now,
+                    None,
+                    self.instance_id,
+                    now,
+                    now + self.lease_duration,
+                ),
+                run._take_unsaved(),
+            )
+        except BaseException:
+            if telemetry is not None:
+                telemetry.end(None)  # not accepted: its span ends as an error
+            raise
         self._runs[run.id] = run
         # The turn's request is built when the run takes its first step: a run waiting for
         # its turn holds as little as it can (ten thousand may be waiting at once).
-        self._group.start(run, self._execute, run, system, user, resumed, _depth)
+        self._group.start(run, self._execute, run, system, user, resumed, _depth, telemetry)
         return run
 
     def stream(
@@ -490,22 +567,30 @@ class Runtime:
 
     def _select_model(self, spec: AgentSpec) -> tuple[Provider, str]:
         selection = spec.model
-        provider = self.provider
-        if selection.provider and selection.provider != provider.name:
-            if selection.policy == "prefer":
+        if selection.provider and selection.policy == "prefer":
+            provider = self.provider
+            if selection.provider != provider.name:  # preferred, not required: fall back
                 return provider, provider.resolve_model("medium", None)
-            raise NoProviderError(
-                f"agent {spec.id} requires provider {selection.provider!r} but the runtime "
-                f"uses {provider.name!r}"
-            )
+        elif selection.provider:
+            provider = self.provider_named(selection.provider)
+        else:
+            provider = self.provider
         if selection.policy == "inherit":
             return provider, provider.resolve_model(None, None)
         return provider, provider.resolve_model(selection.tier, selection.model)
 
     async def _execute(
-        self, run: Run, system: str, user: str, resumed: bool, depth: int
+        self,
+        run: Run,
+        system: str,
+        user: str,
+        resumed: bool,
+        depth: int,
+        telemetry: RunTelemetry | None,
     ) -> None:
         started = time.monotonic()
+        if telemetry is not None:
+            telemetry.enter()
         request = TurnRequest(
             spec=run.spec,
             prompt=user,
@@ -521,6 +606,7 @@ class Runtime:
             flush=functools.partial(self._flush, run),
             save_step=functools.partial(self._save_step, run),
             depth=depth,
+            telemetry=telemetry,
         )
         outcome: TurnOutcome | None = None
         interrupted = False
@@ -556,9 +642,9 @@ class Runtime:
                 interrupted, outcome = False, failed(request, run._stop_reason)
             if self._group.ending_needs_shield:
                 with anyio.CancelScope(shield=True):
-                    await self._finish(run, request, outcome, interrupted, started)
+                    await self._finish(run, request, outcome, interrupted, started, telemetry)
             else:
-                await self._finish(run, request, outcome, interrupted, started)
+                await self._finish(run, request, outcome, interrupted, started, telemetry)
         if crash is not None:
             self._group.crashed(crash)
 
@@ -569,6 +655,7 @@ class Runtime:
         outcome: TurnOutcome | None,
         interrupted: bool,
         started: float,
+        telemetry: RunTelemetry | None = None,
     ) -> None:
         try:
             try:
@@ -592,6 +679,8 @@ class Runtime:
             await record_ending(run, self.store, self.instance_id)
         finally:
             self._runs.pop(run.id, None)
+            if telemetry is not None:
+                telemetry.end(run.outcome)
             run._end()
 
     async def _save_step(self, run: Run, messages: list[Message]) -> None:

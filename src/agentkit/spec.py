@@ -9,6 +9,7 @@ immutable and validated when it is built: a bad value raises
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -36,6 +37,8 @@ PermissionMode = Literal["default", "acceptEdits", "bypassPermissions"]
 
 ModelPolicy = Literal["tier", "inherit", "prefer", "require", "select"]
 """How the model is chosen: by tier, inherited from the host, or pinned."""
+
+_TIERS = ("large", "medium", "small")
 
 _AGENT_ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]*)?$")
 
@@ -73,6 +76,38 @@ class ModelSelection(BaseModel):
             if value is not None and (not value or any(c.isspace() for c in value)):
                 raise ValueError(f"{name} must be non-empty and contain no whitespace")
         return self
+
+    @classmethod
+    def parse(cls, text: str) -> ModelSelection:
+        """A selection from a model string, the form every Python and command-line place
+        that chooses a model accepts:
+
+        - a tier: `"large"`, `"medium"`, `"small"`;
+        - a provider alone, with its `medium` model: `"test"`, `"local"`, `"openai"`;
+        - `"provider:model"`, a pinned model of that provider (`"openai:gpt-4.1"`,
+          `"anthropic:claude-sonnet-4-5"`, `"openai-compatible:llama3"`), or
+          `"provider:tier"` (`"anthropic:small"`);
+        - any other word: a pinned model of the runtime's provider (`"gpt-4.1"`).
+
+        Raises:
+            ValueError: An empty string, or one with whitespace.
+        """
+        if not isinstance(text, str) or not text or any(c.isspace() for c in text):
+            raise ValueError(f"model {text!r} is not a model string such as 'openai:gpt-4.1'")
+        if text in _TIERS:
+            return cls.of_tier(text)  # type: ignore[arg-type]
+        provider, sep, model = text.partition(":")
+        if not sep:
+            from agentkit.providers import available_providers
+
+            if text in available_providers():
+                return cls(policy="tier", tier="medium", provider=text)
+            return cls.pinned(text)
+        if not provider or not model:
+            raise ValueError(f"model {text!r} is not 'provider:model'")
+        if model in _TIERS:
+            return cls(policy="tier", tier=model, provider=provider)
+        return cls.pinned(model, provider=provider, policy="require")
 
     @classmethod
     def of_tier(cls, tier: Tier) -> ModelSelection:
@@ -136,7 +171,14 @@ class AgentSpec(BaseModel):
             err = exc.errors()[0]
             field = ".".join(str(p) for p in err["loc"]) or "spec"
             message = str(err["msg"]).removeprefix("Value error, ")
+            if err["type"] == "extra_forbidden":
+                message = unknown_field_message(field, type(self).model_fields)
             raise SpecError(field, message) from None
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model_string(cls, value: Any) -> Any:
+        return ModelSelection.parse(value) if isinstance(value, str) else value
 
     @field_validator("id")
     @classmethod
@@ -190,3 +232,12 @@ class AgentSpec(BaseModel):
     def allows_action(self, action_id: str) -> bool:
         """Whether this spec may call the action with this canonical id."""
         return self.allows_all_actions or action_id in self.actions
+
+
+def unknown_field_message(name: str, known: Iterable[str]) -> str:
+    """`is not a field (did you mean 'x'?)`: for a misspelt keyword."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"is not a field{hint}"

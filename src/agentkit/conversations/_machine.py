@@ -141,7 +141,7 @@ class Machine:
         definitions: Markdown definition files to load as configured agents.
         apps: App folders whose agents to load as configured agents.
         rool_instructions: Instructions appended to the built-in context of `rool`.
-        tools: The tool registry (by default every built-in tool).
+        tools: Tools added to the built-in ones (see `Runtime`'s `tools`).
         permission_handler: Decides calls that need consent.
         heartbeat_interval: Seconds between two renewals of the leases of running runs.
         lease_duration: Seconds a run's lease lasts: a run whose process died is ended as
@@ -786,12 +786,10 @@ def _load_definitions(
     paths = list(paths)
     if paths:
         from agentkit.defs import HostCapabilities, bind, load_definition
+        from agentkit.tools import builtin_tools
 
-        if tools is None:
-            from agentkit.tools import builtin_tools
-
-            tools = builtin_tools()
-        host = HostCapabilities.of(tools.names())
+        names = builtin_tools().names()  # the machine's runtime has them, and `tools`
+        host = HostCapabilities.of([*names, *(tools.names() if tools is not None else ())])
         for path in paths:
             specs.append(bind(load_definition(os.fspath(path)), host))
     return specs

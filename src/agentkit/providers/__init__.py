@@ -6,7 +6,9 @@ thinking pieces, complete tool calls, usage, and a final stop. The engine does t
 Providers are created by name with [`create_provider`][agentkit.providers.create_provider]
 (`anthropic`, `openai`, `openai-compatible`, `local`, `test`, `scripted`); the offline test
 providers live in [`agentkit.testing`][agentkit.testing]. Client libraries are imported only
-when a provider is built.
+when a provider is built. A provider of your own turns a model's streamed tool-call
+arguments into a call's `arguments` with
+[`parse_arguments`][agentkit.providers.parse_arguments], as the built-in ones do.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from agentkit._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from agentkit.providers._anthropic import THINKING_BUDGETS, AnthropicProvider
+    from agentkit.providers._args import parse_arguments
     from agentkit.providers._base import (
         AssistantMessage,
         Chunk,
@@ -103,6 +106,7 @@ _EXPORTS: dict[str, str] = {
     "estimate_cost": "agentkit.providers._cost",
     "local_model_available": "agentkit.providers._registry",
     "openai_compatible": "agentkit.providers._openai",
+    "parse_arguments": "agentkit.providers._args",
     "register_provider": "agentkit.providers._registry",
     "set_default_timeouts": "agentkit.providers._timeouts",
 }
@@ -146,6 +150,7 @@ __all__ = [
     "estimate_cost",
     "local_model_available",
     "openai_compatible",
+    "parse_arguments",
     "register_provider",
     "set_default_timeouts",
 ]

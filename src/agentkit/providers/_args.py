@@ -17,7 +17,24 @@ __all__ = [
 
 
 def parse_arguments(raw: str) -> dict[str, Any] | str:
-    """Tool-call arguments as an object, or the raw text when it is not a JSON object."""
+    """A tool call's arguments, as a model sent them (JSON text), for a
+    [`ToolCall`][agentkit.providers.ToolCall]: the object they encode, `{}` for empty or
+    blank text, and otherwise the text itself, unchanged.
+
+    Text that is not a JSON object (cut off, or a list) is kept rather than refused: the
+    engine then answers the call with a tool error telling the model its arguments were
+    not valid JSON, so the model can try again, and the transcript shows what it sent.
+    Every built-in provider parses arguments with this; a custom provider should too.
+
+    ```python
+    from agentkit.providers import ToolCall, ToolCallChunk, parse_arguments
+
+    assert parse_arguments('{"city": "Paris"}') == {"city": "Paris"}
+    assert parse_arguments("") == {}
+    assert parse_arguments('{"city": "Par') == '{"city": "Par'  # the model's broken JSON
+    chunk = ToolCallChunk(ToolCall(id="call_1", name="weather", arguments=parse_arguments("{}")))
+    ```
+    """
     if not raw.strip():
         return {}
     try:

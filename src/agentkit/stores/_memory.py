@@ -1,15 +1,23 @@
-"""A store that keeps everything in process memory (tests, short-lived scripts).
+"""A store that keeps everything in process memory, up to a bound (tests, scripts, and
+services that need not keep history).
 
 It keeps what the SQL stores keep: events and messages in their JSON wire form, records as
 plain tuples. So what you read back is always a copy (never an alias of a live event a
 caller might still change), every backend returns the same thing for the same input, and a
 long history costs the garbage collector nothing: strings and tuples of strings and
 numbers are not objects it has to walk, where a pydantic event is several.
+
+It is bounded, so that a runtime left running for days does not grow without end: past
+`max_sessions` sessions the least recently active idle session goes (with its transcript,
+runs and logs), past `max_finished_runs` ended runs the one that ended first goes (its
+record and log). Work in progress is never evicted. Every eviction is O(1): the store keeps
+its idle sessions and its ended runs in two `OrderedDict`s, in eviction order.
 """
 
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -56,7 +64,12 @@ from agentkit.stores._sql import (
     room_event_columns,
 )
 
-__all__ = ["MemoryStore"]
+__all__ = ["DEFAULT_MAX_FINISHED_RUNS", "DEFAULT_MAX_SESSIONS", "MemoryStore"]
+
+DEFAULT_MAX_SESSIONS = 10_000
+"""Sessions a `MemoryStore` keeps by default (see `MemoryStore`)."""
+DEFAULT_MAX_FINISHED_RUNS = 10_000
+"""Ended runs whose record and event log a `MemoryStore` keeps by default."""
 
 # Rows, as the SQL stores have them:
 #   session: (id, agent_id, created_at, updated_at, metadata JSON)
@@ -89,15 +102,104 @@ class _Room:
 
 
 class MemoryStore:
-    """Everything in dicts of rows; nothing survives the process."""
+    """Everything in dicts of rows, up to a bound; nothing survives the process.
 
-    def __init__(self) -> None:
+    Args:
+        max_sessions: Sessions kept. Creating one more first evicts the least recently
+            active idle session (created, written to, or a run of it started or ended
+            longest ago) with its transcript, its runs and their event logs; a session
+            becoming idle while the store is over the bound evicts likewise. A session
+            with a running run is never evicted, so while more than `max_sessions`
+            sessions have a run going the store holds them all. `None`: no bound.
+        max_finished_runs: Ended runs kept (with their event logs). One more run ending
+            evicts the run that ended first: its record and its log. A running run is
+            never evicted. `None`: no bound.
+
+    What was evicted reads as missing, as if deleted: `get_session` and `get_run` return
+    `None`, `read_events` returns `[]`, `list_runs` and `list_sessions` leave it out, and
+    resuming or writing to an evicted session raises `SessionNotFoundError`. Rooms, and one
+    session's transcript, are not bounded. For history that must be kept, or a transcript
+    that grows for days, use `SQLiteStore` or `PostgresStore`.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_sessions: int | None = DEFAULT_MAX_SESSIONS,
+        max_finished_runs: int | None = DEFAULT_MAX_FINISHED_RUNS,
+    ) -> None:
+        for name, bound in (
+            ("max_sessions", max_sessions),
+            ("max_finished_runs", max_finished_runs),
+        ):
+            if bound is not None and (type(bound) is not int or bound < 1):
+                raise ValueError(f"{name} must be a positive int or None (no bound), not {bound!r}")
+        self.max_sessions = max_sessions
+        """How many sessions are kept (`None`: all)."""
+        self.max_finished_runs = max_finished_runs
+        """How many ended runs' records and logs are kept (`None`: all)."""
         self._sessions: dict[str, _SessionRow] = {}
         self._transcripts: dict[str, list[bytes]] = {}
+        self._session_runs: dict[str, dict[str, None]] = {}  # session id -> its run ids
         self._runs: dict[str, _RunRow] = {}
         self._running: dict[str, str] = {}  # session id -> its running run's id
         self._events: dict[str, list[tuple[int, bytes]]] = {}
+        # Eviction order, oldest first: the sessions without a running run, by last
+        # activity; the ended runs by ending (and the logs of run ids without a record).
+        self._idle: OrderedDict[str, None] = OrderedDict()
+        self._ended: OrderedDict[str, None] = OrderedDict()
         self._rooms: dict[str, _Room] = {}
+
+    # --- bounds -----------------------------------------------------------------------
+
+    def _touch(self, session_id: str) -> None:
+        """Mark an idle session as the most recently active."""
+        if session_id in self._idle:
+            self._idle.move_to_end(session_id)
+
+    def _trim_sessions(self, room: int = 0) -> None:
+        """Evict idle sessions, least recently active first, until `room` more fit."""
+        bound = self.max_sessions
+        if bound is None:
+            return
+        sessions, idle = self._sessions, self._idle
+        while idle and len(sessions) + room > bound:
+            session_id, _ = idle.popitem(last=False)
+            self._drop_session(session_id)
+
+    def _trim_runs(self) -> None:
+        """Evict ended runs, the first ended first, down to the bound."""
+        bound = self.max_finished_runs
+        if bound is None:
+            return
+        ended = self._ended
+        while len(ended) > bound:
+            run_id, _ = ended.popitem(last=False)
+            row = self._runs.pop(run_id, None)
+            self._events.pop(run_id, None)
+            if row is not None:
+                runs = self._session_runs.get(row[1])
+                if runs is not None:
+                    runs.pop(run_id, None)
+
+    def _drop_session(self, session_id: str) -> None:
+        """Remove a session with its transcript, runs and logs (not from `_idle`)."""
+        self._sessions.pop(session_id, None)
+        self._transcripts.pop(session_id, None)
+        self._running.pop(session_id, None)
+        for run_id in self._session_runs.pop(session_id, ()):
+            self._runs.pop(run_id, None)
+            self._events.pop(run_id, None)
+            self._ended.pop(run_id, None)
+
+    def _new_log(self, run_id: str, rows: list[tuple[int, bytes]]) -> None:
+        """Start the log of a run id the store has no log for, hence no record: it is
+        kept like an ended run's (the SQL stores accept such events too)."""
+        self._events[run_id] = rows
+        self._ended[run_id] = None
+        self._trim_runs()
+
+    # --- sessions, transcripts, runs and events ---------------------------------------
 
     async def create_session(
         self, session_id: str, agent_id: str, metadata: dict[str, Any] | None = None
@@ -106,8 +208,11 @@ class MemoryStore:
             raise SessionExistsError(f"session {session_id!r} already exists")
         now = time.time()
         row = (session_id, agent_id, now, now, dump_metadata(metadata))
+        self._trim_sessions(room=1)  # before adding: never the new session
         self._sessions[session_id] = row
         self._transcripts[session_id] = []
+        self._session_runs[session_id] = {}
+        self._idle[session_id] = None
         return session_from_row(row)
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
@@ -124,6 +229,7 @@ class MemoryStore:
         old = self._session(session_id)
         row = (old[0], old[1], old[2], time.time(), dump_metadata(metadata))
         self._sessions[session_id] = row
+        self._touch(session_id)
         return session_from_row(row)
 
     async def list_sessions(self, agent_id: str | None = None) -> list[SessionRecord]:
@@ -134,12 +240,8 @@ class MemoryStore:
         ]
 
     async def delete_session(self, session_id: str) -> None:
-        self._sessions.pop(session_id, None)
-        self._transcripts.pop(session_id, None)
-        for run_id in [row[0] for row in self._runs.values() if row[1] == session_id]:
-            del self._runs[run_id]
-            self._events.pop(run_id, None)
-        self._running.pop(session_id, None)
+        self._idle.pop(session_id, None)
+        self._drop_session(session_id)
 
     async def load_transcript(self, session_id: str) -> list[Message]:
         self._session(session_id)
@@ -152,10 +254,12 @@ class MemoryStore:
         encoded = [message_json(message) for message in messages]
         self._transcripts[session_id].extend(encoded)
         self._sessions[session_id] = (old[0], old[1], old[2], time.time(), old[4])
+        self._touch(session_id)
 
     async def truncate_transcript(self, session_id: str, length: int) -> None:
         self._session(session_id)
         del self._transcripts[session_id][length:]
+        self._touch(session_id)
 
     async def create_run(self, run: RunRecord, events: Sequence[EventEntry] = ()) -> None:
         self._session(run.session_id)
@@ -177,9 +281,17 @@ class MemoryStore:
             run.lease_expires_at,
             run.error,
         )
-        self._events[run.id] = rows
+        self._events[run.id] = rows  # replaces a log written before the record, if any
+        self._session_runs[run.session_id][run.id] = None
         if running:
             self._running[run.session_id] = run.id
+            self._idle.pop(run.session_id, None)
+            self._ended.pop(run.id, None)
+        else:
+            self._touch(run.session_id)
+            self._ended[run.id] = None
+            self._ended.move_to_end(run.id)
+            self._trim_runs()
 
     async def finish_run(
         self,
@@ -198,8 +310,15 @@ class MemoryStore:
         log = self._events.setdefault(run_id, [])
         log.extend(_rows(run_id, log[-1][0] if log else -1, events))
         self._runs[run_id] = (*row[:3], status, row[4], finished_at, *row[6:9], error)
-        if self._running.get(row[1]) == run_id:
-            del self._running[row[1]]
+        session_id = row[1]
+        if self._running.get(session_id) == run_id:
+            del self._running[session_id]
+            self._idle[session_id] = None  # idle again, the most recently active
+        else:
+            self._touch(session_id)
+        self._ended[run_id] = None
+        self._trim_runs()
+        self._trim_sessions()
         return True
 
     async def renew_leases(
@@ -225,7 +344,8 @@ class MemoryStore:
         return None if row is None else RunRecord(*row)
 
     async def list_runs(self, session_id: str) -> list[RunRecord]:
-        return [RunRecord(*row) for row in self._runs.values() if row[1] == session_id]
+        runs = self._runs
+        return [RunRecord(*runs[run_id]) for run_id in self._session_runs.get(session_id, ())]
 
     async def append_step(
         self,
@@ -240,18 +360,26 @@ class MemoryStore:
             raise RunEndedError(f"run {run_id} has ended ({row[3]}): no more events")
         # Everything is encoded and checked before anything changes: both or neither.
         encoded = [message_json(message) for message in messages]
-        log = self._events.setdefault(run_id, [])
+        log = self._events.get(run_id)
         rows = _rows(run_id, log[-1][0] if log else -1, entries)
         self._transcripts[session_id].extend(encoded)
         self._sessions[session_id] = (old[0], old[1], old[2], time.time(), old[4])
-        log.extend(rows)
+        self._touch(session_id)
+        if log is not None:
+            log.extend(rows)
+        elif rows:
+            self._new_log(run_id, rows)
 
     async def append_events(self, run_id: str, entries: Sequence[EventEntry]) -> None:
         row = self._runs.get(run_id)
         if row is not None and row[3] != "running":
             raise RunEndedError(f"run {run_id} has ended ({row[3]}): no more events")
-        log = self._events.setdefault(run_id, [])
-        log.extend(_rows(run_id, log[-1][0] if log else -1, entries))
+        log = self._events.get(run_id)
+        rows = _rows(run_id, log[-1][0] if log else -1, entries)
+        if log is not None:
+            log.extend(rows)
+        elif rows:
+            self._new_log(run_id, rows)
 
     async def read_events(self, run_id: str, after: int = -1) -> list[EventEntry]:
         return [

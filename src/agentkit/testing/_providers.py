@@ -5,7 +5,15 @@ from __future__ import annotations
 import inspect
 import json
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from pathlib import Path
 from typing import Any
 
@@ -199,31 +207,144 @@ class ScriptedProvider(_TestProviderBase):
         return _stream_response(self.responses[index], request, index)
 
 
-ResponseFunction = Callable[[ModelRequest], "ResponseLike | Awaitable[ResponseLike]"]
+Piece = str | ToolCall | Chunk
+"""One item of a streamed function response: text (one delta), a tool call, or a chunk."""
+
+FunctionResponse = ResponseLike | Iterable[Piece] | AsyncIterable[Piece]
+"""What a `FunctionProvider`'s function gives for one model call."""
+
+ResponseFunction = Callable[
+    [ModelRequest], "FunctionResponse | Awaitable[FunctionResponse] | AsyncIterator[Piece]"
+]
+
+_CHUNKS = (TextChunk, ThinkingChunk, ToolCallChunk, Usage, Stop)
 
 
 class FunctionProvider(_TestProviderBase):
-    """Asks a function for each response: `fn(request)` returns (or awaits to) a
-    `ScriptedResponse`, a dict of its fields, or a string."""
+    """Asks a function for each model call's response. `fn(request)` returns (or awaits
+    to) one of:
+
+    - a string: the whole answer, as one text delta;
+    - a list (any iterable, a generator too) of pieces, streamed exactly as given: a
+      string is one text delta, a [`ToolCall`][agentkit.providers.ToolCall] a tool call,
+      and any [`Chunk`][agentkit.providers.Chunk] (`ThinkingChunk`, `Usage`, `Stop`, ...)
+      goes out as it is;
+    - an async iterator of pieces (or `fn` is an async generator function), streamed as
+      they come, so a test can hold the model mid-answer;
+    - a [`ScriptedResponse`][agentkit.testing.ScriptedResponse] or a dict of its fields.
+
+    A streamed response without `Usage` or `Stop` gets them at its end (`tool_use` when it
+    made a call). To fail the call, raise `ProviderError` from `fn`.
+
+    Args:
+        function: The function, sync or async.
+        record: Keep every request in `requests`, in order. Off by default, so that a
+            long-running test or benchmark does not keep every transcript it sent.
+        name: The provider's name.
+
+    Attributes:
+        calls: How many model calls were made.
+        requests: Every request, when `record=True` (else empty).
+    """
 
     name = "function"
 
-    def __init__(self, function: ResponseFunction, *, name: str = "function") -> None:
+    def __init__(
+        self, function: ResponseFunction, *, record: bool = False, name: str = "function"
+    ) -> None:
         self.name = name
         self.function = function
+        self.record = record
+        self.calls = 0
         self.requests: list[ModelRequest] = []
 
-    async def _respond(self, request: ModelRequest) -> AsyncIterator[Chunk]:
-        value = self.function(request)
+    async def _respond(self, request: ModelRequest, index: int) -> AsyncIterator[Chunk]:
+        value: Any = self.function(request)
         if inspect.isawaitable(value):
             value = await value
-        response = _response(value, "function response")
-        async for chunk in _stream_response(response, request, len(self.requests)):
+        if type(value) is str:  # the common case: no model built, nothing validated
+            if value:
+                yield TextChunk(value)
+            yield Usage(
+                request.model,
+                input_tokens=_estimate_tokens(request),
+                output_tokens=max(1, len(value) // 4),
+            )
+            yield Stop("end_turn")
+            return
+        if isinstance(value, ScriptedResponse | Mapping):
+            response = _response(value, "function response")
+            async for chunk in _stream_response(response, request, index):
+                yield chunk
+            return
+        stream = _Pieces(request)
+        if isinstance(value, AsyncIterable):
+            async for piece in value:
+                yield stream.chunk(piece)
+        elif isinstance(value, Iterable) and not isinstance(value, bytes | BaseModel):
+            for piece in value:
+                yield stream.chunk(piece)
+        else:
+            raise ScriptError(
+                f"function response: {type(value).__name__} is not a response (give a "
+                "string, a list of pieces, an async iterator, a ScriptedResponse or a dict)"
+            )
+        for chunk in stream.ending():
             yield chunk
 
     def stream(self, request: ModelRequest) -> AsyncIterator[Chunk]:
-        self.requests.append(request)
-        return self._respond(request)
+        if self.record:
+            self.requests.append(request)
+        index = self.calls
+        self.calls += 1
+        return self._respond(request, index)
+
+
+class _Pieces:
+    """A streamed function response, piece by piece, and what it still lacks at its end."""
+
+    __slots__ = ("called", "request", "stopped", "text", "usage")
+
+    def __init__(self, request: ModelRequest) -> None:
+        self.request = request
+        self.text = 0
+        self.called = self.usage = self.stopped = False
+
+    def chunk(self, piece: Any) -> Chunk:
+        if type(piece) is str:
+            self.text += len(piece)
+            return TextChunk(piece)
+        if isinstance(piece, ToolCall):
+            self.called = True
+            return ToolCallChunk(piece)
+        if isinstance(piece, _CHUNKS):
+            if isinstance(piece, ToolCallChunk):
+                self.called = True
+            elif isinstance(piece, Usage):
+                self.usage = True
+            elif isinstance(piece, Stop):
+                self.stopped = True
+            elif isinstance(piece, TextChunk):
+                self.text += len(piece.text)
+            return piece
+        raise ScriptError(
+            f"function response: a piece is a string, a ToolCall or a Chunk, not "
+            f"{type(piece).__name__}"
+        )
+
+    def ending(self) -> list[Chunk]:
+        out: list[Chunk] = []
+        if not self.usage:
+            out.append(
+                Usage(
+                    self.request.model,
+                    input_tokens=_estimate_tokens(self.request),
+                    output_tokens=max(1, self.text // 4),
+                )
+            )
+        if not self.stopped:
+            out.append(Stop("tool_use" if self.called else "end_turn"))
+        return out
 
 
 class SchemaTestProvider(_TestProviderBase):

@@ -1,9 +1,11 @@
 """Tools: what they are, the built-in ones, the rules that restrict them, and MCP servers.
 
 A [`Tool`][agentkit.tools.Tool] is an async function with a JSON Schema for its arguments
-and an `effect` that permission modes decide by. The engine offers a spec's allowlisted
-tools to the model, validates every call's arguments, and turns any failure into a tool
-error the model sees.
+and an `effect` that permission modes decide by; [`tool`][agentkit.tools.tool] (or
+[`Tool.from_function`][agentkit.tools.Tool.from_function]) makes one of a plain Python
+function, sync or async, reading its schema from the type hints. The engine offers a
+spec's allowlisted tools to the model, validates every call's arguments, and turns any
+failure into a tool error the model sees.
 
 [`builtin_tools`][agentkit.tools.builtin_tools] gives every built-in tool, each registered
 under its Claude name and its Rho capability name (`Read` / `read_file`, `Bash` / `bash` /
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
         read_tool,
         write_tool,
     )
+    from agentkit.tools._function import FunctionTool, tool
     from agentkit.tools._host import (
         QuestionnaireCallback,
         agent_tool,
@@ -90,6 +93,7 @@ _EXPORTS: dict[str, str] = {
     "Effect": "agentkit.permissions",
     "FetchPolicy": "agentkit.tools._fetch",
     "FetchResult": "agentkit.tools._fetch",
+    "FunctionTool": "agentkit.tools._function",
     "McpConfigError": "agentkit.tools._mcp",
     "McpServerConfig": "agentkit.tools._mcp",
     "McpServerError": "agentkit.tools._mcp",
@@ -130,6 +134,7 @@ _EXPORTS: dict[str, str] = {
     "process_tool": "agentkit.tools._shell",
     "questionnaire_tool": "agentkit.tools._host",
     "read_tool": "agentkit.tools._files",
+    "tool": "agentkit.tools._function",
     "web_search_tool": "agentkit.tools._search",
     "write_tool": "agentkit.tools._files",
 }
@@ -141,6 +146,7 @@ __all__ = [
     "Effect",
     "FetchPolicy",
     "FetchResult",
+    "FunctionTool",
     "McpConfigError",
     "McpServerConfig",
     "McpServerError",
@@ -180,6 +186,7 @@ __all__ = [
     "process_tool",
     "questionnaire_tool",
     "read_tool",
+    "tool",
     "web_search_tool",
     "write_tool",
 ]

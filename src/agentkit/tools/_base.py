@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from agentkit.errors import ToolError
 from agentkit.permissions import Effect
 
 if TYPE_CHECKING:
     from agentkit.spec import AgentSpec
+    from agentkit.tools._function import FunctionTool
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 __all__ = [
     "Effect",
@@ -86,6 +90,56 @@ class Tool:
     aliases: tuple[str, ...] = ()
     matches: SpecifierMatcher | None = None
 
+    @staticmethod
+    def from_function(
+        fn: Callable[P, R],
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        effect: Effect = "read",
+        timeout: float | None = 120.0,
+        aliases: Sequence[str] = (),
+        matches: SpecifierMatcher | None = None,
+    ) -> FunctionTool[P, R]:
+        """The tool of a Python function, sync or async (what `@tool` makes).
+
+        - `name`: the function's name unless given.
+        - `description`: the docstring's text before its first section unless given; each
+          argument's description comes from the docstring's `Args:` section (Google
+          style), its `:param name:` fields (reST) or its `Parameters` section (numpy).
+        - `input_schema`: the JSON Schema pydantic makes of the parameters' type hints
+          (a parameter without a default is required; `Annotated[int, Field(ge=0)]`,
+          `Literal`, pydantic models, dataclasses and `TypedDict`s all work; nested types
+          go to `$defs`).
+        - A first parameter annotated `ToolContext` gets the call's context and is not
+          shown to the model. `*args` and `**kwargs` are not allowed.
+
+        Each call's arguments are validated and converted by pydantic (a model argument
+        arrives as an instance); what fails reaches the model as a tool error naming the
+        field, as does anything the function raises (`TypeName: message`; raise
+        `ToolError` to choose the message). A coroutine function is awaited; a plain one
+        runs in a worker thread, so it does not block the runs around it. At `timeout` the
+        call ends with a tool error and the run goes on (a thread cannot be stopped: it
+        finishes alone and its result is dropped). The return value is the tool's output:
+        a string as is, anything else as pydantic encodes it to JSON (models, dataclasses,
+        dicts, lists, dates).
+
+        `effect`, `timeout`, `aliases` and `matches` mean what they mean on `Tool`. The
+        result is a [`FunctionTool`][agentkit.tools.FunctionTool], still callable as `fn`.
+        """
+        from agentkit.tools._function import function_tool
+
+        return function_tool(
+            fn,
+            name=name,
+            description=description,
+            effect=effect,
+            timeout=timeout,
+            aliases=aliases,
+            matches=matches,
+        )
+
 
 def object_schema(properties: dict[str, Any], *required: str) -> dict[str, Any]:
     """The JSON Schema of a tool's arguments: an object with only `properties`.
@@ -129,6 +183,11 @@ class ToolRegistry:
     def names(self) -> list[str]:
         """Every registered name, aliases included."""
         return sorted(self._by_name)
+
+    def update(self, other: ToolRegistry) -> None:
+        """Register every name of `other` for the same tool (replacing tools here)."""
+        self._by_name.update(other._by_name)
+        self._version += 1
 
     def __contains__(self, name: object) -> bool:
         return name in self._by_name
