@@ -142,6 +142,7 @@ class _Turn:
         self.outcome = TurnOutcome()
         self.denials = 0
         self.stop_reason: str | None = None  # the last model call's `Stop`
+        self.telemetry = req.telemetry  # None unless the run is traced
         self.offered, self.definitions = _offers(req.spec, req.runtime)
         limits = req.runtime.limits
         if limits is None:
@@ -174,11 +175,14 @@ class _Turn:
             auth=req.spec.model.auth,
         )
         policy = self.runtime.retry
+        telemetry = self.telemetry
         attempt = 0
         while True:
             attempt += 1
             produced = [False]
             try:
+                if telemetry is not None:  # a `chat` span per attempt
+                    return await telemetry.chat(self, request, produced)
                 return await self._stream(request, produced)
             except ProviderError as exc:
                 if not exc.retryable or produced[0] or attempt >= policy.max_attempts:
@@ -427,6 +431,7 @@ async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> T
     calls_made = 0
     tool_calls = 0
     output_cap = turn.limits.tool_output_chars
+    telemetry = turn.telemetry
     try:
         while calls_made < max_turns:
             calls_made += 1
@@ -456,6 +461,8 @@ async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> T
                     # An accepted submit_output ends the turn: nothing after it runs, but
                     # every call still gets its result (model APIs require one).
                     output, is_error = "not run: the output was already submitted", True
+                elif telemetry is not None:  # in an `execute_tool` span
+                    output, is_error = await telemetry.tool(turn, call)
                 else:
                     output, is_error = await turn.call_tool(call)
                 text = _as_text(output)

@@ -127,15 +127,28 @@ def _tool_result(tool_use_id: str, tool: str, output: Any, is_error: bool) -> To
     return _build(ToolResult, _TOOL_RESULT, values)
 
 
-def _turn_start(turn_id: str, session_id: str, user_prompt: str) -> TurnStart:
-    if type(turn_id) is not str or type(session_id) is not str or type(user_prompt) is not str:
-        return TurnStart(turn_id=turn_id, session_id=session_id, user_prompt=user_prompt)
+def _turn_start(
+    turn_id: str, session_id: str, user_prompt: str, trace_parent: str | None = None
+) -> TurnStart:
+    if (
+        type(turn_id) is not str
+        or type(session_id) is not str
+        or type(user_prompt) is not str
+        or (trace_parent is not None and type(trace_parent) is not str)
+    ):
+        return TurnStart(
+            turn_id=turn_id,
+            session_id=session_id,
+            user_prompt=user_prompt,
+            trace_parent=trace_parent,
+        )
     values = {
         "agent": None,
         "type": "turn_start",
         "turn_id": turn_id,
         "session_id": session_id,
         "user_prompt": user_prompt,
+        "trace_parent": trace_parent,
     }
     return _build(TurnStart, _TURN_START, values)
 

@@ -25,6 +25,7 @@ from agentkit.messages import (
 from agentkit.spec import AgentSpec
 
 if TYPE_CHECKING:
+    from agentkit._telemetry import RunTelemetry
     from agentkit.runtime import Runtime
 
 __all__ = ["Emit", "OutputLimits", "RetryPolicy", "TurnOutcome", "TurnRequest"]
@@ -161,3 +162,6 @@ class TurnRequest:
     """The outcome being built, so a run that is interrupted still reports what it used."""
     emit_delta: Callable[[str], None] | None = None
     """Emits a `text_delta` with this content (what `emit` would do, cheaper); optional."""
+    telemetry: RunTelemetry | None = None
+    """The run's OpenTelemetry spans, when it is traced (see the telemetry guide): a
+    driver wraps its model and tool calls in them."""

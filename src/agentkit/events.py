@@ -110,6 +110,10 @@ class TurnStart(_Event):
     turn_id: str
     session_id: str
     user_prompt: str
+    trace_parent: str | None = None
+    """The W3C `traceparent` of the run's `invoke_agent` span when the run is traced (see
+    the telemetry guide): stored with the run, so that whoever continues it continues
+    the same trace."""
 
 
 class TurnEnd(_Event):
