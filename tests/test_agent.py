@@ -105,6 +105,15 @@ async def test_run_returns_text_and_continues_a_session() -> None:
     assert second.output == "two" and second.session_id == first.session_id
 
 
+@pytest.fixture(autouse=True)
+def _registry_restored(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Providers registered by a test are gone after it: the registry is process-wide
+    # (the command line's help lists every registered name).
+    from agentkit.providers import _registry
+
+    monkeypatch.setattr(_registry, "_FACTORIES", dict(_registry._FACTORIES))
+
+
 def scripted(*answers: str) -> str:
     """A model string naming one scripted provider registered for this test (the same
     instance for every runtime that asks for it)."""

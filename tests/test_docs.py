@@ -36,6 +36,11 @@ def _run(where: str, code: str) -> None:
 
 @pytest.fixture
 def docs_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    from agentkit.providers import _registry
+
+    # An example may register a provider: the registry is process-wide, so it is put
+    # back as it was after each example.
+    monkeypatch.setattr(_registry, "_FACTORIES", dict(_registry._FACTORIES))
     monkeypatch.chdir(tmp_path)
     for name in ("AGENTKIT_PROVIDER", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)

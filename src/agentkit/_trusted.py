@@ -150,7 +150,8 @@ def _turn_start(
         "user_prompt": user_prompt,
         "trace_parent": trace_parent,
     }
-    return _build(TurnStart, _TURN_START, values)
+    # As validation would record it: `trace_parent` is a given field only when it is.
+    return _build(TurnStart, _TURN_START if trace_parent is None else _TURN_START_TRACED, values)
 
 
 def _session_init(
@@ -201,7 +202,8 @@ def _result(content: str, accounting: Accounting | None) -> Result:
 _TEXT = _given(Text)
 _TOOL_USE = _given(ToolUse)
 _TOOL_RESULT = _given(ToolResult)
-_TURN_START = _given(TurnStart)
+_TURN_START_TRACED = _given(TurnStart)
+_TURN_START = _shared_fields_set(_TURN_START_TRACED - {"trace_parent"})
 _SESSION_INIT = _given(SessionInit)
 _TURN_END = _given(TurnEnd)
 _RESULT = _given(Result)
