@@ -80,6 +80,7 @@ from agentkit.providers import (
     Usage,
     UserMessage,
 )
+from agentkit.testing._suite import add_tests, run_checks
 
 __all__ = [
     "ACCESS_OPERATIONS",
@@ -819,20 +820,7 @@ async def conversation_conformance(
     Raises:
         ExceptionGroup: One exception per failed check, each with a note naming it.
     """
-    failures: list[Exception] = []
-    for name, check in CONVERSATION_CHECKS.items():
-        try:
-            async with make_host() as host:
-                with anyio.fail_after(_TIMEOUT * 4):
-                    await check(host)
-        except Exception as exc:
-            exc.add_note(f"conversation conformance check {name!r} failed")
-            failures.append(exc)
-    if failures:
-        raise ExceptionGroup(
-            f"{len(failures)} of {len(CONVERSATION_CHECKS)} conversation conformance checks failed",
-            failures,
-        )
+    await run_checks("conversation", CONVERSATION_CHECKS, make_host, limit=_TIMEOUT * 4)
 
 
 class ConversationConformance:
@@ -844,18 +832,4 @@ class ConversationConformance:
     """
 
 
-def _as_test(name: str, check: ConversationCheck) -> Callable[..., Awaitable[None]]:
-    async def test(
-        self: ConversationConformance, anyio_backend: Any, conversation_host: ConversationHost
-    ) -> None:
-        with anyio.fail_after(_TIMEOUT * 4):
-            await check(conversation_host)
-
-    test.__name__ = f"test_{name}"
-    test.__qualname__ = f"ConversationConformance.test_{name}"
-    test.__doc__ = check.__doc__
-    return test
-
-
-for _name, _fn in CONVERSATION_CHECKS.items():
-    setattr(ConversationConformance, f"test_{_name}", _as_test(_name, _fn))
+add_tests(ConversationConformance, CONVERSATION_CHECKS, "conversation_host", limit=_TIMEOUT * 4)

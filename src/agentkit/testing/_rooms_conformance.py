@@ -70,6 +70,7 @@ from agentkit.rooms import (
 )
 from agentkit.testing._conversation_conformance import conformance_provider
 from agentkit.testing._rooms_agents import make_test_agent
+from agentkit.testing._suite import add_tests, run_checks
 
 __all__ = [
     "ROOMS_CHECKS",
@@ -467,19 +468,7 @@ async def rooms_conformance(
     Raises:
         ExceptionGroup: One exception per failed check, each with a note naming it.
     """
-    failures: list[Exception] = []
-    for name, check in ROOMS_CHECKS.items():
-        try:
-            async with make_host() as host:
-                with anyio.fail_after(_TIMEOUT * 3):
-                    await check(host)
-        except Exception as exc:
-            exc.add_note(f"rooms conformance check {name!r} failed")
-            failures.append(exc)
-    if failures:
-        raise ExceptionGroup(
-            f"{len(failures)} of {len(ROOMS_CHECKS)} rooms conformance checks failed", failures
-        )
+    await run_checks("rooms", ROOMS_CHECKS, make_host, limit=_TIMEOUT * 3)
 
 
 class RoomsConformance:
@@ -491,16 +480,4 @@ class RoomsConformance:
     """
 
 
-def _as_test(name: str, check: RoomsCheck) -> Callable[..., Awaitable[None]]:
-    async def test(self: RoomsConformance, anyio_backend: Any, rooms_host: RoomsHost) -> None:
-        with anyio.fail_after(_TIMEOUT * 3):
-            await check(rooms_host)
-
-    test.__name__ = f"test_{name}"
-    test.__qualname__ = f"RoomsConformance.test_{name}"
-    test.__doc__ = check.__doc__
-    return test
-
-
-for _name_, _fn in ROOMS_CHECKS.items():
-    setattr(RoomsConformance, f"test_{_name_}", _as_test(_name_, _fn))
+add_tests(RoomsConformance, ROOMS_CHECKS, "rooms_host", limit=_TIMEOUT * 3)

@@ -36,7 +36,7 @@ import contextlib
 import inspect
 import json
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio
@@ -82,6 +82,7 @@ from agentkit.stores import (
     Store,
     StoreError,
 )
+from agentkit.testing._suite import add_tests, run_checks
 
 __all__ = ["STORE_CHECKS", "StoreCheck", "StoreConformance", "store_conformance"]
 
@@ -1355,21 +1356,17 @@ async def store_conformance(make_store: Callable[[], Store | Awaitable[Store]]) 
     Raises:
         ExceptionGroup: One exception per failed check, each with a note naming it.
     """
-    failures: list[Exception] = []
-    for name, check in STORE_CHECKS.items():
+
+    @contextlib.asynccontextmanager
+    async def fresh() -> AsyncIterator[Store]:
         made = make_store()
         store = await made if inspect.isawaitable(made) else made
         try:
-            await check(store)
-        except Exception as exc:
-            exc.add_note(f"store conformance check {name!r} failed on {store!r}")
-            failures.append(exc)
+            yield store
         finally:
             await store.aclose()
-    if failures:
-        raise ExceptionGroup(
-            f"{len(failures)} of {len(STORE_CHECKS)} store conformance checks failed", failures
-        )
+
+    await run_checks("store", STORE_CHECKS, fresh, limit=None, where=lambda s: f" on {s!r}")
 
 
 class StoreConformance:
@@ -1382,15 +1379,4 @@ class StoreConformance:
     """
 
 
-def _as_test(name: str, check: StoreCheck) -> Callable[..., Awaitable[None]]:
-    async def test(self: StoreConformance, anyio_backend: Any, store: Store) -> None:
-        await check(store)
-
-    test.__name__ = f"test_{name}"
-    test.__qualname__ = f"StoreConformance.test_{name}"
-    test.__doc__ = check.__doc__
-    return test
-
-
-for _name, _fn in STORE_CHECKS.items():
-    setattr(StoreConformance, f"test_{_name}", _as_test(_name, _fn))
+add_tests(StoreConformance, STORE_CHECKS, "store", limit=None)
