@@ -62,6 +62,11 @@ def _chat(
     )
 
 
+def _scripted(db: str, token: str, script: str) -> tuple[str, ...]:
+    """The options of a chat on the local machine `db` as `token`, its model `script`."""
+    return ("--db", db, "--token", token, "--provider", "scripted", "--script", script)
+
+
 def _add_sleeper_agent(db: str) -> None:
     """A machine agent that may run Bash, so that a scripted `sleep 30` makes a slow run."""
 
@@ -93,14 +98,7 @@ def test_two_turns_stream_over_a_local_machine(
     done = _chat(
         python,
         env,
-        "--db",
-        db,
-        "--token",
-        token,
-        "--provider",
-        "scripted",
-        "--script",
-        script,
+        *_scripted(db, token, script),
         "--new",
         "notes",
         stdin="hello\n\nlist the files\n",
@@ -138,14 +136,7 @@ def test_picking_a_conversation_by_number_continues_it(
     picked = _chat(
         python,
         env,
-        "--db",
-        db,
-        "--token",
-        token,
-        "--provider",
-        "scripted",
-        "--script",
-        script,
+        *_scripted(db, token, script),
         stdin="1\nagain\n/quit\nnot sent\n",
     )
     assert picked.returncode == 0, picked.stderr
@@ -179,14 +170,7 @@ def test_the_run_error_is_shown_and_the_chat_goes_on(
     done = _chat(
         python,
         env,
-        "--db",
-        db,
-        "--token",
-        token,
-        "--provider",
-        "scripted",
-        "--script",
-        script,
+        *_scripted(db, token, script),
         "--new",
         "x",
         stdin="one\ntwo\n",
@@ -311,14 +295,7 @@ def sleeper_chat(
             "-m",
             "agentkit",
             "chat",
-            "--db",
-            db,
-            "--token",
-            token,
-            "--provider",
-            "scripted",
-            "--script",
-            script,
+            *_scripted(db, token, script),
             "--new",
             "slow",
             "--agent",

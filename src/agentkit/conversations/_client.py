@@ -3,6 +3,8 @@ remote HTTP one next), and the `Conversation` handle both share."""
 
 from __future__ import annotations
 
+import inspect
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -21,13 +23,34 @@ from agentkit.conversations._models import (
 )
 from agentkit.spec import ReasoningEffort
 
-__all__ = ["Conversation", "ConversationClient", "StopWatch", "WatchCallback"]
+__all__ = [
+    "Conversation",
+    "ConversationClient",
+    "StopWatch",
+    "WatchCallback",
+    "call_watch_callback",
+]
+
+_logger = logging.getLogger("agentkit.conversations")
 
 WatchCallback = Callable[[ConversationView], "Awaitable[None] | None"]
 """Called with each view a watch delivers (a plain function or a coroutine function)."""
 
 StopWatch = Callable[[], None]
 """Stops a watch: no callback follows once it returns."""
+
+
+async def call_watch_callback(
+    callback: WatchCallback, view: ConversationView, conversation_id: str
+) -> None:
+    """Give `view` to a watch's callback (a function or a coroutine function). A failing
+    callback is the caller's bug, not the watch's end: it is logged and the watch goes on."""
+    try:
+        result = callback(view)
+        if inspect.isawaitable(result):
+            await result
+    except Exception:
+        _logger.exception("a watch callback of conversation %s failed", conversation_id)
 
 
 @runtime_checkable

@@ -10,7 +10,6 @@ from __future__ import annotations
 import codecs
 import contextlib
 import functools
-import inspect
 import json
 import logging
 import re
@@ -28,6 +27,7 @@ from agentkit.conversations._client import (
     ConversationClient,
     StopWatch,
     WatchCallback,
+    call_watch_callback,
 )
 from agentkit.conversations._errors import (
     AccessDeniedError,
@@ -636,13 +636,7 @@ class _Watch:
         if self._stopped:
             return
         self._last = view
-        try:
-            result = self._callback(view)
-            if inspect.isawaitable(result):
-                await result
-        except Exception:
-            # A failing callback is the caller's bug, not the watch's end.
-            _logger.exception("a watch callback of conversation %s failed", self._id)
+        await call_watch_callback(self._callback, view, self._id)
 
 
 # --- server-sent events -------------------------------------------------------------------

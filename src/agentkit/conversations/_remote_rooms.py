@@ -25,7 +25,6 @@ from agentkit.conversations._remote import (
     _Unreachable,
 )
 from agentkit.rooms import (
-    MAX_BATCH,
     DelegationNotFoundError,
     DelegationRecord,
     EventInput,
@@ -37,6 +36,8 @@ from agentkit.rooms import (
     RoomInfo,
     RoomNotFoundError,
     RoomsClient,
+    check_position,
+    publication,
 )
 
 if TYPE_CHECKING:
@@ -159,14 +160,7 @@ class RemoteRoomsClient(RoomsClient):
                 the batch is published).
             RoomError: An empty or too large batch, or a payload too large.
         """
-        batch = [events] if isinstance(events, EventInput) else list(events)
-        if not batch or len(batch) > MAX_BATCH:
-            raise RoomError(f"a publication holds 1 to {MAX_BATCH} events")
-        batch = [EventInput.model_validate(e) if isinstance(e, dict) else e for e in batch]
-        for item in batch:
-            if not isinstance(item, EventInput):
-                raise RoomError(f"{item!r} is not an EventInput")
-        wire = [item.model_dump(mode="json") for item in batch]
+        wire = [item.model_dump(mode="json") for item in publication(events)]
         body = await self._call("POST", f"{_room(room_id)}/events", body={"events": wire})
         return [int(position) for position in body["positions"]]
 
@@ -180,7 +174,7 @@ class RemoteRoomsClient(RoomsClient):
     ) -> list[RoomEvent]:
         """A page of the events after position `after` that the member may read (and of
         `types` patterns, when given), at most `limit` (up to 1,000)."""
-        params = {"after": _after(after), "limit": str(max(1, min(int(limit), 1000)))}
+        params = {"after": str(check_position(after)), "limit": str(max(1, min(int(limit), 1000)))}
         if types:
             params["types"] = _types(types)
         body = await self._call("GET", f"{_room(room_id)}/events", params=params)
@@ -204,7 +198,7 @@ class RemoteRoomsClient(RoomsClient):
     async def _subscribe(
         self, room_id: str, after: int, types: Sequence[str] | None
     ) -> AsyncIterator[RoomEvent]:
-        cursor = int(_after(after))
+        cursor = check_position(after)
         params = {"types": _types(types)} if types else {}
         path = f"{_room(room_id)}/events/stream"
         backoff = _Backoff(self._machine._reconnect_timeout)
@@ -276,12 +270,6 @@ def _room(room_id: str) -> str:
 def _routable(segment: object) -> bool:
     """Whether a path segment has a route: a '/' in it (even quoted) never does."""
     return isinstance(segment, str) and bool(segment) and "/" not in segment
-
-
-def _after(after: object) -> str:
-    if not isinstance(after, int) or isinstance(after, bool) or after < 0:
-        raise RoomError(f"after must be a position (an integer of 0 or more), not {after!r}")
-    return str(after)
 
 
 def _patterns(patterns: Sequence[str]) -> list[str]:

@@ -10,13 +10,12 @@ until it is stopped or the machine closes.
 
 from __future__ import annotations
 
-import inspect
 import logging
 from typing import TYPE_CHECKING
 
 import anyio
 
-from agentkit.conversations._client import WatchCallback
+from agentkit.conversations._client import WatchCallback, call_watch_callback
 from agentkit.conversations._errors import AccessDeniedError, ConversationNotFoundError
 from agentkit.conversations._models import ConversationView, Member, Turn, TurnPart
 from agentkit.conversations._turns import OutputBuffer, build_turns, part_of
@@ -119,10 +118,4 @@ class Watch:
         if view == self._last:
             return
         self._last = view
-        try:
-            result = self._callback(view)
-            if inspect.isawaitable(result):
-                await result
-        except Exception:
-            # A failing callback is the caller's bug, not the watch's end.
-            _logger.exception("a watch callback of conversation %s failed", self._id)
+        await call_watch_callback(self._callback, view, self._id)

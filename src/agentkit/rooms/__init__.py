@@ -29,6 +29,8 @@ from agentkit.rooms._models import (
     RoomAgentRequest,
     RoomInfo,
     StartPolicy,
+    check_position,
+    publication,
 )
 from agentkit.rooms._patterns import matches
 from agentkit.rooms._spec_agent import SpecRoomAgent, default_prompt
@@ -60,6 +62,8 @@ __all__ = [
     "SpecRoomAgent",
     "StartPolicy",
     "WorkerStatus",
+    "check_position",
     "default_prompt",
     "matches",
+    "publication",
 ]

@@ -20,7 +20,7 @@ from agentkit.rooms._errors import (
     RoomAgentError,
     RoomError,
 )
-from agentkit.rooms._models import MAX_BATCH, EventInput, RoomInfo
+from agentkit.rooms._models import EventInput, RoomInfo, check_position, publication
 from agentkit.rooms._patterns import check_patterns, matches_any
 from agentkit.stores import DelegationRecord, RoomEvent, RoomGrant, RoomNotFoundError, RoomRecord
 
@@ -201,14 +201,9 @@ class LocalRoomsClient(RoomsClient):
             RoomAccessError: An event is outside the member's publish grants (nothing of
                 the batch is published).
         """
-        batch = [events] if isinstance(events, EventInput) else list(events)
-        if not batch or len(batch) > MAX_BATCH:
-            raise RoomError(f"a publication holds 1 to {MAX_BATCH} events")
-        batch = [EventInput.model_validate(e) if isinstance(e, dict) else e for e in batch]
+        batch = publication(events)
         _, _, grant = await self._access(room_id)
         for item in batch:
-            if not isinstance(item, EventInput):
-                raise RoomError(f"{item!r} is not an EventInput")
             if not matches_any(grant.publish, item.type):
                 raise RoomAccessError(
                     f"publishing {item.type!r} is outside {self.participant}'s grants: "
@@ -232,7 +227,7 @@ class LocalRoomsClient(RoomsClient):
         `types` patterns, when given), at most `limit` (up to 1,000)."""
         _, _, grant = await self._access(room_id)
         wanted = check_patterns(types, "a type pattern") if types else None
-        _check_after(after)
+        check_position(after)
         events, _ = await self._host.page(room_id, grant.read, after, wanted, limit)
         return events
 
@@ -244,7 +239,7 @@ class LocalRoomsClient(RoomsClient):
         Grants are checked again at every page: a revoked grant stops the flow of what
         it covered."""
         wanted = check_patterns(types, "a type pattern") if types else None
-        _check_after(after)
+        check_position(after)
         cursor = after
         while True:
             signal = self._host.signal(room_id)
@@ -315,8 +310,3 @@ class LocalRoomsClient(RoomsClient):
                 return record
             with anyio.move_on_after(self._host.poll_interval):
                 await signal.wait()
-
-
-def _check_after(after: object) -> None:
-    if not isinstance(after, int) or isinstance(after, bool) or after < 0:
-        raise RoomError(f"after must be a position (an integer of 0 or more), not {after!r}")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from agentkit.errors import RoomError
 from agentkit.rooms._patterns import check_patterns, check_type
 from agentkit.stores import RoomEvent
 
@@ -25,7 +26,9 @@ __all__ = [
     "RoomAgentRequest",
     "RoomInfo",
     "StartPolicy",
+    "check_position",
     "encode_payload",
+    "publication",
 ]
 
 MAX_PAYLOAD_BYTES = 65_536
@@ -38,6 +41,34 @@ StartPolicy = Literal["current", "persisted"]
 missed is replayed after a restart); `persisted`, after the last position it handled,
 kept in the store (at-least-once: an event being handled when the process stopped is
 handled again)."""
+
+
+def publication(events: Any) -> list[EventInput]:
+    """The events of one publication, as every client checks them before sending: one
+    `EventInput` or a sequence of 1 to `MAX_BATCH` (dicts are read as `EventInput`).
+
+    Raises:
+        RoomError: An empty or too large batch, or an item that is not an event.
+    """
+    batch = [events] if isinstance(events, EventInput) else list(events)
+    if not batch or len(batch) > MAX_BATCH:
+        raise RoomError(f"a publication holds 1 to {MAX_BATCH} events")
+    checked = [EventInput.model_validate(e) if isinstance(e, dict) else e for e in batch]
+    for item in checked:
+        if not isinstance(item, EventInput):
+            raise RoomError(f"{item!r} is not an EventInput")
+    return checked
+
+
+def check_position(after: object) -> int:
+    """`after` when it is a room position to read after (an integer of 0 or more).
+
+    Raises:
+        RoomError: It is not.
+    """
+    if not isinstance(after, int) or isinstance(after, bool) or after < 0:
+        raise RoomError(f"after must be a position (an integer of 0 or more), not {after!r}")
+    return after
 
 
 def encode_payload(payload: Any) -> str:
