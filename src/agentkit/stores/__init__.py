@@ -32,6 +32,7 @@ from agentkit.stores._base import (
     StoreError,
 )
 from agentkit.stores._memory import MemoryStore
+from agentkit.stores._notify import Notifications, Subscription, notifications_of
 
 if TYPE_CHECKING:
     from agentkit.stores._open import open_store
@@ -44,6 +45,7 @@ __all__ = [
     "EventEntry",
     "MemoryStore",
     "NewRoomEvent",
+    "Notifications",
     "OffsetError",
     "PostgresStore",
     "RoomEvent",
@@ -62,6 +64,8 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreLocationError",
+    "Subscription",
+    "notifications_of",
     "open_store",
 ]
 

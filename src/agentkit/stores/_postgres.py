@@ -1,15 +1,17 @@
 """The scale-out store: PostgreSQL, shared by any number of processes and hosts.
 
 psycopg is imported only when a store first connects (extra `typed-agentkit[postgres]`).
+The connections and the two ways of running an operation (asyncio's driver, or worker
+threads elsewhere) are `_pg_connections`'; this module has the statements and the
+operations, each written once against that module's `Connection`.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
-
-import anyio
+import functools
+import hashlib
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar, cast
 
 from agentkit.errors import OffsetError
 from agentkit.stores._base import (
@@ -26,6 +28,8 @@ from agentkit.stores._base import (
     StoreError,
 )
 from agentkit.stores._migrations import MIGRATIONS, SCHEMA_VERSION, newer_database_message
+from agentkit.stores._notify import Notifications
+from agentkit.stores._pg_connections import Connection, ConnectionPool
 from agentkit.stores._rooms import TypeFilter, like_prefix
 from agentkit.stores._sql import (
     DELEGATION_COLUMNS,
@@ -34,22 +38,61 @@ from agentkit.stores._sql import (
     ROOM_EVENT_COLUMNS,
     RUN_COLUMNS,
     SESSION_COLUMNS,
+    Dialect,
     RoomEventColumns,
     SQLStore,
     may_finish,
     run_params,
 )
 
-if TYPE_CHECKING:
-    import psycopg
-
 __all__ = ["SCHEMA_VERSION", "PostgresStore"]
 
 _T = TypeVar("_T")
 
+_NAME_BYTES = 63  # PostgreSQL's longest identifier, and so channel name
+_TOPIC_BYTES = 7000  # a topic with a longer id names the whole kind instead (`run:*`)
+_PAYLOAD_BYTES = 7900  # what `notify` sends at most; PostgreSQL's limit is just under 8000
+
 
 def _quote(identifier: str) -> str:
     return '"' + identifier.replace('"', '""') + '"'
+
+
+def channel_name(schema: str | None) -> str:
+    """The notification channel of the store on `schema`: `agentkit`, or
+    `agentkit.<schema>` cut to 63 bytes. A cut name ends with a hash of the whole one,
+    so two long schema names that begin alike still get channels of their own."""
+    name = f"agentkit.{schema}" if schema else "agentkit"
+    raw = name.encode()
+    if len(raw) <= _NAME_BYTES:
+        return name
+    digest = hashlib.sha256(raw).hexdigest()[:10]
+    head = raw[: _NAME_BYTES - len(digest) - 1].decode(errors="ignore")  # whole characters
+    return f"{head}~{digest}"
+
+
+def _topic(kind: str, ident: str) -> str:
+    """`kind:ident`; `kind:*` ("look at every one") when the id would make it too long."""
+    topic = f"{kind}:{ident}"
+    return topic if len(topic.encode()) <= _TOPIC_BYTES else f"{kind}:*"
+
+
+def _notifying(write: str, columns: str = "1") -> str:
+    """`write` (an INSERT, UPDATE or DELETE) as a statement that also notifies, when it
+    changed rows, the topics of a text array on a channel: two more parameters (see
+    `_Postgres._announce`). It changes no row: no notification. Its rows: `columns` of
+    each changed row, and the notification's (empty) value, once per topic.
+
+    The notifications belong to the statement's transaction, so they go out if and when
+    it commits; riding on a statement the transaction runs anyway, they cost no round
+    trip (a statement of their own costs a write about 15%: bench/pg_drivers.py). The
+    repeats for several rows are free: PostgreSQL sends a transaction's equal
+    notifications once."""
+    return (
+        f"WITH changed AS ({write} RETURNING {columns}) "
+        f"SELECT {columns}, pg_notify(%s, topic) FROM changed CROSS JOIN unnest(%s::text[]) "
+        "AS topic"
+    )
 
 
 class _SQL:
@@ -68,15 +111,19 @@ class _SQL:
         ]
         self.get_version = f"SELECT max(version) FROM {version}"
         self.set_version = f"INSERT INTO {version} VALUES (%s)"
-        self.insert_session = f"INSERT INTO {sessions} ({session_cols}) VALUES (%s, %s, %s, %s, %s)"
+        # Every write notifies through one of its statements (`_notifying`); this one is
+        # `PostgresStore.notify`'s.
+        self.notify = "SELECT pg_notify(%s, payload) FROM unnest(%s::text[]) AS payload"
+        self.insert_session = _notifying(
+            f"INSERT INTO {sessions} ({session_cols}) VALUES (%s, %s, %s, %s, %s)"
+        )
         self.get_session = f"SELECT {session_cols} FROM {sessions} WHERE id = %s"
         self.has_session = f"SELECT 1 FROM {sessions} WHERE id = %s"
         self.lock_session = f"SELECT 1 FROM {sessions} WHERE id = %s FOR UPDATE"
-        self.update_session = (
-            f"UPDATE {sessions} SET metadata = %s, updated_at = %s WHERE id = %s "
-            f"RETURNING {session_cols}"
+        self.update_session = _notifying(
+            f"UPDATE {sessions} SET metadata = %s, updated_at = %s WHERE id = %s", session_cols
         )
-        self.touch_session = f"UPDATE {sessions} SET updated_at = %s WHERE id = %s"
+        self.touch_session = _notifying(f"UPDATE {sessions} SET updated_at = %s WHERE id = %s")
         self.list_sessions = f"SELECT {session_cols} FROM {sessions} ORDER BY seq"
         self.list_agent_sessions = (
             f"SELECT {session_cols} FROM {sessions} WHERE agent_id = %s ORDER BY seq"
@@ -84,7 +131,14 @@ class _SQL:
         self.delete_events_of_session = (
             f"DELETE FROM {events} WHERE run_id IN (SELECT id FROM {runs} WHERE session_id = %s)"
         )
-        self.delete_session = f"DELETE FROM {sessions} WHERE id = %s"
+        self.delete_session = _notifying(f"DELETE FROM {sessions} WHERE id = %s")
+        # The transcript and the runs go with the session (ON DELETE CASCADE); the events
+        # are not the runs' (no foreign key), so they go first.
+        self.session_deletion = (
+            self.lock_session,
+            self.delete_events_of_session,
+            self.delete_session,
+        )
         self.load_transcript = f"SELECT data FROM {transcript} WHERE session_id = %s ORDER BY pos"
         self.transcript_end = (
             f"SELECT coalesce(max(pos) + 1, 0) FROM {transcript} WHERE session_id = %s"
@@ -93,19 +147,23 @@ class _SQL:
             f"INSERT INTO {transcript} (session_id, pos, data) "
             "SELECT %s, %s + n - 1, d FROM unnest(%s::text[]) WITH ORDINALITY AS u (d, n)"
         )
-        self.truncate_transcript = f"DELETE FROM {transcript} WHERE session_id = %s AND pos >= %s"
-        self.insert_run = (
+        self.truncate_transcript = _notifying(
+            f"DELETE FROM {transcript} WHERE session_id = %s AND pos >= %s"
+        )
+        self.insert_run = _notifying(
             f"INSERT INTO {runs} ({run_cols}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
         )
         self.running_in_session = (
             f"SELECT 1 FROM {runs} WHERE session_id = %s AND status = 'running' LIMIT 1"
         )
+        # The session comes along for the notification of the run's end.
         self.lock_run = (
-            f"SELECT status, owner, lease_expires_at FROM {runs} WHERE id = %s FOR UPDATE"
+            f"SELECT status, owner, lease_expires_at, session_id FROM {runs} "
+            "WHERE id = %s FOR UPDATE"
         )
         # Shared with other appends, exclusive with `lock_run`: no event lands after the end.
         self.run_status = f"SELECT status FROM {runs} WHERE id = %s FOR SHARE"
-        self.finish_run = (
+        self.finish_run = _notifying(
             f"UPDATE {runs} SET status = %s, finished_at = %s, error = %s WHERE id = %s"
         )
         self.renew_leases = (
@@ -118,8 +176,10 @@ class _SQL:
         )
         self.get_run = f"SELECT {run_cols} FROM {runs} WHERE id = %s"
         self.list_runs = f"SELECT {run_cols} FROM {runs} WHERE session_id = %s ORDER BY seq"
+        # One writer per run log at a time, across processes and hosts.
+        self.lock_events = "SELECT pg_advisory_xact_lock(hashtext('agentkit.events ' || %s))"
         self.events_end = f"SELECT coalesce(max(pos), -1) FROM {events} WHERE run_id = %s"
-        self.append_events = (
+        self.append_events = _notifying(
             f"INSERT INTO {events} (run_id, pos, data) "
             "SELECT %s, p, d FROM unnest(%s::bigint[], %s::text[]) AS u (p, d)"
         )
@@ -130,20 +190,25 @@ class _SQL:
         rooms, room_events = f"{p}agentkit_rooms", f"{p}agentkit_room_events"
         grants, cursors = f"{p}agentkit_room_grants", f"{p}agentkit_room_cursors"
         delegations = f"{p}agentkit_delegations"
-        self.insert_room = f"INSERT INTO {rooms} ({ROOM_COLUMNS}) VALUES (%s, %s, %s, %s, %s)"
+        self.insert_room = _notifying(
+            f"INSERT INTO {rooms} ({ROOM_COLUMNS}) VALUES (%s, %s, %s, %s, %s)"
+        )
         self.get_room = f"SELECT {ROOM_COLUMNS} FROM {rooms} WHERE id = %s"
         self.list_rooms = f"SELECT {ROOM_COLUMNS} FROM {rooms} ORDER BY seq"
-        self.update_room = (
+        self.update_room = _notifying(
             f"UPDATE {rooms} SET name = coalesce(%s, name), metadata = coalesce(%s, metadata) "
-            f"WHERE id = %s RETURNING {ROOM_COLUMNS}"
+            "WHERE id = %s",
+            ROOM_COLUMNS,
         )
         self.lock_room = f"SELECT 1 FROM {rooms} WHERE id = %s FOR UPDATE"
         self.delete_room_events = f"DELETE FROM {room_events} WHERE room_id = %s"
+        self.delete_room = _notifying(f"DELETE FROM {rooms} WHERE id = %s")
+        # The lock waits for an append in flight; one that comes after finds no room.
         # Grants, cursors and delegations go with the room (ON DELETE CASCADE).
-        self.delete_room = f"DELETE FROM {rooms} WHERE id = %s"
+        self.room_deletion = (self.lock_room, self.delete_room_events, self.delete_room)
         # The update takes the room's row lock until the transaction ends: appenders to
         # one room take turns, in every process, and commit in position order.
-        self.bump_head = f"UPDATE {rooms} SET head = head + %s WHERE id = %s RETURNING head"
+        self.bump_head = _notifying(f"UPDATE {rooms} SET head = head + %s WHERE id = %s", "head")
         self.room_head = f"SELECT head FROM {rooms} WHERE id = %s"
         self.insert_room_events = (
             f"INSERT INTO {room_events} (room_id, {ROOM_EVENT_COLUMNS}) "
@@ -162,12 +227,14 @@ class _SQL:
             "requested_by = excluded.requested_by, created_at = excluded.created_at, "
             "updated_at = excluded.updated_at, result = excluded.result, error = excluded.error"
         )
-        self.set_grant = (
+        self.set_grant = _notifying(
             f"INSERT INTO {grants} (room_id, {GRANT_COLUMNS}) VALUES (%s, %s, %s, %s) "
             "ON CONFLICT (room_id, participant) DO UPDATE SET "
             "read_types = excluded.read_types, publish_types = excluded.publish_types"
         )
-        self.delete_grant = f"DELETE FROM {grants} WHERE room_id = %s AND participant = %s"
+        self.delete_grant = _notifying(
+            f"DELETE FROM {grants} WHERE room_id = %s AND participant = %s"
+        )
         self.list_grants = (
             f"SELECT {GRANT_COLUMNS} FROM {grants} WHERE room_id = %s ORDER BY participant"
         )
@@ -185,104 +252,130 @@ class _SQL:
 
 
 class _Postgres:
-    """The operations in PostgreSQL's dialect, on the store's statements; each runs in a
-    worker thread, as one statement or one transaction."""
+    """The operations in PostgreSQL's dialect, on the store's statements: each one
+    statement or one transaction on the connection it is given. Every write notifies its
+    topics on `channel` through one of its statements (`_notifying`), so they go out only
+    if it commits, and not when it changed nothing."""
 
-    def __init__(self, sql: _SQL) -> None:
+    def __init__(self, sql: _SQL, channel: str) -> None:
         self.sql = sql
+        self.channel = channel
 
-    def create_session(
-        self, conn: psycopg.Connection[Any], record: SessionRecord, metadata: str
-    ) -> None:
+    def _announce(self, *topics: str) -> tuple[str, list[str]]:
+        """The last two parameters of a `_notifying` statement."""
+        return self.channel, list(topics)
+
+    async def notify(self, conn: Connection, payloads: list[str]) -> None:
+        await conn.execute(self.sql.notify, (self.channel, payloads))
+
+    async def create_session(self, conn: Connection, record: SessionRecord, metadata: str) -> None:
         from psycopg import errors
 
+        params = (record.id, record.agent_id, record.created_at, record.updated_at, metadata)
         try:
-            conn.execute(
-                self.sql.insert_session,
-                (record.id, record.agent_id, record.created_at, record.updated_at, metadata),
+            await conn.execute(
+                self.sql.insert_session, (*params, *self._announce(_topic("session", record.id)))
             )
         except errors.UniqueViolation:
             raise SessionExistsError(f"session {record.id!r} already exists") from None
 
-    def get_session(self, conn: psycopg.Connection[Any], session_id: str) -> Any:
-        return conn.execute(self.sql.get_session, (session_id,)).fetchone()
+    async def get_session(self, conn: Connection, session_id: str) -> Any:
+        return (await conn.execute(self.sql.get_session, (session_id,))).first()
 
-    def update_session(
-        self, conn: psycopg.Connection[Any], session_id: str, metadata: str, now: float
+    async def update_session(
+        self, conn: Connection, session_id: str, metadata: str, now: float
     ) -> Any:
-        return conn.execute(self.sql.update_session, (metadata, now, session_id)).fetchone()
+        params = (metadata, now, session_id, *self._announce(_topic("session", session_id)))
+        return (await conn.execute(self.sql.update_session, params)).first()
 
-    def list_sessions(self, conn: psycopg.Connection[Any], agent_id: str | None) -> list[Any]:
+    async def list_sessions(self, conn: Connection, agent_id: str | None) -> list[Any]:
         if agent_id is None:
-            return conn.execute(self.sql.list_sessions).fetchall()
-        return conn.execute(self.sql.list_agent_sessions, (agent_id,)).fetchall()
+            return (await conn.execute(self.sql.list_sessions)).rows
+        return (await conn.execute(self.sql.list_agent_sessions, (agent_id,))).rows
 
-    def delete_session(self, conn: psycopg.Connection[Any], session_id: str) -> None:
-        with conn.transaction():
-            conn.execute(self.sql.lock_session, (session_id,))
-            conn.execute(self.sql.delete_events_of_session, (session_id,))
-            # The transcript and the runs go with the session (ON DELETE CASCADE).
-            conn.execute(self.sql.delete_session, (session_id,))
+    async def delete_session(self, conn: Connection, session_id: str) -> None:
+        topic = _topic("session", session_id)
+        await self._delete(conn, self.sql.session_deletion, session_id, topic)
 
-    def load_transcript(self, conn: psycopg.Connection[Any], session_id: str) -> list[Any]:
-        rows = conn.execute(self.sql.load_transcript, (session_id,)).fetchall()
-        if not rows and conn.execute(self.sql.has_session, (session_id,)).fetchone() is None:
+    async def _delete(
+        self, conn: Connection, statements: tuple[str, str, str], ident: str, topic: str
+    ) -> None:
+        """Delete a session or a room, in one transaction: lock its row, delete what it
+        holds, then itself, telling `topic` (`statements`, each taking the id); nothing
+        at all when it is missing."""
+        lock, contents, owner = statements
+        async with conn.transaction():
+            if (await conn.execute(lock, (ident,))).first() is None:
+                return  # nothing to delete, nobody to tell
+            await conn.execute(contents, (ident,))
+            await conn.execute(owner, (ident, *self._announce(topic)))
+
+    async def load_transcript(self, conn: Connection, session_id: str) -> list[Any]:
+        rows = (await conn.execute(self.sql.load_transcript, (session_id,))).rows
+        if not rows and (await conn.execute(self.sql.has_session, (session_id,))).first() is None:
             raise SessionNotFoundError(f"no session {session_id!r}")
         return rows
 
-    def append_transcript(
-        self, conn: psycopg.Connection[Any], session_id: str, data: list[str], now: float
+    async def append_transcript(
+        self, conn: Connection, session_id: str, data: list[str], now: float
     ) -> None:
-        with conn.transaction():
-            self._insert_transcript(conn, session_id, data, now)
+        async with conn.transaction():
+            await self._insert_transcript(
+                conn, session_id, data, now, _topic("session", session_id)
+            )
 
-    def _insert_transcript(
-        self, conn: psycopg.Connection[Any], session_id: str, data: list[str], now: float
+    async def _insert_transcript(
+        self, conn: Connection, session_id: str, data: list[str], now: float, *topics: str
     ) -> None:
+        """Append to the transcript, notifying `topics`."""
         # The update locks the session row, so concurrent appends take turns.
-        if conn.execute(self.sql.touch_session, (now, session_id)).rowcount == 0:
+        touch = (now, session_id, *self._announce(*topics))
+        if not (await conn.execute(self.sql.touch_session, touch)).rows:
             raise SessionNotFoundError(f"no session {session_id!r}")
         if data:
-            row = conn.execute(self.sql.transcript_end, (session_id,)).fetchone()
+            row = (await conn.execute(self.sql.transcript_end, (session_id,))).first()
             start = 0 if row is None else row[0]
-            conn.execute(self.sql.append_transcript, (session_id, start, data))
+            await conn.execute(self.sql.append_transcript, (session_id, start, data))
 
-    def truncate_transcript(
-        self, conn: psycopg.Connection[Any], session_id: str, length: int
-    ) -> None:
-        with conn.transaction():
-            if conn.execute(self.sql.lock_session, (session_id,)).fetchone() is None:
+    async def truncate_transcript(self, conn: Connection, session_id: str, length: int) -> None:
+        async with conn.transaction():
+            if (await conn.execute(self.sql.lock_session, (session_id,))).first() is None:
                 raise SessionNotFoundError(f"no session {session_id!r}")
             if length < 0:  # like `del messages[length:]`: counts from the end
-                row = conn.execute(self.sql.transcript_end, (session_id,)).fetchone()
+                row = (await conn.execute(self.sql.transcript_end, (session_id,))).first()
                 length = max((0 if row is None else row[0]) + length, 0)
-            conn.execute(self.sql.truncate_transcript, (session_id, length))
+            # Notifies only when messages went.
+            cut = (session_id, length, *self._announce(_topic("session", session_id)))
+            await conn.execute(self.sql.truncate_transcript, cut)
 
-    def create_run(
-        self, conn: psycopg.Connection[Any], run: RunRecord, offsets: list[int], data: list[str]
+    async def create_run(
+        self, conn: Connection, run: RunRecord, offsets: list[int], data: list[str]
     ) -> None:
         from psycopg import errors
 
-        with conn.transaction():
+        async with conn.transaction():
             # The session's row lock makes the check and the insert one step for every
             # process: a second start on the session waits here, then sees the first run.
-            if conn.execute(self.sql.lock_session, (run.session_id,)).fetchone() is None:
+            if (await conn.execute(self.sql.lock_session, (run.session_id,))).first() is None:
                 raise SessionNotFoundError(f"no session {run.session_id!r}")
             if (
                 run.status == "running"
-                and conn.execute(self.sql.running_in_session, (run.session_id,)).fetchone()
+                and (await conn.execute(self.sql.running_in_session, (run.session_id,))).rows
             ):
                 raise SessionBusyError(f"session {run.session_id!r} already has a run going")
             try:
-                with conn.transaction():  # a savepoint: the error leaves the rest usable
-                    conn.execute(self.sql.insert_run, run_params(run))
+                async with conn.transaction():  # a savepoint: the error leaves the rest usable
+                    topics = self._announce(
+                        _topic("run", run.id), _topic("session", run.session_id)
+                    )
+                    await conn.execute(self.sql.insert_run, (*run_params(run), *topics))
             except errors.UniqueViolation:
                 raise StoreError(f"run {run.id!r} already exists") from None
-            self._insert_events(conn, run.id, offsets, data)
+            await self._insert_events(conn, run.id, offsets, data)
 
-    def finish_run(
+    async def finish_run(
         self,
-        conn: psycopg.Connection[Any],
+        conn: Connection,
         run_id: str,
         status: RunStatus,
         finished_at: float,
@@ -292,44 +385,40 @@ class _Postgres:
         owner: str | None,
         expired_by: float | None,
     ) -> bool:
-        with conn.transaction():
-            row = conn.execute(self.sql.lock_run, (run_id,)).fetchone()
-            if row is None or not may_finish(row, owner, expired_by):
+        async with conn.transaction():
+            row = (await conn.execute(self.sql.lock_run, (run_id,))).first()
+            if row is None or not may_finish(row[:3], owner, expired_by):
                 return False
-            self._insert_events(conn, run_id, offsets, data)
-            conn.execute(self.sql.finish_run, (status, finished_at, error, run_id))
+            await self._insert_events(conn, run_id, offsets, data)
+            topics = self._announce(_topic("run", run_id), _topic("session", row[3]))
+            await conn.execute(self.sql.finish_run, (status, finished_at, error, run_id, *topics))
             return True
 
-    def renew_leases(
-        self,
-        conn: psycopg.Connection[Any],
-        owner: str,
-        run_ids: list[str],
-        now: float,
-        expires_at: float,
+    async def renew_leases(
+        self, conn: Connection, owner: str, run_ids: list[str], now: float, expires_at: float
     ) -> set[str]:
-        rows = conn.execute(self.sql.renew_leases, (now, expires_at, owner, run_ids)).fetchall()
-        return {row[0] for row in rows}
+        result = await conn.execute(self.sql.renew_leases, (now, expires_at, owner, run_ids))
+        return {row[0] for row in result.rows}
 
-    def expired_runs(self, conn: psycopg.Connection[Any], now: float) -> list[Any]:
-        return conn.execute(self.sql.expired_runs, (now,)).fetchall()
+    async def expired_runs(self, conn: Connection, now: float) -> list[Any]:
+        return (await conn.execute(self.sql.expired_runs, (now,))).rows
 
-    def get_run(self, conn: psycopg.Connection[Any], run_id: str) -> Any:
-        return conn.execute(self.sql.get_run, (run_id,)).fetchone()
+    async def get_run(self, conn: Connection, run_id: str) -> Any:
+        return (await conn.execute(self.sql.get_run, (run_id,))).first()
 
-    def list_runs(self, conn: psycopg.Connection[Any], session_id: str) -> list[Any]:
-        return conn.execute(self.sql.list_runs, (session_id,)).fetchall()
+    async def list_runs(self, conn: Connection, session_id: str) -> list[Any]:
+        return (await conn.execute(self.sql.list_runs, (session_id,))).rows
 
-    def append_events(
-        self, conn: psycopg.Connection[Any], run_id: str, offsets: list[int], data: list[str]
+    async def append_events(
+        self, conn: Connection, run_id: str, offsets: list[int], data: list[str]
     ) -> None:
-        with conn.transaction():
-            self._require_running(conn, run_id)
-            self._insert_events(conn, run_id, offsets, data)
+        async with conn.transaction():
+            await self._require_running(conn, run_id)
+            await self._insert_events(conn, run_id, offsets, data, _topic("run", run_id))
 
-    def append_step(
+    async def append_step(
         self,
-        conn: psycopg.Connection[Any],
+        conn: Connection,
         session_id: str,
         messages: list[str],
         now: float,
@@ -337,66 +426,66 @@ class _Postgres:
         offsets: list[int],
         data: list[str],
     ) -> None:
-        with conn.transaction():
-            self._require_running(conn, run_id)
-            self._insert_transcript(conn, session_id, messages, now)
-            self._insert_events(conn, run_id, offsets, data)
+        async with conn.transaction():
+            await self._require_running(conn, run_id)
+            topics = _topic("run", run_id), _topic("session", session_id)
+            await self._insert_transcript(conn, session_id, messages, now, *topics)
+            await self._insert_events(conn, run_id, offsets, data)
 
-    def _require_running(self, conn: psycopg.Connection[Any], run_id: str) -> None:
-        row = conn.execute(self.sql.run_status, (run_id,)).fetchone()
+    async def _require_running(self, conn: Connection, run_id: str) -> None:
+        row = (await conn.execute(self.sql.run_status, (run_id,))).first()
         if row is not None and row[0] != "running":
             raise RunEndedError(f"run {run_id} has ended ({row[0]}): no more events")
 
-    def read_events(self, conn: psycopg.Connection[Any], run_id: str, after: int) -> list[Any]:
-        return conn.execute(self.sql.read_events, (run_id, after)).fetchall()
+    async def read_events(self, conn: Connection, run_id: str, after: int) -> list[Any]:
+        return (await conn.execute(self.sql.read_events, (run_id, after))).rows
 
-    def _insert_events(
-        self, conn: psycopg.Connection[Any], run_id: str, offsets: list[int], data: list[str]
+    async def _insert_events(
+        self, conn: Connection, run_id: str, offsets: list[int], data: list[str], *topics: str
     ) -> None:
+        """Append to the run's log, notifying `topics` (when there are events)."""
         if not offsets:
             return
-        # One writer per run log at a time, across processes and hosts.
-        conn.execute("SELECT pg_advisory_xact_lock(hashtext('agentkit.events ' || %s))", (run_id,))
-        row = conn.execute(self.sql.events_end, (run_id,)).fetchone()
+        await conn.execute(self.sql.lock_events, (run_id,))
+        row = (await conn.execute(self.sql.events_end, (run_id,))).first()
         last = -1 if row is None else row[0]
         if offsets[0] <= last:
             raise OffsetError(f"offset {offsets[0]} does not follow {last} in run {run_id}")
-        conn.execute(self.sql.append_events, (run_id, offsets, data))
+        await conn.execute(
+            self.sql.append_events, (run_id, offsets, data, *self._announce(*topics))
+        )
 
     # --- rooms ------------------------------------------------------------------------
 
-    def create_room(self, conn: psycopg.Connection[Any], room: RoomRecord, metadata: str) -> None:
+    async def create_room(self, conn: Connection, room: RoomRecord, metadata: str) -> None:
         from psycopg import errors
 
+        params = (room.id, room.name, room.created_by, room.created_at, metadata)
         try:
-            conn.execute(
-                self.sql.insert_room,
-                (room.id, room.name, room.created_by, room.created_at, metadata),
+            await conn.execute(
+                self.sql.insert_room, (*params, *self._announce(_topic("room", room.id)))
             )
         except errors.UniqueViolation:
             raise RoomExistsError(f"room {room.id!r} already exists") from None
 
-    def get_room(self, conn: psycopg.Connection[Any], room_id: str) -> Any:
-        return conn.execute(self.sql.get_room, (room_id,)).fetchone()
+    async def get_room(self, conn: Connection, room_id: str) -> Any:
+        return (await conn.execute(self.sql.get_room, (room_id,))).first()
 
-    def list_rooms(self, conn: psycopg.Connection[Any]) -> list[Any]:
-        return conn.execute(self.sql.list_rooms).fetchall()
+    async def list_rooms(self, conn: Connection) -> list[Any]:
+        return (await conn.execute(self.sql.list_rooms)).rows
 
-    def update_room(
-        self, conn: psycopg.Connection[Any], room_id: str, name: str | None, metadata: str | None
+    async def update_room(
+        self, conn: Connection, room_id: str, name: str | None, metadata: str | None
     ) -> Any:
-        return conn.execute(self.sql.update_room, (name, metadata, room_id)).fetchone()
+        params = (name, metadata, room_id, *self._announce(_topic("room", room_id)))
+        return (await conn.execute(self.sql.update_room, params)).first()
 
-    def delete_room(self, conn: psycopg.Connection[Any], room_id: str) -> None:
-        with conn.transaction():
-            # Waits for an append in flight; one that comes after finds no room.
-            conn.execute(self.sql.lock_room, (room_id,))
-            conn.execute(self.sql.delete_room_events, (room_id,))
-            conn.execute(self.sql.delete_room, (room_id,))
+    async def delete_room(self, conn: Connection, room_id: str) -> None:
+        await self._delete(conn, self.sql.room_deletion, room_id, _topic("room", room_id))
 
-    def append_room_events(
+    async def append_room_events(
         self,
-        conn: psycopg.Connection[Any],
+        conn: Connection,
         room_id: str,
         columns: RoomEventColumns,
         delegation: tuple[Any, ...] | None,
@@ -404,13 +493,14 @@ class _Postgres:
         from psycopg import errors
 
         ids, types, authors, payloads, times = columns
-        with conn.transaction():
-            row = conn.execute(self.sql.bump_head, (len(ids), room_id)).fetchone()
+        async with conn.transaction():
+            bump = (len(ids), room_id, *self._announce(_topic("room", room_id)))
+            row = (await conn.execute(self.sql.bump_head, bump)).first()
             if row is None:
                 raise RoomNotFoundError(f"no room {room_id!r}")
             head: int = row[0]
             try:
-                conn.execute(
+                await conn.execute(
                     self.sql.insert_room_events,
                     (room_id, head - len(ids), ids, types, authors, payloads, times),
                 )
@@ -420,12 +510,12 @@ class _Postgres:
                     "repeated in the batch; nothing was appended"
                 ) from None
             if delegation is not None:
-                conn.execute(self.sql.upsert_delegation, delegation)
+                await conn.execute(self.sql.upsert_delegation, delegation)
         return head
 
-    def read_room_events(
+    async def read_room_events(
         self,
-        conn: psycopg.Connection[Any],
+        conn: Connection,
         room_id: str,
         after: int,
         limit: int | None,
@@ -447,57 +537,56 @@ class _Postgres:
         if limit is not None:
             query += " LIMIT %s"
             params.append(limit)
-        rows = conn.execute(query, params).fetchall()
-        if not rows and self.room_head(conn, room_id) is None:
+        rows = (await conn.execute(query, params)).rows
+        if not rows and await self.room_head(conn, room_id) is None:
             return None
         return rows
 
-    def room_head(self, conn: psycopg.Connection[Any], room_id: str) -> int | None:
-        row = conn.execute(self.sql.room_head, (room_id,)).fetchone()
+    async def room_head(self, conn: Connection, room_id: str) -> int | None:
+        row = (await conn.execute(self.sql.room_head, (room_id,))).first()
         return None if row is None else int(row[0])
 
-    def set_grant(
-        self,
-        conn: psycopg.Connection[Any],
-        room_id: str,
-        participant: str,
-        read: str,
-        publish: str,
+    async def set_grant(
+        self, conn: Connection, room_id: str, participant: str, read: str, publish: str
+    ) -> None:
+        from psycopg import errors
+
+        params = (room_id, participant, read, publish, *self._announce(_topic("room", room_id)))
+        try:
+            await conn.execute(self.sql.set_grant, params)
+        except errors.ForeignKeyViolation:
+            raise RoomNotFoundError(f"no room {room_id!r}") from None
+
+    async def delete_grant(self, conn: Connection, room_id: str, participant: str) -> None:
+        params = (room_id, participant, *self._announce(_topic("room", room_id)))
+        await conn.execute(self.sql.delete_grant, params)
+
+    async def list_grants(self, conn: Connection, room_id: str) -> list[Any]:
+        return (await conn.execute(self.sql.list_grants, (room_id,))).rows
+
+    async def get_cursor(self, conn: Connection, room_id: str, consumer: str) -> int | None:
+        row = (await conn.execute(self.sql.get_cursor, (room_id, consumer))).first()
+        return None if row is None else int(row[0])
+
+    async def set_cursor(
+        self, conn: Connection, room_id: str, consumer: str, position: int
     ) -> None:
         from psycopg import errors
 
         try:
-            conn.execute(self.sql.set_grant, (room_id, participant, read, publish))
+            await conn.execute(self.sql.set_cursor, (room_id, consumer, position))
         except errors.ForeignKeyViolation:
             raise RoomNotFoundError(f"no room {room_id!r}") from None
 
-    def delete_grant(self, conn: psycopg.Connection[Any], room_id: str, participant: str) -> None:
-        conn.execute(self.sql.delete_grant, (room_id, participant))
+    async def get_delegation(self, conn: Connection, room_id: str, delegation_id: str) -> Any:
+        return (await conn.execute(self.sql.get_delegation, (room_id, delegation_id))).first()
 
-    def list_grants(self, conn: psycopg.Connection[Any], room_id: str) -> list[Any]:
-        return conn.execute(self.sql.list_grants, (room_id,)).fetchall()
+    async def list_delegations(self, conn: Connection, room_id: str) -> list[Any]:
+        return (await conn.execute(self.sql.list_delegations, (room_id,))).rows
 
-    def get_cursor(self, conn: psycopg.Connection[Any], room_id: str, consumer: str) -> int | None:
-        row = conn.execute(self.sql.get_cursor, (room_id, consumer)).fetchone()
-        return None if row is None else int(row[0])
 
-    def set_cursor(
-        self, conn: psycopg.Connection[Any], room_id: str, consumer: str, position: int
-    ) -> None:
-        from psycopg import errors
-
-        try:
-            conn.execute(self.sql.set_cursor, (room_id, consumer, position))
-        except errors.ForeignKeyViolation:
-            raise RoomNotFoundError(f"no room {room_id!r}") from None
-
-    def get_delegation(
-        self, conn: psycopg.Connection[Any], room_id: str, delegation_id: str
-    ) -> Any:
-        return conn.execute(self.sql.get_delegation, (room_id, delegation_id)).fetchone()
-
-    def list_delegations(self, conn: psycopg.Connection[Any], room_id: str) -> list[Any]:
-        return conn.execute(self.sql.list_delegations, (room_id,)).fetchall()
+async def _nothing(conn: Connection) -> None:
+    """An operation that only makes sure the store has connected."""
 
 
 class PostgresStore(SQLStore):
@@ -511,104 +600,161 @@ class PostgresStore(SQLStore):
             `agentkit_rooms`, `agentkit_room_events`, `agentkit_room_grants`,
             `agentkit_room_cursors`, `agentkit_delegations` and `agentkit_schema_version`,
             and are created on first use.
-        max_connections: Size of the store's own small connection pool.
+        max_connections: The size of the store's connection pool: at most this many calls
+            run at once (`open_store` reads it from a URL's `pool_size` parameter).
 
-    Each call runs psycopg's synchronous API in a worker thread (anyio), so the store works
-    under asyncio and trio alike; at most `max_connections` calls run at once, each on a
-    connection of its own, reused afterwards. Every append is one transaction; appends to
-    one transcript, one run log or one room are serialised across processes by row and
-    advisory locks, so any number of processes and hosts can share the database.
+    Raises:
+        ValueError: `max_connections` is less than 1.
+
+    The driver is psycopg 3. On asyncio, calls run on its `AsyncConnection`s, in the
+    calling task; on any other anyio backend (trio), and on Windows' default asyncio loop
+    (which the async driver cannot use), on its synchronous connections, each call in a
+    worker thread. Each call takes a connection of its own from the pool (opened
+    when none is idle; at most `max_connections`, further calls wait their turn) and gives
+    it back for the next call; a connection that broke, or that the server closed while it
+    was idle, is dropped and replaced. Connections open on first use, and a store may
+    serve one event loop after another (`asyncio.run` twice, asyncio then trio).
+
+    Every append is one transaction; appends to one transcript, one run log or one room
+    are serialised across processes by row and advisory locks, so any number of processes
+    and hosts can share the database.
+
+    Every write also sends a PostgreSQL notification on the store's
+    [`channel`][agentkit.stores.PostgresStore.channel], within its transaction, so it is
+    delivered if and when the write commits (a write that fails sends nothing). The
+    payload is a topic, `kind:id` with the id as given:
+
+    - `run:<run_id>` after `create_run`, `append_events`, `append_step` and a
+      `finish_run` that ended the run;
+    - `session:<session_id>` after `create_session`, `update_session`,
+      `delete_session`, `append_transcript`, `truncate_transcript`, `append_step`, and
+      `create_run` and `finish_run` (the run's session);
+    - `room:<room_id>` after `create_room`, `update_room`, `delete_room`,
+      `append_room_events`, `set_grant` and `delete_grant`.
+
+    A write that changes nothing (deleting what is not there, truncating nothing, a
+    `finish_run` that does not end the run) sends nothing. When an id would make the topic
+    longer than 7000 bytes, the topic is `kind:*`: look at everything of that kind.
+    [`notify`][agentkit.stores.PostgresStore.notify] sends other payloads on the same
+    channel.
     Needs the `postgres` extra (`pip install 'typed-agentkit[postgres]'`).
     """
 
-    def __init__(self, dsn: str, *, schema: str | None = None, max_connections: int = 4):
+    def __init__(self, dsn: str, *, schema: str | None = None, max_connections: int = 10):
         if max_connections < 1:
             raise ValueError("max_connections must be at least 1")
         self.dsn = dsn
         self.schema = schema
+        self.max_connections = max_connections
+        self._channel = channel_name(schema)
         self._sql = _SQL(schema)
-        self._ops = _Postgres(self._sql)
-        self._limiter = anyio.CapacityLimiter(max_connections)
-        self._idle: list[psycopg.Connection[Any]] = []
+        self._dialect = _Postgres(self._sql, self._channel)
+        # `SQLStore` types the operations as `Dialect`'s synchronous ones; these are
+        # coroutine functions of the same arguments, whose results `_call` awaits.
+        self._ops = cast(Dialect, self._dialect)
+        self._pool = ConnectionPool(dsn, max_connections)
         self._ready = False
-        self._ready_lock = threading.Lock()
         self._closed = False
 
     def __repr__(self) -> str:
         schema = f", schema={self.schema!r}" if self.schema else ""
         return f"PostgresStore(<dsn>{schema})"
 
+    @property
+    def channel(self) -> str:
+        """The PostgreSQL notification channel of the store's writes (and `notify`):
+        `agentkit` for the `public` schema, else `agentkit.<schema>`, cut to 63 bytes
+        (PostgreSQL's longest name) and then ending with a hash of the whole name.
+        Without a `schema` argument, the schema is the connection's current one (its
+        `search_path`, which a URL can set with `?options=-csearch_path%3Dname`): known
+        once the store has connected (see `connected_channel`). Listen with
+        `LISTEN "<channel>"` (quoted: it has dots and may have capitals)."""
+        return self._channel
+
+    async def connected_channel(self) -> str:
+        """The `channel`, connecting first if the store has not yet (and so creating
+        its tables)."""
+        if not self._ready:
+            await self._run(_nothing)
+        return self._channel
+
+    @functools.cached_property
+    def notifications(self) -> Notifications:
+        """The store's notifications, shared by every process on the database: LISTEN
+        on `channel` for the subscribers of this process, and advisory locks for its
+        claims, each on a dedicated connection (the runtime runs the listener; see
+        `agentkit.stores.Notifications`)."""
+        from agentkit.stores._pg_listen import PostgresNotifications
+
+        return PostgresNotifications(self)
+
+    async def notify(self, topic_payloads: Sequence[str]) -> None:
+        """Send each string as a notification on `channel`, in one round trip and one
+        transaction. PostgreSQL delivers identical payloads sent together once.
+
+        Raises:
+            ValueError: A payload is longer than 7900 bytes (UTF-8).
+            TypeError: `topic_payloads` is a single string.
+        """
+        if isinstance(topic_payloads, str):
+            raise TypeError("notify takes a sequence of payloads, not one string")
+        payloads = list(topic_payloads)
+        for payload in payloads:
+            size = len(payload.encode())
+            if size > _PAYLOAD_BYTES:
+                raise ValueError(
+                    f"a notification payload of {size} bytes is too long: at most "
+                    f"{_PAYLOAD_BYTES} bytes fit"
+                )
+        if payloads:
+            await self._run(self._dialect.notify, payloads)
+
     # --- plumbing ---------------------------------------------------------------------
 
-    def _connect(self) -> psycopg.Connection[Any]:
-        """A new autocommit connection; the first one also creates the tables."""
-        import psycopg  # present: `_work` checked
+    async def _call(self, fn: Callable[..., _T], *args: Any) -> _T:
+        # `SQLStore` passes the operations of `_ops`, typed as `Dialect`'s synchronous
+        # ones: they are coroutine functions of the same arguments.
+        return await self._run(cast(Callable[..., Awaitable[_T]], fn), *args)
 
-        conn = psycopg.connect(self.dsn, autocommit=True)
-        try:
-            with self._ready_lock:
-                if not self._ready:
-                    self._create_schema(conn)
-                    self._ready = True
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+    async def _run(self, fn: Callable[..., Awaitable[_T]], *args: Any) -> _T:
+        """Run the operation `fn(connection, *args)` on a pooled connection; the store's
+        first call also brings the tables up to date."""
+        if self._closed:
+            raise StoreError(f"{self!r} is closed")
 
-    def _create_schema(self, conn: psycopg.Connection[Any]) -> None:
-        """Bring the layout up to `SCHEMA_VERSION`, in one transaction."""
-        with conn.transaction():
+        async def operation(conn: Connection) -> _T:
+            if not self._ready:
+                await self._create_schema(conn)
+                self._ready = True
+            return await fn(conn, *args)
+
+        return await self._pool.run(operation)
+
+    async def _create_schema(self, conn: Connection) -> None:
+        """Bring the layout up to `SCHEMA_VERSION`, in one transaction; without a
+        `schema`, name the channel after the connection's current schema."""
+        if self.schema is None:
+            row = (await conn.execute("SELECT current_schema()")).first()
+            current = None if row is None else row[0]
+            if current and current != "public":
+                self._channel = self._dialect.channel = channel_name(current)
+        async with conn.transaction():
             # Processes opening the same database take turns: each migration runs once.
-            conn.execute("SELECT pg_advisory_xact_lock(hashtext('agentkit.schema'))")
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext('agentkit.schema'))")
             if self._sql.create_schema is not None:
-                conn.execute(self._sql.create_schema)
-            conn.execute(self._sql.create_version)
-            row = conn.execute(self._sql.get_version).fetchone()
+                await conn.execute(self._sql.create_schema)
+            await conn.execute(self._sql.create_version)
+            row = (await conn.execute(self._sql.get_version)).first()
             version = (None if row is None else row[0]) or 0
             if version > SCHEMA_VERSION:
                 raise StoreError(newer_database_message("PostgreSQL", version))
             for number, statements in self._sql.migrations:
                 if number > version:
                     for statement in statements:
-                        conn.execute(statement)
-                    conn.execute(self._sql.set_version, (number,))
-
-    async def _call(self, fn: Callable[..., _T], *args: Any) -> _T:
-        """Run `fn(connection, *args)` in a worker thread on a pooled connection."""
-        if self._closed:
-            raise StoreError(f"{self!r} is closed")
-        async with self._limiter:
-            slot: list[psycopg.Connection[Any] | None] = [self._idle.pop() if self._idle else None]
-            try:
-                return await anyio.to_thread.run_sync(self._work, slot, fn, args)
-            finally:
-                conn = slot[0]
-                if conn is not None:
-                    if self._closed or conn.closed or conn.broken:
-                        conn.close()
-                    else:
-                        self._idle.append(conn)
-
-    def _work(
-        self, slot: list[psycopg.Connection[Any] | None], fn: Callable[..., _T], args: Any
-    ) -> _T:
-        try:
-            import psycopg
-        except ImportError:  # without the extra: say what to install, not a traceback
-            raise StoreError(
-                "PostgresStore needs psycopg: pip install 'typed-agentkit[postgres]'"
-            ) from None
-        try:
-            conn = slot[0]
-            if conn is None or conn.closed or conn.broken:
-                conn = slot[0] = self._connect()
-            return fn(conn, *args)
-        except psycopg.Error as exc:
-            raise StoreError(f"PostgreSQL: {exc}") from exc
+                        await conn.execute(statement)
+                    await conn.execute(self._sql.set_version, (number,))
 
     async def aclose(self) -> None:
         """Close the pooled connections; the store cannot be used afterwards."""
         self._closed = True
-        idle, self._idle = self._idle, []
-        for conn in idle:
-            await anyio.to_thread.run_sync(conn.close)
+        await self._pool.aclose()

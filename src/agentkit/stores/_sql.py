@@ -3,10 +3,11 @@
 `SQLStore` turns records into parameters and rows back into records, once for both
 backends. A backend brings three things:
 
-- `_ops`, its dialect: one synchronous method per operation, each taking a connection
-  first and doing one transaction (or one statement);
+- `_ops`, its dialect: one method per operation, each taking a connection first and doing
+  one transaction (or one statement): synchronous for SQLite, coroutine functions for
+  PostgreSQL (typed as the synchronous `Dialect`; its `_call` awaits them);
 - `_call(op, *args)`, which runs `op(connection, *args)` the backend's way (inline with a
-  retry while SQLite is locked; in a worker thread on a pooled PostgreSQL connection);
+  retry while SQLite is locked; on a pooled PostgreSQL connection, see `_pg_connections`);
 - optionally `_wrote(nbytes)`, told how much each write added (SQLite checkpoints by it).
 
 Events travel to the dialects as two lists, their offsets and their wire JSON, checked to
