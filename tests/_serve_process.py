@@ -13,6 +13,7 @@ import sys
 import time
 import uuid
 from collections import deque
+from collections.abc import Sequence
 from pathlib import Path
 
 from agentkit.conversations import Role
@@ -21,21 +22,26 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 _START_TIMEOUT = 60.0
 
 
-class ServeProcess:
-    """One `agentkit serve` on a SQLite file of its own, in `folder`."""
+TESTS = Path(__file__).resolve().parent
 
-    def __init__(self, folder: Path) -> None:
+
+class ServeProcess:
+    """One `agentkit serve` on a SQLite file of its own, in `folder`, or on the database
+    `db` names (several servers may share one); `args` are more options of the command."""
+
+    def __init__(self, folder: Path, *, db: str | None = None, args: Sequence[str] = ()) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         self.folder = folder
-        self.db = folder / "m.db"
+        self.db: str | Path = db if db is not None else folder / "m.db"
         self.attachment_root = folder / "space"
         self.attachment_root.mkdir()
         self._stdout = folder / "stdout.txt"
         self._stderr = folder / "stderr.txt"
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")]).rstrip(
-            os.pathsep
-        )
+        # The tests' folder too: extensions and providers of the tests live there.
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(SRC), str(TESTS), env.get("PYTHONPATH", "")]
+        ).rstrip(os.pathsep)
         # Files, not pipes: a server that logs a lot never blocks on a full pipe.
         with self._stdout.open("wb") as out, self._stderr.open("wb") as err:
             self.process = subprocess.Popen(
@@ -54,6 +60,7 @@ class ServeProcess:
                     "agentkit.testing:conformance_provider",
                     "--attachment-root",
                     str(self.attachment_root),
+                    *args,
                 ],
                 stdin=subprocess.DEVNULL,
                 stdout=out,

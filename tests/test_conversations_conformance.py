@@ -4,13 +4,11 @@ and on PostgreSQL, under asyncio and trio."""
 from __future__ import annotations
 
 import contextlib
-import os
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
+from tests._pg import postgres_url as pg_schema_url
 
 from agentkit.conversations import ConversationClient, Role
 from agentkit.testing import (
@@ -31,18 +29,8 @@ class TestLocalClient(ConversationConformance):
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
     """A PostgreSQL schema of its own, as a store URL."""
-    dsn = os.environ.get("AGENTKIT_TEST_POSTGRES_DSN")
-    if not dsn:
-        pytest.skip("AGENTKIT_TEST_POSTGRES_DSN is not set")
-    import psycopg
-
-    schema = f"agentkit_conv_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    separator = "&" if "?" in dsn else "?"
-    yield f"{dsn}{separator}options={quote(f'-csearch_path={schema}')}"
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    with pg_schema_url("conv") as url:
+        yield url
 
 
 @pytest.mark.postgres

@@ -8,13 +8,12 @@ import os
 import signal
 import subprocess
 import sys
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from urllib.parse import quote
 
 import anyio
 import pytest
+from tests._pg import postgres_url
 
 from agentkit._lease import INTERRUPTED_REASON as CORE_REASON
 from agentkit.conversations import (
@@ -30,7 +29,6 @@ pytestmark = pytest.mark.anyio
 
 HERE = Path(__file__).resolve().parent
 CHILD = HERE / "conversations_child.py"
-PG_DSN = os.environ.get("AGENTKIT_TEST_POSTGRES_DSN")
 
 
 def test_the_interrupted_reason_is_the_cores() -> None:
@@ -42,17 +40,8 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield str(tmp_path / "machine.db")
         return
-    if not PG_DSN:
-        pytest.skip("AGENTKIT_TEST_POSTGRES_DSN is not set")
-    import psycopg
-
-    schema = f"agentkit_conv_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(PG_DSN, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    separator = "&" if "?" in PG_DSN else "?"
-    yield f"{PG_DSN}{separator}options={quote(f'-csearch_path={schema}')}"
-    with psycopg.connect(PG_DSN, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    with postgres_url("conv") as url:
+        yield url
 
 
 async def _until(predicate: Callable[[], bool]) -> None:

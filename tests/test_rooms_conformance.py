@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 from anyio.abc import TaskGroup, TaskStatus
+from tests._pg import postgres_url
 from tests._served import Served, served
 from tests.test_remote_client import _proxy
 
@@ -97,6 +98,15 @@ class TestLocalRooms(RoomsConformance):
     async def rooms_host(self, tmp_path: Path) -> AsyncIterator[MachineRoomsHost]:
         async with MachineRoomsHost.open(tmp_path) as host:
             yield host
+
+
+@pytest.mark.postgres
+class TestLocalRoomsOnPostgres(RoomsConformance):
+    @pytest.fixture
+    async def rooms_host(self, tmp_path: Path) -> AsyncIterator[MachineRoomsHost]:
+        with postgres_url("rooms") as url:
+            async with MachineRoomsHost.open(tmp_path, store=url) as host:
+                yield host
 
 
 class TestRemoteRooms(RoomsConformance):

@@ -599,6 +599,15 @@ exit codes:
         help="seconds a run's lease lasts: a run whose server died is ended as "
         "interrupted once it expires, by the next server on the database (default: 30)",
     )
+    serve.add_argument(
+        "--poll-interval",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="seconds between two reads of the database by a waiting reader, beside "
+        "PostgreSQL's notifications (which wake readers at once), and between two tries "
+        "of a standby room agent to take over from a server that died (default: 1)",
+    )
     _provider_timeouts(serve)
 
 

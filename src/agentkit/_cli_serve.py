@@ -72,6 +72,7 @@ def serve_command(args: argparse.Namespace) -> int:
         ("--keepalive", args.keepalive),
         ("--heartbeat-interval", args.heartbeat_interval),
         ("--lease-duration", args.lease_duration),
+        ("--poll-interval", args.poll_interval),
     ):
         if not 0 < value <= 86_400:
             raise UsageError(f"{option} must be a number of seconds above 0")
@@ -111,6 +112,7 @@ def serve_command(args: argparse.Namespace) -> int:
             apps=apps,
             heartbeat_interval=args.heartbeat_interval,
             lease_duration=args.lease_duration,
+            poll_interval=args.poll_interval,
         )
     except (ValueError, OSError) as exc:
         sock.close()

@@ -146,6 +146,8 @@ class Run:
         self._task: Any = None  # the asyncio task running it (kept alive), on asyncio
         self._outcome: RunOutcome | None = None
         self._unsaved: list[int] = []  # offsets of events not yet in the store
+        # Where the engine's events also go when they are relayed to other processes.
+        self._relay: Callable[[str, int, AgentMessage | str], None] | None = None
 
     def __repr__(self) -> str:
         return f"<Run {self.id} agent={self.spec.id} done={self.done}>"
@@ -209,6 +211,20 @@ class Run:
         offset = self._log.append(event)
         if type(event) is not TextDelta:
             self._unsaved.append(offset)
+
+    def _emit_relayed(self, event: AgentMessage) -> None:
+        """`_emit`, and the event relayed live (see `agentkit._relay`)."""
+        offset = self._log.append(event)
+        if type(event) is not TextDelta:
+            self._unsaved.append(offset)
+        assert self._relay is not None
+        self._relay(self.id, offset, event)
+
+    def _delta_relayed(self, content: str) -> None:
+        """A text delta appended to the log, and relayed live."""
+        self._log.append_delta(content)
+        assert self._relay is not None
+        self._relay(self.id, len(self._log) - 1, content)
 
     def _take_unsaved(self) -> list[EventEntry]:
         """Entries for the store of the events not saved yet; each event is encoded once:

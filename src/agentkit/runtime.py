@@ -63,6 +63,7 @@ from agentkit._lease import (
 from agentkit._offers import check_allowlist
 from agentkit._pricing import CostEstimator, priced
 from agentkit._prompt import resolve_context
+from agentkit._relay import LiveRelay, remote_entries
 from agentkit._run import (
     Run,
     RunOutcome,
@@ -94,11 +95,13 @@ from agentkit.spec import AgentSpec
 from agentkit.stores import (
     EventEntry,
     MemoryStore,
+    Notifications,
     RunRecord,
     SessionBusyError,
     SessionNotFoundError,
     SessionRecord,
     Store,
+    notifications_of,
 )
 from agentkit.tools import Tool, ToolRegistry
 
@@ -262,6 +265,7 @@ class Runtime:
         self.heartbeat_interval = heartbeat_interval
         self.lease_duration = lease_duration
         self._leases: LeaseKeeper | None = None
+        self._relay: LiveRelay | None = None
         # What each spec is offered, for the engine (see agentkit._engine._offers).
         self._offers: dict[int, tuple[Any, ...]] = {}
         self.tracer_provider = tracer_provider
@@ -323,10 +327,23 @@ class Runtime:
             for tool in started:
                 registry.add(tool)
             self._tools = registry
-        # The leases are kept beside the runs until the last one has ended.
-        await self._group.enter([] if self._leases is None else [self._leases.run])
+        # The leases are kept beside the runs until the last one has ended; so are the
+        # store's notifications when other processes share them, and the relay of live
+        # events to those processes' readers.
+        services = [] if self._leases is None else [self._leases.run]
+        notifications = self.notifications
+        if notifications.shared:
+            self._relay = LiveRelay(notifications)
+            services += [notifications.run, self._relay.run]
+        await self._group.enter(services)
         self._running = True
         return self
+
+    @property
+    def notifications(self) -> Notifications:
+        """The store's notifications: what readers of runs and rooms wait on (shared
+        with other processes on PostgreSQL, else this process's own)."""
+        return notifications_of(self.store)
 
     def _lease_lost(self, run_id: str) -> None:
         run = self._runs.get(run_id)
@@ -348,6 +365,7 @@ class Runtime:
         finally:
             self._running = False
             self._leases = None
+            self._relay = None
             if self._processes is not None:
                 with anyio.CancelScope(shield=True):
                     await self._processes.stop_all()
@@ -516,6 +534,8 @@ class Runtime:
                 telemetry.end(None)  # not accepted: its span ends as an error
             raise
         self._runs[run.id] = run
+        if self._relay is not None:
+            run._relay = self._relay.add
         # The turn's request is built when the run takes its first step: a run waiting for
         # its turn holds as little as it can (ten thousand may be waiting at once).
         self._group.start(run, self._execute, run, system, user, resumed, _depth, telemetry)
@@ -547,6 +567,24 @@ class Runtime:
             return
         for entry in await self.store.read_events(run_id, after):
             yield entry
+
+    def follow(
+        self, run_id: str, after: int = -1, *, poll_interval: float = 1.0
+    ) -> AsyncIterator[EventEntry]:
+        """A cursor over a run's log wherever the run executes, until its `turn_end`.
+
+        A run this runtime executes is read from its log in memory, text deltas
+        included. Any other (another process executes it, or executed it) is read from
+        the store as it is stored; when the store's notifications are shared
+        (PostgreSQL), its text deltas and the events not stored yet come relayed live
+        from the process executing it, in order. A reader that misses relayed deltas
+        still gets every stored event. The store is read again every `poll_interval`
+        seconds in any case. A run that has ended gives its events after `after`.
+        """
+        run = self._runs.get(run_id)
+        if run is not None:
+            return run.entries(after)
+        return remote_entries(self.store, self.notifications, run_id, after, poll_interval)
 
     # --- the run task -----------------------------------------------------------------
 
@@ -599,8 +637,8 @@ class Runtime:
             session_id=run.session_id,
             run_id=run.id,
             working_dir=run.working_dir,
-            emit=run._emit,
-            emit_delta=run._log.append_delta,
+            emit=run._emit if run._relay is None else run._emit_relayed,
+            emit_delta=run._log.append_delta if run._relay is None else run._delta_relayed,
             runtime=self,
             save_messages=functools.partial(self.store.append_transcript, run.session_id),
             flush=functools.partial(self._flush, run),

@@ -1,17 +1,16 @@
 """`follow()`: a run's output parts after an offset, then its one final event.
 
 A live run (executed by this machine's runtime) is read from its log in memory, text
-deltas included; any other run is read from the store, and read again every
-`poll_interval` seconds while it is still running (another process executes it, or its
-process died and the core's leases will end it).
+deltas included. Any other run (another process executes it, or its process died and the
+core's leases will end it) is read from the store as it is notified, with its live
+events relayed from the process executing it when the store's notifications are shared
+(PostgreSQL): see `agentkit._relay`.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
-
-import anyio
 
 from agentkit.conversations._errors import ConversationError
 from agentkit.conversations._models import FollowEvent, Member, OutputEvent
@@ -35,44 +34,23 @@ async def follow_run(
     cursor = -1 if after is None else after
     error: str | None = None
     live = machine.runtime.get_run(run_id)
-    if live is not None:
-        async for entry in live.entries(cursor):
-            if isinstance(entry.event, TurnEnd):
+    entries = machine.runtime.follow(run_id, cursor, poll_interval=machine.poll_interval)
+    async for entry in entries:
+        if isinstance(entry.event, TurnEnd):
+            if live is not None:
                 # Once its ending is stored too: a caller that prompts again as soon
                 # as it has the final event finds the conversation idle.
                 outcome = await live.wait()
-                yield final_of(
-                    entry.event, error or outcome.error, entry.offset
-                )
-                return
-            error = _error(entry, error)
-            part = part_of(entry.event)
-            if part is not None:
-                yield OutputEvent(offset=entry.offset, part=part)
-        return
-    ended_seen = False
-    while True:
-        for entry in await machine.store.read_events(run_id, cursor):
-            cursor = entry.offset
-            if isinstance(entry.event, TurnEnd):
-                if error is None:
-                    record = await machine.store.get_run(run_id)
-                    error = record.error if record is not None else None
-                yield final_of(entry.event, error, entry.offset)
-                return
-            error = _error(entry, error)
-            part = part_of(entry.event)
-            if part is not None:
-                yield OutputEvent(offset=entry.offset, part=part)
-        record = await machine.store.get_run(run_id)
-        if record is None or record.status != "running":
-            if not ended_seen:
-                ended_seen = True  # its ending may have been stored meanwhile
-                continue
-            return  # ended, and its final event was at or before `after`
-        # Not ended: another process executes it, or its process died and the lease
-        # sweep will end it.
-        await anyio.sleep(machine.poll_interval)
+                error = error or outcome.error
+            elif error is None:
+                record = await machine.store.get_run(run_id)
+                error = record.error if record is not None else None
+            yield final_of(entry.event, error, entry.offset)
+            return
+        error = _error(entry, error)
+        part = part_of(entry.event)
+        if part is not None:
+            yield OutputEvent(offset=entry.offset, part=part)
 
 
 def _error(entry: EventEntry, current: str | None) -> str | None:

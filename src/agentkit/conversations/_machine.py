@@ -14,6 +14,7 @@ follow, watch, attachments and access live in their own modules.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -99,6 +100,7 @@ AGENT_SESSIONS = "agentkit-machine:agent"
 """The reserved agent id of the sessions that hold machine agents."""
 
 _AGENT_KEY = "agentkit.agent"
+_CANCEL_TOPIC = "cancel"  # notifications asking the process executing a run to stop it
 _LOCKS = 64
 
 
@@ -202,6 +204,7 @@ class Machine:
         self._locks: list[anyio.Lock] = []
         self._changes: dict[str, anyio.Event] = {}
         self._runs: dict[str, Run] = {}  # the runs this machine started, until seen ended
+        self._stopping: set[str] = set()  # runs another process asked to stop
         self._specs: dict[str, tuple[AgentDefinition, AgentSpec]] = {}
         self.rooms = Rooms(
             runtime=self.runtime, poll_interval=poll_interval, role_of=self._role_of
@@ -221,6 +224,8 @@ class Machine:
             self._locks = [anyio.Lock() for _ in range(_LOCKS)]
             self._group = anyio.create_task_group()
             await self._group.__aenter__()
+            if self.runtime.notifications.shared:
+                self._group.start_soon(self._serve_cancels)
             await self.rooms.__aenter__()
         except BaseException as exc:
             await self.runtime.__aexit__(type(exc), exc, exc.__traceback__)
@@ -297,10 +302,16 @@ class Machine:
 
     # --- internals shared by clients --------------------------------------------------
 
-    def _lock(self, conversation_id: str) -> anyio.Lock:
+    @contextlib.asynccontextmanager
+    async def _lock(self, conversation_id: str) -> AsyncIterator[None]:
+        """The conversation's changes take turns: in this process, then (PostgreSQL)
+        with every other process on the store, so that two prompts through two servers
+        never both pass the check that no run is going, nor both repair a transcript."""
         if not self._locks:
             raise RuntimeError("use the machine inside 'async with Machine(...) as machine:'")
-        return self._locks[hash(conversation_id) % _LOCKS]
+        shared = self.runtime.notifications.lock(f"conversation {conversation_id}")
+        async with self._locks[hash(conversation_id) % _LOCKS], shared:
+            yield
 
     def _changed(self, conversation_id: str) -> None:
         event = self._changes.pop(conversation_id, None)
@@ -679,11 +690,65 @@ class Machine:
             return False
         run = self.runtime.get_run(active.id)
         if run is None:
-            # Executed by another process sharing the store (or by one that died: its
-            # lease ends it). This runtime cannot stop it.
-            return False
+            # Executed by another process sharing the store, or by one that died.
+            return await self._cancel_elsewhere(active.id)
         await self._stop(run)
         return True
+
+    async def _cancel_elsewhere(self, run_id: str) -> bool:
+        """Ask the process executing a run to stop it, and wait for its end.
+
+        The request goes through the store's notifications, again every poll interval
+        until the run has ended (a notification may be lost); a process that died no
+        longer answers, and its run ends when its lease expires, which bounds the wait.
+        Without shared notifications (SQLite) no other process can be reached: `False`.
+        """
+        notifications = self.runtime.notifications
+        if not notifications.shared:
+            return False
+        bound = self.runtime.lease_duration + 2 * self.runtime.heartbeat_interval
+        ended_seen = False
+        stopped = f"stopped:{run_id}"
+        with await notifications.subscribe(f"run:{run_id}", stopped) as changes:
+            with anyio.move_on_after(bound):
+                while stopped not in changes.notified:
+                    changes.take()
+                    await notifications.publish([f"{_CANCEL_TOPIC}\n{run_id}"])
+                    record = await self.store.get_run(run_id)
+                    if record is None or record.status != "running":
+                        # Ended: the owner says so once it has kept what the run
+                        # streamed; a run ended otherwise (its process died) gets one
+                        # more look.
+                        if ended_seen:
+                            break
+                        ended_seen = True
+                    await changes.wait(self.poll_interval)
+        record = await self.store.get_run(run_id)
+        if record is not None:
+            self._changed(record.session_id)
+        return record is None or record.status != "running"
+
+    async def _serve_cancels(self) -> None:
+        """Stop the runs this machine executes when another process asks (see
+        `_cancel_elsewhere`); the asker checked the member's rights."""
+        notifications = self.runtime.notifications
+        with await notifications.subscribe(_CANCEL_TOPIC) as requests:
+            while True:
+                await requests.wait(3600.0)
+                _, run_ids = requests.take()
+                for run_id in run_ids:
+                    run = self._runs.get(run_id)
+                    if run is not None and not run.done and run_id not in self._stopping:
+                        self._stopping.add(run_id)
+                        assert self._group is not None
+                        self._group.start_soon(self._stop_for_another, run)
+
+    async def _stop_for_another(self, run: Run) -> None:
+        try:
+            await self._stop(run)
+            await self.runtime.notifications.publish([f"stopped:{run.id}"])
+        finally:
+            self._stopping.discard(run.id)
 
     async def _stop(self, run: Run, reason: str | None = None) -> None:
         """Stop a run this machine executes and wait for its end; the text it had

@@ -1,11 +1,11 @@
 """`watch()`: a conversation's view, delivered at once and after every change.
 
 One task per watch, in the machine's task group. It reads the saved turns; while a run is
-going it follows the run's log (live from the runtime, or from the store when another
-process executes it or its process died), and otherwise waits for a change made through
-this machine (a prompt, a cancel, a rename, a deletion) or for `poll_interval` to pass
-(changes made by another process sharing the store). It goes on across runs, by itself,
-until it is stopped or the machine closes.
+going it follows the run's log (`Runtime.follow`: live from the runtime, or from the
+store and the live relay when another process executes it), and otherwise waits for a
+change made through this machine (a prompt, a cancel, a rename, a deletion), one notified
+by another process sharing the store (PostgreSQL), or for `poll_interval` to pass. It
+goes on across runs, by itself, until it is stopped or the machine closes.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from agentkit.conversations._client import WatchCallback, call_watch_callback
 from agentkit.conversations._errors import AccessDeniedError, ConversationNotFoundError
 from agentkit.conversations._models import ConversationView, Member, Turn, TurnPart
 from agentkit.conversations._turns import OutputBuffer, build_turns, part_of
-from agentkit.events import TurnEnd
+from agentkit.stores import Subscription
 
 if TYPE_CHECKING:
     from agentkit.conversations._machine import Machine
@@ -42,6 +42,7 @@ class Watch:
         self._scope = anyio.CancelScope()
         self._last: ConversationView | None = None
         self._turns: tuple[Turn, ...] = ()
+        self._changes: Subscription
 
     def stop(self) -> None:
         """Stop the watch: no view is delivered once this has returned."""
@@ -50,9 +51,13 @@ class Watch:
     async def run(self) -> None:
         with self._scope:
             await self._deliver(ConversationView(loading=True))
-            while True:
-                if not await self._round():
-                    return
+            # Changes made by other processes sharing the store (PostgreSQL): notified.
+            notifications = self._machine.runtime.notifications
+            with await notifications.subscribe(f"session:{self._id}") as changes:
+                self._changes = changes
+                while True:
+                    if not await self._round():
+                        return
 
     async def _round(self) -> bool:
         """Read, deliver, and wait for the next change; `False` once the watch is over."""
@@ -73,8 +78,7 @@ class Watch:
         self._turns = tuple(turns)
         if active is None:
             await self._deliver(ConversationView(turns=self._turns))
-            with anyio.move_on_after(machine.poll_interval):
-                await signal.wait()
+            await self._until_changed(signal)
             return True
         await self._follow(active, signal)
         return True
@@ -83,28 +87,26 @@ class Watch:
         machine = self._machine
         buffer = OutputBuffer()
         await self._deliver(self._running(run_id, buffer.parts))
-        live = machine.runtime.get_run(run_id)
-        if live is not None:
-            async for entry in live.entries():
+        async with anyio.create_task_group() as group:
+            # Changed through this machine (cancelled, deleted): read the turns again.
+            group.start_soon(_cancel_when_set, signal, group.cancel_scope)
+            entries = machine.runtime.follow(run_id, poll_interval=machine.poll_interval)
+            async for entry in entries:
                 part = part_of(entry.event)
                 if part is not None:
                     buffer.add(part)
                     await self._deliver(self._running(run_id, buffer.parts))
-            return
-        cursor = -1
-        while True:
-            for entry in await machine.store.read_events(run_id, cursor):
-                cursor = entry.offset
-                if isinstance(entry.event, TurnEnd):
-                    return
-                part = part_of(entry.event)
-                if part is not None:
-                    buffer.add(part)
-            await self._deliver(self._running(run_id, buffer.parts))
-            if signal.is_set():
-                return  # changed through this machine (cancelled, deleted): read again
-            with anyio.move_on_after(machine.poll_interval):
-                await signal.wait()
+            group.cancel_scope.cancel()
+
+    async def _until_changed(self, signal: anyio.Event) -> None:
+        """Wait for a change through this machine (`signal`), one notified by another
+        process, or `poll_interval` (changes of a process whose notifications this one
+        does not get)."""
+        async with anyio.create_task_group() as group:
+            group.start_soon(_cancel_when_set, signal, group.cancel_scope)
+            await self._changes.wait(self._machine.poll_interval)
+            group.cancel_scope.cancel()
+        self._changes.take()
 
     def _running(self, run_id: str, parts: list[TurnPart]) -> ConversationView:
         return ConversationView(
@@ -119,3 +121,8 @@ class Watch:
             return
         self._last = view
         await call_watch_callback(self._callback, view, self._id)
+
+
+async def _cancel_when_set(signal: anyio.Event, scope: anyio.CancelScope) -> None:
+    await signal.wait()
+    scope.cancel()

@@ -12,8 +12,6 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import anyio
-
 from agentkit.rooms._errors import (
     DelegationNotFoundError,
     RoomAccessError,
@@ -241,16 +239,16 @@ class LocalRoomsClient(RoomsClient):
         wanted = check_patterns(types, "a type pattern") if types else None
         check_position(after)
         cursor = after
-        while True:
-            signal = self._host.signal(room_id)
-            _, _, grant = await self._access(room_id)
-            events, scanned = await self._host.page(room_id, grant.read, cursor, wanted, 500)
-            for event in events:
-                yield event
-            if scanned == cursor:
-                with anyio.move_on_after(self._host.poll_interval):
-                    await signal.wait()
-            cursor = scanned
+        with await self._host.changes(room_id) as changes:
+            while True:
+                changes.take()
+                _, _, grant = await self._access(room_id)
+                events, scanned = await self._host.page(room_id, grant.read, cursor, wanted, 500)
+                for event in events:
+                    yield event
+                if scanned == cursor:
+                    await changes.wait(self._host.poll_interval)
+                cursor = scanned
 
     # --- delegations ------------------------------------------------------------------
 
@@ -303,10 +301,10 @@ class LocalRoomsClient(RoomsClient):
     async def wait_delegation(self, room_id: str, delegation_id: str) -> DelegationRecord:
         """The delegation once it is `completed` or `failed` (bound the wait with
         `anyio.fail_after`)."""
-        while True:
-            signal = self._host.signal(room_id)
-            record = await self.get_delegation(room_id, delegation_id)
-            if record.status in ("completed", "failed"):
-                return record
-            with anyio.move_on_after(self._host.poll_interval):
-                await signal.wait()
+        with await self._host.changes(room_id) as changes:
+            while True:
+                changes.take()
+                record = await self.get_delegation(room_id, delegation_id)
+                if record.status in ("completed", "failed"):
+                    return record
+                await changes.wait(self._host.poll_interval)

@@ -4,7 +4,13 @@
 agents run on). A machine has one, over its own store and runtime (`machine.rooms`); it
 also works alone. Every publication goes through `commit`, which appends to the store
 (one transaction: positions, and a delegation's status when there is one) and wakes this
-process's workers and subscribers; other processes see it at their next poll.
+process's workers and subscribers; other processes' are woken by the store's
+notifications when they are shared (PostgreSQL), else at their next poll.
+
+Each (room, agent) worker runs in one process at a time: a worker first claims its
+agent in the room (`Notifications.try_claim`, an advisory lock held by the process's
+session on PostgreSQL); a process that registered the same agent but cannot claim it
+keeps its worker on standby, and takes over when the holder stops or dies.
 """
 
 from __future__ import annotations
@@ -34,12 +40,15 @@ from agentkit.rooms._worker import Worker, WorkerStatus
 from agentkit.stores import (
     DelegationRecord,
     NewRoomEvent,
+    Notifications,
     RoomEvent,
     RoomExistsError,
     RoomGrant,
     RoomNotFoundError,
     RoomRecord,
     Store,
+    Subscription,
+    notifications_of,
     open_store,
 )
 
@@ -50,6 +59,11 @@ if TYPE_CHECKING:
 __all__ = ["Role", "Rooms"]
 
 _logger = logging.getLogger("agentkit.rooms")
+
+def room_topic(room_id: str) -> str:
+    """The notifications topic of a room's publications."""
+    return f"room:{room_id}"
+
 
 Role = Literal["owner", "editor", "viewer"]
 """A member's role on the machine: owners and editors create rooms; machine owners are
@@ -103,13 +117,17 @@ class Rooms:
         self.poll_interval = poll_interval
         self.shutdown_timeout = shutdown_timeout
         self.role_of = role_of
-        self._signals: dict[str, anyio.Event] = {}
+        self.notifications: Notifications = notifications_of(self.store)
+        """What wakes workers and subscribers (see `agentkit.stores.Notifications`)."""
         self._workers: dict[tuple[str, str], Worker] = {}
         self._group: TaskGroup | None = None
 
     async def __aenter__(self) -> Rooms:
         self._group = anyio.create_task_group()
         await self._group.__aenter__()
+        if self.runtime is None and self.notifications.shared:
+            # Without a runtime (which listens for both), the host listens itself.
+            self._group.start_soon(self.notifications.run)
         return self
 
     async def __aexit__(
@@ -244,17 +262,11 @@ class Rooms:
 
     # --- publishing and reading (no access checks: the clients do them) -------------
 
-    def signal(self, room_id: str) -> anyio.Event:
-        """Set at the next publication in the room by this process."""
-        event = self._signals.get(room_id)
-        if event is None:
-            event = self._signals[room_id] = anyio.Event()
-        return event
-
-    def _notify(self, room_id: str) -> None:
-        event = self._signals.pop(room_id, None)
-        if event is not None:
-            event.set()
+    async def changes(self, room_id: str) -> Subscription:
+        """A subscription notified at each publication in the room: this process's at
+        once, other processes' through the store's notifications when they are shared
+        (PostgreSQL). Take it before reading the room."""
+        return await self.notifications.subscribe(room_topic(room_id))
 
     async def commit(
         self,
@@ -280,7 +292,8 @@ class Rooms:
                 )
             )
         stored = await self.store.append_room_events(room_id, events, delegation=delegation)
-        self._notify(room_id)
+        # This process's readers at once (other processes' through the store).
+        self.notifications.dispatch((room_topic(room_id),))
         return stored
 
     def reader(

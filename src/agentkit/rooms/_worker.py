@@ -1,8 +1,10 @@
 """One agent's worker in one room: the agent's selected events, one at a time, in room
 order, with its progress kept (`persisted`) or not (`current`).
 
-A worker reads the room's log after its cursor, page by page, and waits for the next
-publication (a signal from this process, or the poll interval for other processes).
+A worker runs while its process holds the claim of its agent in its room (one process at
+a time; the others keep theirs on standby and take over when the holder goes). It reads
+the room's log after its cursor, page by page, and waits for the next publication
+(notified, or the poll interval).
 A handler that raises, times out or publishes outside its grants never stops it: the
 failure is published as an `agent.failed` event (readable by the room's owners) and the
 worker moves on; a `persisted` agent first retries the event a bounded number of times.
@@ -50,6 +52,8 @@ class WorkerStatus:
         handling: The position being handled now, if any.
         failures: Events given up on since the worker started.
         last_error: The last handler failure.
+        standby: Whether another process runs the agent in the room (this one waits to
+            take over).
     """
 
     room_id: str
@@ -60,6 +64,7 @@ class WorkerStatus:
     handling: int | None
     failures: int
     last_error: str | None
+    standby: bool = False
 
     @property
     def lag(self) -> int:
@@ -82,6 +87,10 @@ class Worker:
         self.scope = anyio.CancelScope()
         self._stopping = False
         self._idle = anyio.Event()
+        self.claim = f"room-worker {room_id} {self.descriptor.participant}"
+        """What this worker claims: one process at a time runs it."""
+        self.standby = False
+        """Whether another process runs this agent in this room (this worker waits)."""
 
     @property
     def participant(self) -> str:
@@ -97,6 +106,7 @@ class Worker:
             handling=self.handling,
             failures=self.failures,
             last_error=self.last_error,
+            standby=self.standby,
         )
 
     async def stop(self, grace: float) -> None:
@@ -120,7 +130,26 @@ class Worker:
                 self.started.set()
 
     async def _run(self) -> None:
+        claims = self.host.notifications
+        while not self._stopping:
+            if not await claims.try_claim(self.claim):
+                # Another process runs this agent in this room: on standby until it
+                # stops or dies (its claim goes with its database session).
+                self.standby = True
+                self.started.set()
+                await anyio.sleep(self.host.poll_interval)
+                continue
+            self.standby = False
+            try:
+                await self._work()
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await claims.release(self.claim)
+
+    async def _work(self) -> None:
+        """Handle the room's events while this process holds the claim."""
         store = self.host.store
+        claims = self.host.notifications
         persisted = self.descriptor.start == "persisted"
         stored = await store.get_cursor(self.room_id, self.participant) if persisted else None
         if stored is None:
@@ -130,20 +159,20 @@ class Worker:
         else:
             self.cursor = stored
         self.started.set()
-        while not self._stopping:
-            signal = self.host.signal(self.room_id)
-            page = await store.read_room_events(self.room_id, self.cursor, limit=_PAGE)
-            saved = self.cursor
-            for event in page:
-                if self._stopping:
-                    break
-                await self._consider(event)
-                self.cursor = event.position
-            if persisted and self.cursor != saved:
-                await store.set_cursor(self.room_id, self.participant, self.cursor)
-            if len(page) < _PAGE and not self._stopping:
-                with anyio.move_on_after(self.host.poll_interval):
-                    await signal.wait()
+        with await self.host.changes(self.room_id) as changes:
+            while not self._stopping and claims.holds(self.claim):
+                changes.take()
+                page = await store.read_room_events(self.room_id, self.cursor, limit=_PAGE)
+                saved = self.cursor
+                for event in page:
+                    if self._stopping:
+                        break
+                    await self._consider(event)
+                    self.cursor = event.position
+                if persisted and self.cursor != saved:
+                    await store.set_cursor(self.room_id, self.participant, self.cursor)
+                if len(page) < _PAGE and not self._stopping:
+                    await changes.wait(self.host.poll_interval)
 
     async def _consider(self, event: RoomEvent) -> None:
         d = self.descriptor

@@ -547,7 +547,7 @@ def _room_paths(forbidden: dict[str, Any]) -> dict[str, Any]:
         "/v1/rooms/{room}/agents": {
             "get": _operation(
                 "listRoomAgents",
-                "The agents working in the room on this server: cursor, lag, failures.",
+                "The agents registered in the room on this server: cursor, lag, failures, standby.",
                 {"200": {"description": "Their progress.", "content": {"application/json": {}}}},
                 parameters=[room],
             )
