@@ -60,7 +60,7 @@ import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-from collections.abc import AsyncIterator, Iterator  # noqa: E402
+from collections.abc import AsyncIterator, Callable, Iterator  # noqa: E402
 from dataclasses import asdict, dataclass  # noqa: E402
 from typing import TYPE_CHECKING, Any  # noqa: E402
 
@@ -422,20 +422,16 @@ async def load_process(spec: dict[str, Any]) -> None:
     print(json.dumps(asdict(fired)), flush=True)
 
 
-def burst(server: Server, token: str, paths: list[str], follow: bool, processes: int) -> Burst:
-    """Fire `paths` from `processes` load processes at once (request `i` from process
-    `i % processes`); the server's CPU is counted from the go to the last response."""
+def run_loads(specs: list[dict[str, Any]], cpu_seconds: Callable[[], float]) -> Loads:
+    """Start one load process per spec (`{url, token, paths, follow}`), let them all go
+    at once, and wait for their reports; the servers' CPU (`cpu_seconds()`, a total) is
+    counted from the go to the last report."""
     with tempfile.TemporaryDirectory(prefix="agentkit-bench-load-") as name:
         loads: list[subprocess.Popen[str]] = []
         try:
-            for number in range(processes):
+            for number, content in enumerate(specs):
                 spec = Path(name) / f"load-{number}.json"
-                share = paths[number::processes]
-                spec.write_text(
-                    json.dumps(
-                        {"url": server.url, "token": token, "paths": share, "follow": follow}
-                    )
-                )
+                spec.write_text(json.dumps(content))
                 command = [sys.executable, str(HERE / "http.py"), "load", str(spec)]
                 loads.append(
                     subprocess.Popen(
@@ -450,15 +446,15 @@ def burst(server: Server, token: str, paths: list[str], follow: bool, processes:
                 assert process.stdout is not None
                 if process.stdout.readline().strip() != "ready":
                     raise RuntimeError("a load process failed to start")
-            server_cpu = server.cpu_seconds()
+            cpu = cpu_seconds()
             began = time.monotonic()
             for process in loads:
                 assert process.stdin is not None
                 process.stdin.write("go\n")
                 process.stdin.flush()
-            outputs = [process.communicate()[0] for process in loads]
+            outputs = [process.communicate(timeout=600)[0] for process in loads]
             ended = time.monotonic()
-            server_cpu = server.cpu_seconds() - server_cpu
+            cpu = cpu_seconds() - cpu
         finally:
             for process in loads:
                 if process.poll() is None:
@@ -466,7 +462,28 @@ def burst(server: Server, token: str, paths: list[str], follow: bool, processes:
                     process.wait()
     if any(process.returncode for process in loads):
         raise RuntimeError("a load process failed (its error is above)")
-    fired = [Fired(**json.loads(output)) for output in outputs]
+    return Loads([Fired(**json.loads(output)) for output in outputs], began, ended, cpu)
+
+
+@dataclass
+class Loads:
+    """What the load processes of one burst reported, and when and at what CPU cost."""
+
+    fired: list[Fired]
+    began: float
+    ended: float
+    server_cpu: float
+
+
+def burst(server: Server, token: str, paths: list[str], follow: bool, processes: int) -> Burst:
+    """Fire `paths` from `processes` load processes at once (request `i` from process
+    `i % processes`); the server's CPU is counted from the go to the last response."""
+    specs = [
+        {"url": server.url, "token": token, "paths": paths[n::processes], "follow": follow}
+        for n in range(processes)
+    ]
+    loads = run_loads(specs, server.cpu_seconds)
+    fired, began, ended, server_cpu = loads.fired, loads.began, loads.ended, loads.server_cpu
     sent = [t for f in fired for t in f.sent]
     accepted = [t for f in fired for t in f.accepted]
     first = [t for f in fired for t in f.first]

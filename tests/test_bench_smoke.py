@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -66,3 +68,23 @@ def test_quick_rooms_benchmark_reports_every_measure(tmp_path: Path) -> None:
         assert data[key]["events_per_s"] > 0 and data[key]["floor_rows_per_s"] > 0
     assert data["sqlite/1/paced"]["latency_p50_ms"] > 0
     assert data["idle"]["heap_per_worker_bytes"] > 0
+
+
+PG_DSN = os.environ.get("AGENTKIT_TEST_POSTGRES_DSN")
+PG_SKIP = "AGENTKIT_TEST_POSTGRES_DSN is not set (e.g. postgresql://postgres@127.0.0.1:5432/test)"
+
+
+@pytest.mark.skipif(PG_DSN is None, reason=PG_SKIP)
+def test_quick_scaleout_benchmark_keeps_room_positions_gap_free(tmp_path: Path) -> None:
+    output = tmp_path / "scaleout.json"
+    done = _quick("scaleout.py", "--json", str(output))
+    assert done.returncode == 0, done.stderr
+    assert "gap-free room check: OK" in done.stdout
+    data = json.loads(output.read_text())
+    assert data["gap_free"] is True
+    for config in ("sqlite/1", "postgresql/1", "postgresql/2"):
+        assert data["configs"][config]["runs"]["accepted_per_s"] > 0
+        assert data["configs"][config]["rooms"]["events_per_s"] > 0
+    followers = data["configs"]["postgresql/2"]["follow"]
+    assert followers["B"]["text_block"]["samples"] > 0  # read across processes
+    assert followers["B"]["text_delta"]["samples"] > 0  # relayed live across processes
