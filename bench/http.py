@@ -422,6 +422,17 @@ async def load_process(spec: dict[str, Any]) -> None:
     print(json.dumps(asdict(fired)), flush=True)
 
 
+def machine_info(load_before: tuple[float, float, float]) -> dict[str, Any]:
+    """What a results file says of the machine: Python, platform, cores, load around it."""
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "nproc": os.cpu_count(),
+        "loadavg_before": load_before,
+        "loadavg_after": os.getloadavg(),
+    }
+
+
 def run_loads(specs: list[dict[str, Any]], cpu_seconds: Callable[[], float]) -> Loads:
     """Start one load process per spec (`{url, token, paths, follow}`), let them all go
     at once, and wait for their reports; the servers' CPU (`cpu_seconds()`, a total) is
@@ -474,6 +485,20 @@ class Loads:
     ended: float
     server_cpu: float
 
+    def times(self, kind: str) -> list[float]:
+        """Every load process's `sent`, `accepted` or `first` times, in request order."""
+        return [t for f in self.fired for t in getattr(f, kind)]
+
+    def accept_ms(self) -> list[float]:
+        """Each request's time from sent to accepted, in milliseconds."""
+        pairs = zip(self.times("sent"), self.times("accepted"), strict=True)
+        return [(a - s) * 1000 for s, a in pairs]
+
+    def check_completed(self, expected: int) -> None:
+        completed = sum(f.completed for f in self.fired)
+        if completed != expected:
+            raise RuntimeError(f"{expected - completed} of {expected} runs did not complete")
+
 
 def burst(server: Server, token: str, paths: list[str], follow: bool, processes: int) -> Burst:
     """Fire `paths` from `processes` load processes at once (request `i` from process
@@ -484,13 +509,10 @@ def burst(server: Server, token: str, paths: list[str], follow: bool, processes:
     ]
     loads = run_loads(specs, server.cpu_seconds)
     fired, began, ended, server_cpu = loads.fired, loads.began, loads.ended, loads.server_cpu
-    sent = [t for f in fired for t in f.sent]
-    accepted = [t for f in fired for t in f.accepted]
-    first = [t for f in fired for t in f.first]
-    completed = sum(f.completed for f in fired)
-    if follow and completed != len(paths):
-        raise RuntimeError(f"{len(paths) - completed} of {len(paths)} runs did not complete")
-    accept = [(a - s) * 1000 for s, a in zip(sent, accepted, strict=True)]
+    sent, accepted, first = loads.times("sent"), loads.times("accepted"), loads.times("first")
+    if follow:
+        loads.check_completed(len(paths))
+    accept = loads.accept_ms()
     first_ms = [(f - s) * 1000 for s, f in zip(sent, first, strict=True)]
     return Burst(
         requests=len(paths),
@@ -684,13 +706,7 @@ def main(quick: bool, repeats: int | None, processes: int) -> dict[str, Any]:
             "fan_out": "httpx.AsyncClients in the benchmark's process, one connection per"
             " follower, on loopback",
         },
-        "machine": {
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "nproc": os.cpu_count(),
-            "loadavg_before": load_before,
-            "loadavg_after": os.getloadavg(),
-        },
+        "machine": machine_info(load_before),
         "burst": {
             "requests": count,
             "agentkit": {f: _median_of(ours, f) for f in burst_fields},

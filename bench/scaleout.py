@@ -64,7 +64,6 @@ import concurrent.futures  # noqa: E402
 import contextlib  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
-import platform  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import tempfile  # noqa: E402
@@ -85,6 +84,7 @@ from bench.http import (  # noqa: E402
     _pct,
     create_conversations,
     first_event,
+    machine_info,
     run_loads,
     running,
 )
@@ -250,13 +250,10 @@ def burst(servers: list[Server], token: str, paths: list[str], processes: int) -
         for n in range(processes)
     ]
     loads = run_loads(specs, lambda: sum(server.cpu_seconds() for server in servers))
-    fired, ended, cpu = loads.fired, loads.ended, loads.server_cpu
-    sent = [t for f in fired for t in f.sent]
-    accepted = [t for f in fired for t in f.accepted]
-    completed = sum(f.completed for f in fired)
-    if completed != len(paths):
-        raise RuntimeError(f"{len(paths) - completed} of {len(paths)} runs did not complete")
-    accept = [(a - s) * 1000 for s, a in zip(sent, accepted, strict=True)]
+    ended, cpu = loads.ended, loads.server_cpu
+    sent, accepted = loads.times("sent"), loads.times("accepted")
+    loads.check_completed(len(paths))
+    accept = loads.accept_ms()
     return Runs(
         requests=len(paths),
         accepted_per_s=len(paths) / (max(accepted) - min(sent)),
@@ -627,13 +624,7 @@ def main(quick: bool, repeats: int | None, processes: int, dsn: str) -> dict[str
             " the --dsn database per repetition",
         },
         "code": _code_version(),
-        "machine": {
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "nproc": os.cpu_count(),
-            "loadavg_before": load_before,
-            "loadavg_after": os.getloadavg(),
-        },
+        "machine": machine_info(load_before),
         "seconds": time.monotonic() - started,
         "configs": configs,
         "ratios_to_postgresql_1": ratios,
