@@ -692,7 +692,7 @@ import time  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from agentkit._input import MAX_FILE_BYTES, MAX_NESTING, MAX_NODES  # noqa: E402
+from agentkit._internal.input import MAX_FILE_BYTES, MAX_NESTING, MAX_NODES  # noqa: E402
 from agentkit.apps import load_app, validate_paths  # noqa: E402
 
 

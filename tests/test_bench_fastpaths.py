@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
-from agentkit import _trusted as ev
-from agentkit._schema import _compile, schema_violations
-from agentkit._trusted import _assistant_message, _tool_result_message, _user_message
+from agentkit._internal.schema import _compile, schema_violations
+from agentkit.engine import _trusted as ev
+from agentkit.engine._trusted import _assistant_message, _tool_result_message, _user_message
 from agentkit.events import (
     Accounting,
     Result,

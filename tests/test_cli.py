@@ -336,7 +336,7 @@ async def test_the_first_stop_signal_stops_the_run_once_and_the_handler_is_resto
     signum: int,
 ) -> None:
     # (A second signal ends the process at once: tests/test_local_cli.py sends it.)
-    from agentkit._signals import watch_stop_signals
+    from agentkit._internal.signals import watch_stop_signals
 
     before = signal.getsignal(signum)
     got: list[int] = []
@@ -463,7 +463,7 @@ def test_an_unreadable_store_file_is_one_error_line(
 
 def _commands() -> dict[str, argparse.ArgumentParser]:
     """Every command's parser by its words (`""` for the top level, `"runs show"`, ...)."""
-    from agentkit._cli import _parser
+    from agentkit.cli._main import _parser
 
     found: dict[str, argparse.ArgumentParser] = {}
 

@@ -505,7 +505,7 @@ def test_a_new_chat_follows_the_run_still_going_and_ctrl_c_cancels_it(
 def test_the_printer_folds_tools_and_shows_structured_output_and_colours_on_a_terminal() -> None:
     import io
 
-    from agentkit._cli_chat import _Printer
+    from agentkit.cli._chat import _Printer
     from agentkit.conversations import (
         FinalEvent,
         JsonPart,

@@ -15,7 +15,6 @@ import anyio
 import pytest
 from tests._pg import postgres_url
 
-from agentkit._lease import INTERRUPTED_REASON as CORE_REASON
 from agentkit.conversations import (
     INTERRUPTED_REASON,
     ConversationView,
@@ -23,6 +22,7 @@ from agentkit.conversations import (
     Machine,
     Member,
 )
+from agentkit.runtime._lease import INTERRUPTED_REASON as CORE_REASON
 from agentkit.testing import conformance_provider
 
 pytestmark = pytest.mark.anyio

@@ -534,7 +534,7 @@ import time  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from agentkit._input import MAX_FILE_BYTES  # noqa: E402
+from agentkit._internal.input import MAX_FILE_BYTES  # noqa: E402
 
 
 def test_deeply_nested_frontmatter_lists_are_one_clean_error(tmp_path: Path) -> None:

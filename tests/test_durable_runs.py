@@ -20,9 +20,9 @@ import anyio
 import pytest
 
 from agentkit import AgentSpec, Runtime
-from agentkit._lease import INTERRUPTED_REASON, end_expired_runs
 from agentkit.events import ErrorEvent, TurnEnd, TurnStart
 from agentkit.providers import AssistantMessage, UserMessage
+from agentkit.runtime._lease import INTERRUPTED_REASON, end_expired_runs
 from agentkit.stores import (
     EventEntry,
     MemoryStore,

@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 import anyio
 import pytest
 
-from agentkit._relay import LiveRelay, remote_entries
 from agentkit.events import SessionInit, Text, TextDelta, ToolUse, TurnEnd, TurnStart
+from agentkit.runtime._relay import LiveRelay, remote_entries
 from agentkit.stores import EventEntry, MemoryStore, Notifications, RunRecord, notifications_of
 
 pytestmark = pytest.mark.anyio

@@ -18,6 +18,8 @@ import pytest
 from anyio.abc import SocketStream, TaskGroup, TaskStatus
 
 from _serve_process import ServeProcess, ServerPool
+from agentkit.client import RemoteMachine
+from agentkit.client._conversations import _SseEvent, _SseParser
 from agentkit.conversations import (
     AccessDeniedError,
     AgentDefinition,
@@ -32,12 +34,10 @@ from agentkit.conversations import (
     MachineAgentNotFoundError,
     Members,
     OutputEvent,
-    RemoteMachine,
     Role,
     RunNotFoundError,
     TextPart,
 )
-from agentkit.conversations._remote import _SseEvent, _SseParser
 from agentkit.stores import open_store
 from agentkit.testing import ConversationConformance
 
@@ -346,10 +346,10 @@ async def test_unreachable_server() -> None:
             pass
 
 
-def test_importing_the_conversations_does_not_import_httpx() -> None:
+def test_importing_the_client_does_not_import_httpx() -> None:
     code = (
         "import sys, agentkit, agentkit.conversations\n"
-        "from agentkit.conversations import RemoteMachine\n"
+        "from agentkit.client import RemoteMachine\n"
         "assert 'httpx' not in sys.modules, 'httpx imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -17,7 +17,8 @@ from tests._pg import postgres_url
 from tests._served import Served, served
 from tests.test_remote_client import _proxy
 
-from agentkit.conversations import Members, RemoteMachine, RemoteRoomsClient
+from agentkit.client import RemoteMachine, RemoteRoomsClient
+from agentkit.conversations import Members
 from agentkit.rooms import (
     EventInput,
     LocalRoomsClient,

@@ -57,7 +57,7 @@ async def test_a_failing_cost_estimator_does_not_hang_the_runtime() -> None:
 
 
 async def test_a_driver_outcome_that_cannot_be_written_still_ends_the_run() -> None:
-    from agentkit._turns import TurnOutcome
+    from agentkit.engine._turns import TurnOutcome
 
     async def sloppy(request: Any) -> TurnOutcome:
         return TurnOutcome(status="completed", text=None)  # type: ignore[arg-type]

@@ -204,7 +204,7 @@ async def test_stream_helper_yields_the_events() -> None:
 async def test_a_failing_store_does_not_take_the_runtime_down(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr("agentkit._run._ENDING_RETRY_DELAY", 0.001)
+    monkeypatch.setattr("agentkit.runtime._run._ENDING_RETRY_DELAY", 0.001)
 
     class Failing(MemoryStore):
         async def finish_run(self, run_id: str, status: Any, finished_at: float, **_: Any) -> bool:
@@ -227,7 +227,7 @@ async def test_a_failing_store_does_not_take_the_runtime_down(
 async def test_the_end_of_a_run_is_retried_while_the_store_fails(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("agentkit._run._ENDING_RETRY_DELAY", 0.001)
+    monkeypatch.setattr("agentkit.runtime._run._ENDING_RETRY_DELAY", 0.001)
 
     class Flaky(MemoryStore):
         failures = 3

@@ -23,6 +23,7 @@ import pytest
 
 from _pg import postgres_url
 from _serve_process import ServeProcess
+from agentkit.client import RemoteMachine
 from agentkit.conversations import (
     ConversationClient,
     FinalEvent,
@@ -30,7 +31,6 @@ from agentkit.conversations import (
     Machine,
     Member,
     OutputEvent,
-    RemoteMachine,
     TextDeltaPart,
     TextPart,
 )

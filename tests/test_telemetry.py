@@ -409,7 +409,7 @@ async def test_metrics_are_recorded(otel: Otel) -> None:
 async def test_without_a_provider_nothing_is_traced() -> None:
     from opentelemetry import trace
 
-    from agentkit import _telemetry
+    from agentkit.runtime import _telemetry
 
     if type(trace.get_tracer_provider()).__name__ != "ProxyTracerProvider":
         pytest.skip("a global tracer provider was set by another test of this process")
@@ -441,7 +441,7 @@ def test_without_the_extra_in_use_nothing_is_imported() -> None:
 
 
 async def test_the_runs_trace_context_as_a_traceparent(otel: Otel) -> None:
-    from agentkit import _telemetry
+    from agentkit.runtime import _telemetry
 
     async with Runtime(provider=ScriptedProvider(["hi"]), tools=TOOLS, **otel.options()) as rt:
         run = await rt.start(CALC, "hello")

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agentkit._lazy import lazy_exports
+from agentkit._internal.lazy import lazy_exports
 from agentkit._version import __version__
 
 if TYPE_CHECKING:
     from agentkit.actions import Action, ActionContext, ActionRegistry, ActionResult
     from agentkit.agent import Agent
+    from agentkit.client import RemoteMachine, RemoteRoomsClient
     from agentkit.diagnostics import Diagnostic
     from agentkit.errors import (
         AgentkitError,
@@ -59,6 +60,8 @@ _EXPORTS: dict[str, str] = {
     "PermissionRequest": "agentkit.permissions",
     "Provider": "agentkit.providers",
     "ProviderError": "agentkit.errors",
+    "RemoteMachine": "agentkit.client",
+    "RemoteRoomsClient": "agentkit.client",
     "RetryPolicy": "agentkit.runtime",
     "RunFailedError": "agentkit.errors",
     "Run": "agentkit.runtime",
@@ -96,6 +99,8 @@ __all__ = [
     "PermissionRequest",
     "Provider",
     "ProviderError",
+    "RemoteMachine",
+    "RemoteRoomsClient",
     "RetryPolicy",
     "Run",
     "RunFailedError",

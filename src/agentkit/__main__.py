@@ -1,5 +1,5 @@
 """`python -m agentkit`: the command line."""
 
-from agentkit._cli import main
+from agentkit.cli import main
 
 raise SystemExit(main())

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from agentkit._schema import check_schema, schema_violations
+from agentkit._internal.schema import check_schema, schema_violations
 from agentkit.errors import ActionError
 from agentkit.permissions import Effect
 

@@ -219,7 +219,7 @@ class AgentSpec(BaseModel):
     @classmethod
     def _check_output_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         if value is not None:
-            from agentkit._schema import check_schema
+            from agentkit._internal.schema import check_schema
 
             check_schema(value)
         return value

@@ -11,7 +11,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, cast
 
-from agentkit._input import file_problem
+from agentkit._internal.input import file_problem
 from agentkit.diagnostics import Diagnostic
 from agentkit.spec import AgentSpec, ModelSelection, PermissionMode, SpecError, Tier
 from agentkit.tools import CLAUDE_TOOL_NAMES, RHO_CAPABILITIES, parse_tool_entry

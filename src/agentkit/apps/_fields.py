@@ -165,7 +165,7 @@ def string_list_field(
 
 def schema_problems(schema: Any) -> list[tuple[Path_, str]]:
     """Where and why `schema` fails its meta-schema (empty when valid)."""
-    from agentkit._schema import check_schema, ref_problems
+    from agentkit._internal.schema import check_schema, ref_problems
 
     try:
         check_schema(schema)

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from agentkit._input import file_problem
+from agentkit._internal.input import file_problem
 from agentkit.diagnostics import Diagnostic
 
 from ._agent import check_agent

@@ -153,7 +153,7 @@ def read_yaml(path: Path, display: str) -> FileReport:
     the file cannot be used; after duplicate keys it is set, so the fields are checked too.
 
     Before anything is built, the file must be a regular file of at most
-    [`MAX_FILE_BYTES`][agentkit._input.MAX_FILE_BYTES], and a first pass over the parser's
+    [`MAX_FILE_BYTES`][agentkit._internal.input.MAX_FILE_BYTES], and a first pass over the parser's
     events (which builds nothing) stops at the first collection nested deeper than
     `MAX_NESTING`, at more than `MAX_NODES` nodes, or at an unquoted number longer than
     `MAX_NUMBER_CHARS`, so no input makes loading slow or large.
@@ -161,7 +161,7 @@ def read_yaml(path: Path, display: str) -> FileReport:
     from ruamel.yaml import YAML
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-    from agentkit._input import InputFileError, read_input_file
+    from agentkit._internal.input import InputFileError, read_input_file
 
     report = FileReport(display)
     try:
@@ -240,7 +240,7 @@ def _check_events(yaml: Any, text: str, report: FileReport) -> None:
         SequenceStartEvent,
     )
 
-    from agentkit._input import MAX_NESTING, MAX_NODES, MAX_NUMBER_CHARS
+    from agentkit._internal.input import MAX_NESTING, MAX_NODES, MAX_NUMBER_CHARS
 
     stack: list[_Frame] = []
     nodes = 0

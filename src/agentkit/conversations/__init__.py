@@ -57,8 +57,6 @@ from agentkit.conversations._models import (
     TurnStatus,
     Visibility,
 )
-from agentkit.conversations._remote import RemoteMachine
-from agentkit.conversations._remote_rooms import RemoteRoomsClient
 from agentkit.conversations._turns import INTERRUPTED_REASON
 
 __all__ = [
@@ -92,8 +90,6 @@ __all__ = [
     "OutputEvent",
     "Part",
     "PromptAccepted",
-    "RemoteMachine",
-    "RemoteRoomsClient",
     "Role",
     "RunNotFoundError",
     "StopWatch",

@@ -3,8 +3,6 @@ remote HTTP one next), and the `Conversation` handle both share."""
 
 from __future__ import annotations
 
-import inspect
-import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -28,29 +26,14 @@ __all__ = [
     "ConversationClient",
     "StopWatch",
     "WatchCallback",
-    "call_watch_callback",
 ]
 
-_logger = logging.getLogger("agentkit.conversations")
 
 WatchCallback = Callable[[ConversationView], "Awaitable[None] | None"]
 """Called with each view a watch delivers (a plain function or a coroutine function)."""
 
 StopWatch = Callable[[], None]
 """Stops a watch: no callback follows once it returns."""
-
-
-async def call_watch_callback(
-    callback: WatchCallback, view: ConversationView, conversation_id: str
-) -> None:
-    """Give `view` to a watch's callback (a function or a coroutine function). A failing
-    callback is the caller's bug, not the watch's end: it is logged and the watch goes on."""
-    try:
-        result = callback(view)
-        if inspect.isawaitable(result):
-            await result
-    except Exception:
-        _logger.exception("a watch callback of conversation %s failed", conversation_id)
 
 
 @runtime_checkable

@@ -4,7 +4,7 @@ A live run (executed by this machine's runtime) is read from its log in memory, 
 deltas included. Any other run (another process executes it, or its process died and the
 core's leases will end it) is read from the store as it is notified, with its live
 events relayed from the process executing it when the store's notifications are shared
-(PostgreSQL): see `agentkit._relay`.
+(PostgreSQL): see `agentkit.runtime._relay`.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from agentkit.conversations._client import WatchCallback, call_watch_callback
+from agentkit._internal.callbacks import call_logged
+from agentkit.conversations._client import WatchCallback
 from agentkit.conversations._errors import AccessDeniedError, ConversationNotFoundError
 from agentkit.conversations._models import ConversationView, Member, Turn, TurnPart
 from agentkit.conversations._turns import OutputBuffer, build_turns, part_of
@@ -120,7 +121,9 @@ class Watch:
         if view == self._last:
             return
         self._last = view
-        await call_watch_callback(self._callback, view, self._id)
+        await call_logged(
+            self._callback, view, _logger, "a watch callback of conversation %s failed", self._id
+        )
 
 
 async def _cancel_when_set(signal: anyio.Event, scope: anyio.CancelScope) -> None:

@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from agentkit._input import InputFileError, read_input_file
+from agentkit._internal.input import InputFileError, read_input_file
 from agentkit.defs._auth import AuthRegistry
 from agentkit.defs._grammar import Document, Entry, FlowList, Scalar, read_document
 from agentkit.defs._types import (

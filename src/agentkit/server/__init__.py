@@ -5,7 +5,7 @@
 routes described in `docs/server.md` and at `/openapi.json`;
 [`serve`][agentkit.server.serve] runs it with uvicorn on a socket from
 [`bind`][agentkit.server.bind] and stops it cleanly on SIGINT and SIGTERM. The client
-side is [`RemoteMachine`][agentkit.conversations.RemoteMachine].
+side is [`RemoteMachine`][agentkit.client.RemoteMachine].
 
 Needs the `server` extra: `pip install 'typed-agentkit[server]'`.
 """

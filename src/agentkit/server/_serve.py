@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from agentkit._signals import watch_stop_signals
+from agentkit._internal.signals import watch_stop_signals
 from agentkit.conversations import Machine
 from agentkit.server._app import DEFAULT_MAX_BODY_BYTES, create_app
 

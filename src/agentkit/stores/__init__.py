@@ -9,7 +9,7 @@ first use, so importing this package stays cheap.
 
 from typing import TYPE_CHECKING
 
-from agentkit._lazy import lazy_exports
+from agentkit._internal.lazy import lazy_exports
 from agentkit.errors import OffsetError, StoreLocationError
 from agentkit.stores._base import (
     DelegationRecord,

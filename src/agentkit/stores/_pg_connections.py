@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import anyio
 
-from agentkit._aio import on_asyncio
+from agentkit._internal.aio import on_asyncio
 from agentkit.stores._base import StoreError
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@
 
 from typing import TYPE_CHECKING
 
-from agentkit._lazy import lazy_exports
+from agentkit._internal.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from agentkit.testing._conversation_conformance import (

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agentkit._lazy import lazy_exports
+from agentkit._internal.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from agentkit.tools._base import (

@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 import anyio.lowlevel
 
-from agentkit._offers import _Offered, _offers, _submit_schema
-from agentkit._prompt import SUBMIT_REMINDER
-from agentkit._schema import schema_violations
-from agentkit._text_safety import (
+from agentkit._internal.schema import schema_violations
+from agentkit.actions import ActionContext
+from agentkit.engine._offers import _Offered, _offers, _submit_schema
+from agentkit.engine._prompt import SUBMIT_REMINDER
+from agentkit.engine._text_safety import (
     _as_text,
     _call_safe,
     _cut_output,
@@ -30,8 +31,8 @@ from agentkit._text_safety import (
     _text_safe,
     _texts_safe,
 )
-from agentkit._tool_calls import _call_within
-from agentkit._trusted import (
+from agentkit.engine._tool_calls import _call_within
+from agentkit.engine._trusted import (
     _assistant_message,
     _text,
     _text_delta,
@@ -41,8 +42,7 @@ from agentkit._trusted import (
     _trusted,
     _user_message,
 )
-from agentkit._turns import MAX_REPLY_ENV, OutputLimits, TurnOutcome, TurnRequest
-from agentkit.actions import ActionContext
+from agentkit.engine._turns import MAX_REPLY_ENV, OutputLimits, TurnOutcome, TurnRequest
 from agentkit.events import (
     Accounting,
     ModelUsage,

@@ -1,8 +1,8 @@
 """The driver API: what a driver of one user turn gets (`TurnRequest`) and gives back
 (`TurnOutcome`), with the settings that bound a turn (`RetryPolicy`, `OutputLimits`).
 
-The engine (`agentkit._engine`) is one driver; the `claude` command line (`agentkit.defs`)
-is another. `agentkit.runtime` re-exports the public names."""
+The engine (`agentkit.engine._loop`) is one driver; the `claude` command line (`agentkit.defs`)
+is another. `agentkit.runtime` and `agentkit.engine` re-export the public names."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ from agentkit.messages import (
 from agentkit.spec import AgentSpec
 
 if TYPE_CHECKING:
-    from agentkit._telemetry import RunTelemetry
-    from agentkit.runtime import Runtime
+    from agentkit.runtime._runtime import Runtime
+    from agentkit.runtime._telemetry import RunTelemetry
 
 __all__ = ["Emit", "OutputLimits", "RetryPolicy", "TurnOutcome", "TurnRequest"]
 

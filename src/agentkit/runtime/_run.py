@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any, Generic, cast
 import anyio
 from typing_extensions import TypeVar
 
-from agentkit import _aio
-from agentkit._log import RunLog
-from agentkit._text_safety import _text_safe
-from agentkit._trusted import _result, _turn_end
-from agentkit._turns import TurnOutcome, TurnRequest
+from agentkit._internal import aio as _aio
+from agentkit.engine._text_safety import _text_safe
+from agentkit.engine._trusted import _result, _turn_end
+from agentkit.engine._turns import TurnOutcome, TurnRequest
 from agentkit.events import Accounting, AgentMessage, ErrorEvent, TextDelta, TurnStatus
+from agentkit.runtime._log import RunLog
 from agentkit.spec import AgentSpec
 from agentkit.stores import EventEntry, Store
 
@@ -213,7 +213,7 @@ class Run:
             self._unsaved.append(offset)
 
     def _emit_relayed(self, event: AgentMessage) -> None:
-        """`_emit`, and the event relayed live (see `agentkit._relay`)."""
+        """`_emit`, and the event relayed live (see `agentkit.runtime._relay`)."""
         offset = self._log.append(event)
         if type(event) is not TextDelta:
             self._unsaved.append(offset)

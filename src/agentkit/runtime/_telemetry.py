@@ -28,11 +28,11 @@ import anyio
 from agentkit._version import __version__
 
 if TYPE_CHECKING:
-    from agentkit._engine import _Turn
-    from agentkit._run import Run, RunOutcome
+    from agentkit.engine._loop import _Turn
     from agentkit.messages import AssistantMessage, Message, ToolCall
     from agentkit.providers import ModelRequest
-    from agentkit.runtime import Runtime
+    from agentkit.runtime._run import Run, RunOutcome
+    from agentkit.runtime._runtime import Runtime
 
 __all__ = ["CAPTURE_CONTENT_ENV", "RunTelemetry", "run_telemetry"]
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from agentkit.conversations._remote import (
+from agentkit.client._conversations import (
     _Backoff,
     _Dropped,
     _json_object,
@@ -41,7 +41,7 @@ from agentkit.rooms import (
 )
 
 if TYPE_CHECKING:
-    from agentkit.conversations._remote import RemoteMachine
+    from agentkit.client._conversations import RemoteMachine
 
 __all__ = ["RemoteRoomsClient"]
 
@@ -65,7 +65,7 @@ _MAX_POLL = 1.0
 
 class RemoteRoomsClient(RoomsClient):
     """The rooms API of a remote machine (`agentkit serve`), acting as the member whose
-    token the [`RemoteMachine`][agentkit.conversations.RemoteMachine] holds; reached as
+    token the [`RemoteMachine`][agentkit.client.RemoteMachine] holds; reached as
     `client.rooms` inside `async with RemoteMachine(url, token) as client:`.
 
     It implements [`RoomsClient`][agentkit.rooms.RoomsClient] with the same methods,

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agentkit._turns import TurnOutcome, TurnRequest
+    from agentkit.engine._turns import TurnOutcome, TurnRequest
     from agentkit.spec import AgentSpec
 
 __all__ = [

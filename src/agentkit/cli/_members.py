@@ -12,8 +12,8 @@ import json
 import sys
 from typing import TYPE_CHECKING, cast
 
-from agentkit._cli_output import print_table
-from agentkit._cli_store import StoreUsageError, open_cli_store
+from agentkit.cli._output import print_table
+from agentkit.cli._store import StoreUsageError, open_cli_store
 
 if TYPE_CHECKING:
     from agentkit.conversations import Role

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from agentkit._trusted import (
+from agentkit.engine._trusted import (
     _CONTENT_ONLY,
     _new,
     _set_dict,

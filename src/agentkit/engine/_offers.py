@@ -17,7 +17,7 @@ from agentkit.spec import AgentSpec
 from agentkit.tools import Tool, entry_tool_names, parse_tool_entry
 
 if TYPE_CHECKING:
-    from agentkit.runtime import Runtime
+    from agentkit.runtime._runtime import Runtime
 
 __all__ = ["SUBMIT_OUTPUT", "SUMMON", "check_allowlist", "offered_tools"]
 

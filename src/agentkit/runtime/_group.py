@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.abc import TaskGroup
 
-from agentkit import _aio
+from agentkit._internal import aio as _aio
 
 if TYPE_CHECKING:
-    from agentkit._run import Run
+    from agentkit.runtime._run import Run
 
 __all__ = ["RunGroup"]
 

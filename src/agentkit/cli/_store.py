@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentkit._cli_output import EventPrinter, print_table
+from agentkit.cli._output import EventPrinter, print_table
 
 if TYPE_CHECKING:
     from agentkit.stores import RunRecord, SessionRecord, Store

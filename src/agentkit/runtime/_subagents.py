@@ -10,8 +10,8 @@ from agentkit.actions import ActionContext, ActionResult
 from agentkit.errors import AgentkitError
 
 if TYPE_CHECKING:
-    from agentkit._turns import Emit
-    from agentkit.runtime import Runtime
+    from agentkit.engine._turns import Emit
+    from agentkit.runtime._runtime import Runtime
 
 __all__ = ["SUMMON_ACTION", "run_action", "run_subagent"]
 

@@ -7,8 +7,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from agentkit._offers import _submit_schema
-from agentkit._text_safety import _LONE_SURROGATE
+from agentkit.engine._offers import _submit_schema
+from agentkit.engine._text_safety import _LONE_SURROGATE
 from agentkit.errors import PromptError
 from agentkit.spec import AgentSpec
 

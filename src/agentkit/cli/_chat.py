@@ -21,8 +21,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import IO, TYPE_CHECKING
 
-from agentkit._cli import EXIT_FAILED, EXIT_OK, EXIT_SIGINT, UsageError, _make_provider
-from agentkit._cli_members import machine_store_location, open_machine_store
+from agentkit.cli._main import EXIT_FAILED, EXIT_OK, EXIT_SIGINT, UsageError, _make_provider
+from agentkit.cli._members import machine_store_location, open_machine_store
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -77,7 +77,8 @@ def _wants_color() -> bool:
 
 @contextlib.asynccontextmanager
 async def _remote_client(url: str, token: str) -> AsyncIterator[ConversationClient]:
-    from agentkit.conversations import ConversationError, RemoteMachine
+    from agentkit.client import RemoteMachine
+    from agentkit.conversations import ConversationError
 
     try:
         async with RemoteMachine(url, token) as client:

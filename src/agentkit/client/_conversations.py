@@ -21,37 +21,33 @@ from urllib.parse import quote
 import anyio
 from pydantic import TypeAdapter, ValidationError
 
-from agentkit.conversations._agents import ROOL
-from agentkit.conversations._client import (
-    Conversation,
-    ConversationClient,
-    StopWatch,
-    WatchCallback,
-    call_watch_callback,
-)
-from agentkit.conversations._errors import (
+from agentkit._internal.callbacks import call_logged
+from agentkit.conversations import (
+    ROOL,
     AccessDeniedError,
+    AgentDefinition,
     AgentExistsError,
+    AgentInfo,
     AttachmentError,
+    Conversation,
     ConversationBusyError,
+    ConversationClient,
+    ConversationDetails,
     ConversationError,
     ConversationNotFoundError,
-    MachineAgentNotFoundError,
-    RunNotFoundError,
-    TurnNotFoundError,
-)
-from agentkit.conversations._models import (
-    AgentDefinition,
-    AgentInfo,
-    ConversationDetails,
     ConversationSummary,
     ConversationView,
     FinalEvent,
     FollowEvent,
+    MachineAgentNotFoundError,
     Member,
     PromptAccepted,
+    RunNotFoundError,
+    StopWatch,
     Turn,
+    TurnNotFoundError,
     Visibility,
+    WatchCallback,
 )
 from agentkit.spec import ReasoningEffort
 
@@ -61,7 +57,7 @@ if TYPE_CHECKING:
     import httpx
     from anyio.abc import TaskGroup
 
-    from agentkit.conversations._remote_rooms import RemoteRoomsClient
+    from agentkit.client._rooms import RemoteRoomsClient
 
 __all__ = ["RemoteMachine"]
 
@@ -189,9 +185,9 @@ class RemoteMachine(ConversationClient):
     @property
     def rooms(self) -> RemoteRoomsClient:
         """The rooms API of the machine, acting as this member, over the same connections
-        (see [`RemoteRoomsClient`][agentkit.conversations.RemoteRoomsClient])."""
+        (see [`RemoteRoomsClient`][agentkit.client.RemoteRoomsClient])."""
         if self._rooms is None:
-            from agentkit.conversations._remote_rooms import RemoteRoomsClient
+            from agentkit.client._rooms import RemoteRoomsClient
 
             self._rooms = RemoteRoomsClient(self)
         return self._rooms
@@ -636,7 +632,9 @@ class _Watch:
         if self._stopped:
             return
         self._last = view
-        await call_watch_callback(self._callback, view, self._id)
+        await call_logged(
+            self._callback, view, _logger, "a watch callback of conversation %s failed", self._id
+        )
 
 
 # --- server-sent events -------------------------------------------------------------------

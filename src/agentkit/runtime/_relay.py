@@ -23,7 +23,7 @@ from typing import Any
 
 import anyio
 
-from agentkit._trusted import _text_delta
+from agentkit.engine._trusted import _text_delta
 from agentkit.events import AgentMessage, TurnEnd, from_wire
 from agentkit.stores import EventEntry, Notifications, Store
 

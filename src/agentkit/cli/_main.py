@@ -49,10 +49,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentkit._cli_output import EventPrinter
-from agentkit._cli_store import StoreUsageError, open_cli_store, store_commands
-from agentkit._signals import watch_stop_signals
+from agentkit._internal.signals import watch_stop_signals
 from agentkit._version import __version__
+from agentkit.cli._output import EventPrinter
+from agentkit.cli._store import StoreUsageError, open_cli_store, store_commands
 
 if TYPE_CHECKING:
     from agentkit.providers import Provider
@@ -722,15 +722,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "schema":
             return _schema_command(args)
         if args.command == "members":
-            from agentkit._cli_members import members_command
+            from agentkit.cli._members import members_command
 
             return members_command(args)
         if args.command == "serve":
-            from agentkit._cli_serve import serve_command
+            from agentkit.cli._serve import serve_command
 
             return serve_command(args)
         if args.command == "chat":
-            from agentkit._cli_chat import chat_command
+            from agentkit.cli._chat import chat_command
 
             return chat_command(args)
         return _fingerprint_command(args)

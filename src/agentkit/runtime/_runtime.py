@@ -1,37 +1,10 @@
-"""Runs and the runtime that owns them.
-
-A [`Runtime`][agentkit.runtime.Runtime] is an async context manager holding a provider, a
-store, tools, actions and agents. `await runtime.start(spec, prompt)` starts a
-[`Run`][agentkit.runtime.Run] in the runtime's task group and returns at once: the run goes
-on whether or not anyone reads it. A run appends its events to a log; `run.events(after=k)`
-replays everything after offset `k` and then follows live, for any number of readers. A
-reader that stops early or is cancelled never affects the run.
-
-```python
-import anyio
-from agentkit import AgentSpec, Runtime
-from agentkit.testing import ScriptedProvider
-
-async def main() -> None:
-    spec = AgentSpec(id="demo:greeter", system_prompt="Greet people.")
-    async with Runtime(provider=ScriptedProvider([{"text": "Hello!"}])) as runtime:
-        run = await runtime.start(spec, "Say hello")
-        async for event in run.events():
-            print(event.type)
-        outcome = await run.wait()
-        assert outcome.text == "Hello!"
-
-anyio.run(main)
-```
-
-Leaving the `async with` block waits for runs still going (like a task group); an exception
-inside it cancels them, and each cancelled run still ends with `turn_end` (`interrupted`).
-"""
+"""`Runtime`: the object that owns a provider, a store, tools, actions and agents, and
+starts, resumes and follows their runs (see `agentkit.runtime`)."""
 
 # Why one long module: the `Runtime` facade documents every option of its constructor, and its
 # lifecycle, sessions and run start belong to that one object; the run and its ending
-# (`_run`), the task-group rules (`_runs_group`), leases (`_lease`), pricing (`_pricing`),
-# summons (`_summon`) and the engine (`_engine` and its modules) live apart.
+# (`_run`), the task-group rules (`_group`), leases (`_lease`), pricing (`_pricing`),
+# sub-agents (`_subagents`) and the engine (`agentkit.engine`) live apart.
 
 from __future__ import annotations
 
@@ -46,40 +19,17 @@ from typing import Any, Literal
 
 import anyio
 
-from agentkit._drivers import (
+from agentkit.actions import ActionRegistry, ActionResult
+from agentkit.engine._drivers import (
     Driver,
-    register_driver,
-    register_session_check,
     registered_driver,
     session_checks,
 )
-from agentkit._engine import run_engine_turn
-from agentkit._lease import (
-    DEFAULT_HEARTBEAT_INTERVAL,
-    DEFAULT_LEASE_DURATION,
-    LeaseKeeper,
-    end_expired_runs,
-)
-from agentkit._offers import check_allowlist
-from agentkit._pricing import CostEstimator, priced
-from agentkit._prompt import resolve_context
-from agentkit._relay import LiveRelay, remote_entries
-from agentkit._run import (
-    Run,
-    RunOutcome,
-    elapsed_ms,
-    failed,
-    new_id,
-    new_uuid,
-    record_ending,
-    write_ending,
-)
-from agentkit._runs_group import RunGroup
-from agentkit._summon import run_action, run_subagent
-from agentkit._telemetry import RunTelemetry, run_telemetry
-from agentkit._trusted import _session_init, _turn_end, _turn_start
-from agentkit._turns import Emit, OutputLimits, RetryPolicy, TurnOutcome, TurnRequest
-from agentkit.actions import ActionRegistry, ActionResult
+from agentkit.engine._loop import run_engine_turn
+from agentkit.engine._offers import check_allowlist
+from agentkit.engine._prompt import resolve_context
+from agentkit.engine._trusted import _session_init, _turn_end, _turn_start
+from agentkit.engine._turns import Emit, OutputLimits, RetryPolicy, TurnOutcome, TurnRequest
 from agentkit.errors import AgentNotFoundError, NoDriverError, ResumeError
 from agentkit.events import Accounting, AgentMessage, ErrorEvent
 from agentkit.messages import Message
@@ -91,13 +41,33 @@ from agentkit.providers import (
     create_provider,
     default_provider_name,
 )
+from agentkit.runtime._group import RunGroup
+from agentkit.runtime._lease import (
+    DEFAULT_HEARTBEAT_INTERVAL,
+    DEFAULT_LEASE_DURATION,
+    LeaseKeeper,
+    end_expired_runs,
+)
+from agentkit.runtime._pricing import CostEstimator, priced
+from agentkit.runtime._relay import LiveRelay, remote_entries
+from agentkit.runtime._run import (
+    Run,
+    RunOutcome,
+    elapsed_ms,
+    failed,
+    new_id,
+    new_uuid,
+    record_ending,
+    write_ending,
+)
+from agentkit.runtime._subagents import run_action, run_subagent
+from agentkit.runtime._telemetry import RunTelemetry, run_telemetry
 from agentkit.spec import AgentSpec
 from agentkit.stores import (
     EventEntry,
     MemoryStore,
     Notifications,
     RunRecord,
-    SessionBusyError,
     SessionNotFoundError,
     SessionRecord,
     Store,
@@ -105,20 +75,7 @@ from agentkit.stores import (
 )
 from agentkit.tools import Tool, ToolRegistry
 
-__all__ = [
-    "AgentNotFoundError",
-    "Driver",
-    "OutputLimits",
-    "RetryPolicy",
-    "Run",
-    "RunOutcome",
-    "Runtime",
-    "SessionBusyError",
-    "TurnOutcome",
-    "TurnRequest",
-    "register_driver",
-    "register_session_check",
-]
+__all__ = ["Runtime"]
 
 
 _logger = logging.getLogger("agentkit.runtime")
@@ -266,7 +223,7 @@ class Runtime:
         self.lease_duration = lease_duration
         self._leases: LeaseKeeper | None = None
         self._relay: LiveRelay | None = None
-        # What each spec is offered, for the engine (see agentkit._engine._offers).
+        # What each spec is offered, for the engine (see agentkit.engine._loop._offers).
         self._offers: dict[int, tuple[Any, ...]] = {}
         self.tracer_provider = tracer_provider
         self.meter_provider = meter_provider

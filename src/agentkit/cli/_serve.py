@@ -46,7 +46,7 @@ def _agent_sources(paths: list[str]) -> tuple[list[str], list[str]]:
 
 def serve_command(args: argparse.Namespace) -> int:
     """Run `agentkit serve` with parsed arguments; returns the exit code."""
-    from agentkit._cli import UsageError, _make_provider
+    from agentkit.cli._main import UsageError, _make_provider
     from agentkit.conversations import DEFAULT_ATTACHMENT_ROOTS, Machine, default_machine_store
     from agentkit.stores import StoreError, open_store
 
