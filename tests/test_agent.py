@@ -109,9 +109,9 @@ async def test_run_returns_text_and_continues_a_session() -> None:
 def _registry_restored(monkeypatch: pytest.MonkeyPatch) -> None:
     # Providers registered by a test are gone after it: the registry is process-wide
     # (the command line's help lists every registered name).
-    from agentkit.providers import _registry
+    from agentkit._internal import provider_names
 
-    monkeypatch.setattr(_registry, "_FACTORIES", dict(_registry._FACTORIES))
+    monkeypatch.setattr(provider_names, "FACTORIES", dict(provider_names.FACTORIES))
 
 
 def scripted(*answers: str) -> str:

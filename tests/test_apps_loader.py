@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from agentkit.apps import AppLoadError, load_agent_file
-from agentkit.diagnostics import Diagnostic, LoadError
+from agentkit.diagnostics import Diagnostic
+from agentkit.errors import LoadError
 from agentkit.spec import AgentSpec, ModelSelection
 
 GOOD = """\

@@ -18,7 +18,7 @@ from pydantic import TypeAdapter
 
 from agentkit._internal.schema import _compile, schema_violations
 from agentkit.engine import _trusted as ev
-from agentkit.engine._trusted import _assistant_message, _tool_result_message, _user_message
+from agentkit.engine._trusted import assistant_message, tool_result_message, user_message
 from agentkit.events import (
     Accounting,
     Result,
@@ -178,26 +178,29 @@ THINKING = ThinkingBlock(content="hm", signature="sig")
 @pytest.mark.parametrize(
     ("fast", "validated"),
     [
-        (ev._text_delta("x"), TextDelta(content="x")),
-        (ev._text("hi", "final"), Text(content="hi", turn_phase="final")),
-        (ev._text("hi", "commentary"), Text(content="hi", turn_phase="commentary")),
-        (ev._tool_use("c1", "add", {"a": 1}), ToolUse(id="c1", tool="add", input={"a": 1})),
+        (ev.text_delta_event("x"), TextDelta(content="x")),
+        (ev.text_event("hi", "final"), Text(content="hi", turn_phase="final")),
+        (ev.text_event("hi", "commentary"), Text(content="hi", turn_phase="commentary")),
+        (ev.tool_use_event("c1", "add", {"a": 1}), ToolUse(id="c1", tool="add", input={"a": 1})),
         (
-            ev._tool_result("c1", "add", {"sum": [3]}, False),
+            ev.tool_result_event("c1", "add", {"sum": [3]}, False),
             ToolResult(tool_use_id="c1", tool="add", output={"sum": [3]}, is_error=False),
         ),
-        (ev._turn_start("t", "s", "p"), TurnStart(turn_id="t", session_id="s", user_prompt="p")),
         (
-            ev._session_init("s", None, "/w"),
+            ev.turn_start_event("t", "s", "p"),
+            TurnStart(turn_id="t", session_id="s", user_prompt="p"),
+        ),
+        (
+            ev.session_init_event("s", None, "/w"),
             SessionInit(session_id="s", system_prompt=None, project_path="/w"),
         ),
         (
-            ev._result("3", Accounting(model_calls=2)),
+            ev.result_event("3", Accounting(model_calls=2)),
             Result(content="3", accounting=Accounting(model_calls=2)),
         ),
-        (ev._result("", None), Result(content="", accounting=None)),
+        (ev.result_event("", None), Result(content="", accounting=None)),
         (
-            ev._turn_end("t", "interrupted", 12),
+            ev.turn_end_event("t", "interrupted", 12),
             TurnEnd(turn_id="t", status="interrupted", duration_ms=12),
         ),
     ],
@@ -218,29 +221,29 @@ def test_trusted_events_equal_validated_ones(fast: Any, validated: Any) -> None:
 
 def test_trusted_tool_use_copies_the_input_like_validation_does() -> None:
     arguments = {"a": 1}
-    event = ev._tool_use("c1", "add", arguments)
+    event = ev.tool_use_event("c1", "add", arguments)
     arguments["a"] = 2
     assert event.input == {"a": 1}
 
 
 def test_unexpected_values_still_fail_validation() -> None:
     with pytest.raises(ValueError):
-        ev._text_delta(3)  # type: ignore[arg-type]
+        ev.text_delta_event(3)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
-        ev._turn_end("t", "nope", 1)  # type: ignore[arg-type]
+        ev.turn_end_event("t", "nope", 1)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
     ("fast", "validated"),
     [
-        (_user_message("hi"), UserMessage(content="hi")),
+        (user_message("hi"), UserMessage(content="hi")),
         (
-            _assistant_message((THINKING,), "x", (CALL,)),
+            assistant_message((THINKING,), "x", (CALL,)),
             AssistantMessage(thinking=(THINKING,), text="x", tool_calls=(CALL,)),
         ),
-        (_assistant_message((), "", ()), AssistantMessage(thinking=(), text="", tool_calls=())),
+        (assistant_message((), "", ()), AssistantMessage(thinking=(), text="", tool_calls=())),
         (
-            _tool_result_message("c1", "add", "3", True),
+            tool_result_message("c1", "add", "3", True),
             ToolResultMessage(tool_call_id="c1", name="add", content="3", is_error=True),
         ),
     ],

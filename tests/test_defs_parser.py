@@ -17,7 +17,7 @@ from agentkit.defs import (
     load_definitions,
     parse_definition,
 )
-from agentkit.diagnostics import LoadError
+from agentkit.errors import LoadError
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "defs"
 

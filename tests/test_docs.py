@@ -36,11 +36,11 @@ def _run(where: str, code: str) -> None:
 
 @pytest.fixture
 def docs_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    from agentkit.providers import _registry
+    from agentkit._internal import provider_names
 
     # An example may register a provider: the registry is process-wide, so it is put
     # back as it was after each example.
-    monkeypatch.setattr(_registry, "_FACTORIES", dict(_registry._FACTORIES))
+    monkeypatch.setattr(provider_names, "FACTORIES", dict(provider_names.FACTORIES))
     monkeypatch.chdir(tmp_path)
     for name in ("AGENTKIT_PROVIDER", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)

@@ -71,7 +71,7 @@ def test_the_check_lets_the_right_name_through(line: str) -> None:
 def test_pyproject_names_the_distribution_and_keeps_the_command() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert project["name"] == DISTRIBUTION
-    assert project["scripts"] == {"agentkit": "agentkit.cli._main:main"}
+    assert project["scripts"] == {"agentkit": "agentkit.cli:main"}
     # extras that include other extras refer to the distribution by its own name
     for extra, requirements in project["optional-dependencies"].items():
         for requirement in requirements:

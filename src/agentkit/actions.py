@@ -19,15 +19,20 @@ async def create_note(args, ctx):
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from agentkit._internal.schema import check_schema, schema_violations
 from agentkit.errors import ActionError
-from agentkit.permissions import Effect
+from agentkit.spec import Effect
+
+if TYPE_CHECKING:
+    from agentkit.events import AgentMessage
+    from agentkit.spec import AgentSpec
 
 __all__ = [
     "Action",
@@ -36,6 +41,7 @@ __all__ = [
     "ActionExecutor",
     "ActionRegistry",
     "ActionResult",
+    "RunHost",
     "action_tool_name",
 ]
 
@@ -62,6 +68,66 @@ class ActionResult(BaseModel):
         return cls(status="error", error=error, data=data)
 
 
+class RunHost(Protocol):
+    """What a running tool or action may ask of the runtime that runs it: the agents it may
+    run, other actions, and sub-agents. [`Runtime`][agentkit.runtime.Runtime] is one."""
+
+    @property
+    def agents(self) -> Mapping[str, AgentSpec]:
+        """The registered agents by canonical id."""
+        ...
+
+    async def run_action(
+        self,
+        action_id: str,
+        args: dict[str, Any],
+        *,
+        caller: str | None = None,
+        depth: int = 0,
+    ) -> ActionResult:
+        """Run an action by canonical id (`system:summon` runs any registered agent)."""
+        ...
+
+    async def run_subagent(
+        self,
+        agent_id: str,
+        prompt: str,
+        *,
+        session_id: str | None = None,
+        forward: Callable[[AgentMessage], None] | None = None,
+        depth: int = 1,
+        working_dir: Path | None = None,
+    ) -> ActionResult:
+        """Run an agent to the end and return its answer as an `ActionResult`."""
+        ...
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a running tool may use.
+
+    Attributes:
+        working_dir: The run's working directory; file tools stay inside it.
+        run_id: The run this call belongs to.
+        session_id: The session of the run.
+        agent_id: Canonical id of the calling agent.
+        spec: The calling agent.
+        services: Host-supplied services by name (for example a `questionnaire` callback or
+            a `web_search` backend), so tools need no globals.
+        runtime: The runtime running the call (for sub-agents); `None` outside one.
+        depth: How deeply the calling agent is nested in sub-agent calls (0 at the top).
+    """
+
+    working_dir: Path
+    run_id: str
+    session_id: str
+    agent_id: str
+    spec: AgentSpec | None = None
+    services: Mapping[str, Any] = field(default_factory=dict)
+    runtime: RunHost | None = None
+    depth: int = 0
+
+
 @dataclass(frozen=True)
 class ActionContext:
     """What an executing action may use.
@@ -79,7 +145,7 @@ class ActionContext:
     app_id: str
     caller: str | None = None
     session_id: str | None = None
-    runtime: Any = None
+    runtime: RunHost | None = None
     services: dict[str, Any] = field(default_factory=dict)
     depth: int = 0
 
@@ -87,10 +153,9 @@ class ActionContext:
         """Run another action through the runtime (for example `system:summon`)."""
         if self.runtime is None:
             return ActionResult.fail("no runtime: this context cannot run actions")
-        result: ActionResult = await self.runtime.run_action(
+        return await self.runtime.run_action(
             action_id, args, caller=self.caller, depth=self.depth
         )
-        return result
 
 
 ActionExecutor = Callable[[dict[str, Any], ActionContext], Awaitable[ActionResult | Any]]

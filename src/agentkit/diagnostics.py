@@ -2,7 +2,7 @@
 
 Loaders (app YAML, Markdown definitions) collect every problem of a file as a
 [`Diagnostic`][agentkit.diagnostics.Diagnostic] instead of stopping at the first, and raise
-[`LoadError`][agentkit.diagnostics.LoadError] carrying all of them. `agentkit validate` prints
+[`LoadError`][agentkit.errors.LoadError] carrying all of them. `agentkit validate` prints
 them as `file:line:col: field: message`.
 """
 
@@ -11,9 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from agentkit.errors import LoadError
-
-__all__ = ["Diagnostic", "LoadError", "Severity"]
+__all__ = ["Diagnostic", "Severity"]
 
 Severity = Literal["error", "warning"]
 

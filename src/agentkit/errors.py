@@ -11,10 +11,9 @@ those keeps working. The errors are also importable from the module that raises 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from agentkit.diagnostics import Diagnostic
+from agentkit.diagnostics import Diagnostic
 
 __all__ = [
     "AccessDeniedError",

@@ -233,7 +233,7 @@ def to_wire(event: AgentMessage) -> dict[str, Any]:
     return event.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-def _wire_json(event: AgentMessage) -> bytes:
+def wire_json(event: AgentMessage) -> bytes:
     """The event's wire form as UTF-8 JSON (what `json.dumps(to_wire(event))` gives, faster:
     the model's serializer is called directly, without `model_dump_json`'s wrapper)."""
     return type(event).__pydantic_serializer__.to_json(event, by_alias=True, exclude_none=True)

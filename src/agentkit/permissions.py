@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from agentkit.spec import PermissionMode
+from agentkit.spec import Effect, PermissionMode
 
 if TYPE_CHECKING:
-    from agentkit.tools import ToolContext
+    from agentkit.actions import ToolContext
 
 __all__ = [
     "Allow",
@@ -33,11 +33,6 @@ __all__ = [
     "PermissionRequest",
     "needs_permission",
 ]
-
-
-Effect = Literal["read", "edit", "execute"]
-"""What a call can do to the world: the permission mode decides by this which calls need
-the host's consent (see the table above)."""
 
 
 @dataclass(frozen=True)

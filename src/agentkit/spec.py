@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from agentkit._internal.provider_names import provider_names
 from agentkit.errors import SpecError
 
 __all__ = [
@@ -34,6 +35,10 @@ ReasoningEffort = Literal["off", "minimal", "low", "medium", "high", "xhigh", "m
 
 PermissionMode = Literal["default", "acceptEdits", "bypassPermissions"]
 """How calls that change the world are permitted (see the permissions guide)."""
+
+Effect = Literal["read", "edit", "execute"]
+"""What a call can do to the world: the permission mode decides by this which calls need
+the host's consent (see `agentkit.permissions`)."""
 
 ModelPolicy = Literal["tier", "inherit", "prefer", "require", "select"]
 """How the model is chosen: by tier, inherited from the host, or pinned."""
@@ -98,9 +103,7 @@ class ModelSelection(BaseModel):
             return cls.of_tier(text)  # type: ignore[arg-type]
         provider, sep, model = text.partition(":")
         if not sep:
-            from agentkit.providers import available_providers
-
-            if text in available_providers():
+            if text in provider_names():
                 return cls(policy="tier", tier="medium", provider=text)
             return cls.pinned(text)
         if not provider or not model:

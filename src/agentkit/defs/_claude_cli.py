@@ -213,7 +213,7 @@ async def claude_cli_driver(request: TurnRequest) -> TurnOutcome:
     """
     from agentkit.runtime import TurnOutcome
 
-    services = request.runtime.services if request.runtime is not None else {}
+    services = request.resources.services
     executable = (
         services.get("claude_executable") or os.environ.get("AGENTKIT_CLAUDE") or "claude"
     )

@@ -21,26 +21,26 @@ import anyio.lowlevel
 
 from agentkit._internal.schema import schema_violations
 from agentkit.actions import ActionContext
-from agentkit.engine._offers import _Offered, _offers, _submit_schema
+from agentkit.engine._offers import Offered, offers_of, submit_schema
 from agentkit.engine._prompt import SUBMIT_REMINDER
 from agentkit.engine._text_safety import (
-    _as_text,
-    _call_safe,
-    _cut_output,
-    _json_safe,
-    _text_safe,
-    _texts_safe,
+    as_text,
+    call_safe,
+    cut_output,
+    json_safe,
+    text_safe,
+    texts_safe,
 )
-from agentkit.engine._tool_calls import _call_within
+from agentkit.engine._tool_calls import call_within
 from agentkit.engine._trusted import (
-    _assistant_message,
-    _text,
-    _text_delta,
-    _tool_result,
-    _tool_result_message,
-    _tool_use,
-    _trusted,
-    _user_message,
+    assistant_message,
+    text_delta_event,
+    text_event,
+    tool_result_event,
+    tool_result_message,
+    tool_use_event,
+    trusted_model,
+    user_message,
 )
 from agentkit.engine._turns import MAX_REPLY_ENV, OutputLimits, TurnOutcome, TurnRequest
 from agentkit.events import (
@@ -91,7 +91,7 @@ _logger = logging.getLogger("agentkit.engine")
 
 
 # Transcript messages the engine builds from values it has checked, built without running
-# validation (see `agentkit.events._trusted`); anything unexpected takes the validating path.
+# validation (see `agentkit.engine._trusted`); anything unexpected takes the validating path.
 
 
 def _checked(instance: Any, schema: dict[str, Any]) -> list[str]:
@@ -138,26 +138,21 @@ class _Turn:
         self.req = req
         self.provider = provider
         self.model = model
-        self.runtime = req.runtime
+        resources = self.resources = req.resources
         self.outcome = TurnOutcome()
         self.denials = 0
         self.stop_reason: str | None = None  # the last model call's `Stop`
         self.telemetry = req.telemetry  # None unless the run is traced
-        self.offered, self.definitions = _offers(req.spec, req.runtime)
-        limits = req.runtime.limits
-        if limits is None:
-            # The environment's, read once per runtime (`os.environ` lookups that miss cost
-            # an exception each), when its first turn starts.
-            limits = req.runtime.limits = OutputLimits.from_env()
-        self.limits: OutputLimits = limits
+        self.offered, self.definitions = offers_of(req.spec, resources)
+        self.limits: OutputLimits = resources.limits
         self.tool_context = ToolContext(
             working_dir=req.working_dir,
             run_id=req.run_id,
             session_id=req.session_id,
             agent_id=req.spec.id,
             spec=req.spec,
-            services=req.runtime.services,
-            runtime=req.runtime,
+            services=resources.services,
+            runtime=resources.host,
             depth=req.depth,
         )
 
@@ -174,7 +169,7 @@ class _Turn:
             reasoning_effort=req.spec.reasoning_effort,
             auth=req.spec.model.auth,
         )
-        policy = self.runtime.retry
+        policy = self.resources.retry
         telemetry = self.telemetry
         attempt = 0
         while True:
@@ -183,13 +178,13 @@ class _Turn:
             try:
                 if telemetry is not None:  # a `chat` span per attempt
                     return await telemetry.chat(self, request, produced)
-                return await self._stream(request, produced)
+                return await self.stream_reply(request, produced)
             except ProviderError as exc:
                 if not exc.retryable or produced[0] or attempt >= policy.max_attempts:
                     raise
                 await anyio.sleep(policy.delay(attempt, exc.retry_after))
 
-    async def _stream(self, request: ModelRequest, produced: list[bool]) -> AssistantMessage:
+    async def stream_reply(self, request: ModelRequest, produced: list[bool]) -> AssistantMessage:
         emit = self.req.emit
         text_parts: list[str] = []
         thinking: list[ThinkingBlock] = []
@@ -199,7 +194,7 @@ class _Turn:
 
         def close_thinking(signature: str | None = None) -> None:
             if thinking_parts or signature:
-                content = _text_safe("".join(thinking_parts))
+                content = text_safe("".join(thinking_parts))
                 block = ThinkingBlock(content=content, signature=signature)
                 thinking.append(block)
                 thinking_parts.clear()
@@ -207,7 +202,7 @@ class _Turn:
 
         # Bound locally: the text branch runs once per streamed delta.
         text_chunk, add_text, length = TextChunk, text_parts.append, len
-        emit_delta = self.req.emit_delta or (lambda content: emit(_text_delta(content)))
+        emit_delta = self.req.emit_delta or (lambda content: emit(text_delta_event(content)))
         stream = self.provider.stream(request)
         finished = False
         self.stop_reason = None
@@ -223,7 +218,7 @@ class _Turn:
                     if room < 0:
                         raise _reply_too_large(cap)
                     if not text.isascii():  # a lone surrogate would break every consumer
-                        text = _text_safe(text)
+                        text = text_safe(text)
                     add_text(text)
                     emit_delta(text)
                 elif type(chunk) is ThinkingChunk:
@@ -245,7 +240,7 @@ class _Turn:
                     room -= len(arguments) if type(arguments) is str else _size(arguments)
                     if room < 0:
                         raise _reply_too_large(cap)
-                    calls.append(_call_safe(chunk.call))
+                    calls.append(call_safe(chunk.call))
                 elif type(chunk) is Stop:
                     self.stop_reason = chunk.reason
                 elif type(chunk) is Usage:
@@ -275,7 +270,7 @@ class _Turn:
                 with anyio.CancelScope(shield=True):
                     await aclose()
         close_thinking()
-        return _assistant_message(tuple(thinking), "".join(text_parts), tuple(calls))
+        return assistant_message(tuple(thinking), "".join(text_parts), tuple(calls))
 
     # --- tool calls -------------------------------------------------------------------
 
@@ -288,7 +283,7 @@ class _Turn:
             return f"tool {call.name!r} is not available to this agent (available: {names})", True
         if isinstance(call.arguments, str):
             try:
-                arguments = _texts_safe(json.loads(call.arguments))  # "\udce9" parses
+                arguments = texts_safe(json.loads(call.arguments))  # "\udce9" parses
             except ValueError as exc:
                 return f"the arguments are not valid JSON: {exc}", True
             if not isinstance(arguments, dict):
@@ -332,19 +327,19 @@ class _Turn:
                     app_id=offered.action.app_id,
                     caller=self.req.spec.id,
                     session_id=self.req.session_id,
-                    runtime=self.runtime,
-                    services=dict(self.runtime.services),
+                    runtime=self.resources.host,
+                    services=dict(self.resources.services),
                     depth=self.req.depth,
                 ),
             )
-            payload = _texts_safe(result.model_dump(exclude_none=True))
+            payload = texts_safe(result.model_dump(exclude_none=True))
             return payload, result.status == "error"
         return await self.summon(arguments)
 
     async def _ask_permission(
         self, name: str, arguments: dict[str, Any], effect: Effect
     ) -> Allow | Deny:
-        handler: PermissionHandler | None = self.runtime.permission_handler
+        handler: PermissionHandler | None = self.resources.permission_handler
         if handler is None:
             return Deny(
                 f"{name} needs permission under permissionMode "
@@ -360,7 +355,7 @@ class _Turn:
             return Deny("the permission handler returned neither Allow nor Deny")
         return decision
 
-    def _refusal(self, offered: _Offered, arguments: dict[str, Any]) -> str | None:
+    def _refusal(self, offered: Offered, arguments: dict[str, Any]) -> str | None:
         """Why these arguments may not be used for this call (schema, allowlist rules),
         or `None` when they may."""
         violations = _checked(arguments, offered.definition.input_schema)
@@ -380,20 +375,20 @@ class _Turn:
     async def _run_tool(self, tool: Tool, arguments: dict[str, Any]) -> tuple[Any, bool]:
         try:
             if tool.timeout is None:
-                return _json_safe(await tool.function(arguments, self.tool_context)), False
-            output = await _call_within(tool, arguments, self.tool_context, tool.timeout)
-            return _json_safe(output), False
+                return json_safe(await tool.function(arguments, self.tool_context)), False
+            output = await call_within(tool, arguments, self.tool_context, tool.timeout)
+            return json_safe(output), False
         except TimeoutError:
             return f"{tool.name} timed out after {tool.timeout:g} seconds", True
         except ToolError as exc:
-            return _text_safe(str(exc)), True
+            return text_safe(str(exc)), True
         except Exception as exc:
-            return _text_safe(f"{tool.name} failed: {type(exc).__name__}: {exc}"), True
+            return text_safe(f"{tool.name} failed: {type(exc).__name__}: {exc}"), True
 
     def submit(self, arguments: dict[str, Any]) -> tuple[Any, bool]:
         spec = self.req.spec
         assert spec.output_schema is not None
-        _, wrapped = _submit_schema(spec.output_schema)
+        _, wrapped = submit_schema(spec.output_schema)
         payload = arguments["output"] if wrapped else arguments
         violations = _checked(payload, spec.output_schema)
         if violations:
@@ -407,7 +402,7 @@ class _Turn:
         agent_id = arguments["agentName"]
         if agent_id not in self.req.spec.allowed_subagents:
             return f"{agent_id!r} is not in allowedSubagents", True
-        result = await self.runtime.run_subagent(
+        result = await self.resources.host.run_subagent(
             agent_id,
             arguments["prompt"],
             session_id=arguments.get("sessionId"),
@@ -415,7 +410,7 @@ class _Turn:
             depth=self.req.depth + 1,
             working_dir=self.req.working_dir,
         )
-        payload = _texts_safe(result.model_dump(exclude_none=True))
+        payload = texts_safe(result.model_dump(exclude_none=True))
         return payload, result.status == "error"
 
 
@@ -424,9 +419,9 @@ async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> T
     turn = _Turn(req, provider, model)
     outcome = req.progress = turn.outcome
     spec = req.spec
-    max_turns = spec.max_turns or req.runtime.default_max_turns
+    max_turns = spec.max_turns or req.resources.default_max_turns
     messages: list[Message] = list(req.transcript)
-    pending: list[Message] = [_user_message(req.prompt)]
+    pending: list[Message] = [user_message(req.prompt)]
     messages.extend(pending)
     calls_made = 0
     tool_calls = 0
@@ -450,13 +445,13 @@ async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> T
                 phase: Literal["commentary", "final"] = (
                     "commentary" if reply.tool_calls else "final"
                 )
-                req.emit(_text(reply.text, phase))
+                req.emit(text_event(reply.text, phase))
             for call in reply.tool_calls:
                 tool_calls += 1
                 shown_input = (
                     call.arguments if isinstance(call.arguments, dict) else {"_raw": call.arguments}
                 )
-                req.emit(_tool_use(call.id, call.name, shown_input))
+                req.emit(tool_use_event(call.id, call.name, shown_input))
                 if outcome.has_payload:
                     # An accepted submit_output ends the turn: nothing after it runs, but
                     # every call still gets its result (model APIs require one).
@@ -465,11 +460,11 @@ async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> T
                     output, is_error = await telemetry.tool(turn, call)
                 else:
                     output, is_error = await turn.call_tool(call)
-                text = _as_text(output)
+                text = as_text(output)
                 if output_cap is not None and len(text) > output_cap:
-                    output = text = _cut_output(text, output_cap)
-                req.emit(_tool_result(call.id, call.name, output, is_error))
-                step.append(_tool_result_message(call.id, call.name, text, is_error))
+                    output = text = cut_output(text, output_cap)
+                req.emit(tool_result_event(call.id, call.name, output, is_error))
+                step.append(tool_result_message(call.id, call.name, text, is_error))
             messages.extend(step)
             pending.extend(step)
             # The step's messages and events are stored together: a transcript never holds
@@ -510,7 +505,7 @@ async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> T
             "permission_denials": turn.denials,
         }
         accounting = outcome.accounting
-        outcome.accounting = _trusted(
+        outcome.accounting = trusted_model(
             Accounting,
             accounting.model_fields_set | counts.keys(),
             {**accounting.__dict__, **counts},

@@ -7,8 +7,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from agentkit.engine._offers import _submit_schema
-from agentkit.engine._text_safety import _LONE_SURROGATE
+from agentkit.engine._offers import submit_schema
+from agentkit.engine._text_safety import LONE_SURROGATE
 from agentkit.errors import PromptError
 from agentkit.spec import AgentSpec
 
@@ -39,7 +39,7 @@ def structured_output_contract(spec: AgentSpec) -> str:
     """The system-prompt contract appended when `spec` has an output schema."""
     if spec.output_schema is None:
         return ""
-    schema, _ = _submit_schema(spec.output_schema)
+    schema, _ = submit_schema(spec.output_schema)
     return STRUCTURED_OUTPUT_CONTRACT.format(schema=json.dumps(schema, indent=2))
 
 
@@ -67,7 +67,7 @@ def resolve_context(
             parts.append(f"<{tag}>\n{body}\n</{tag}>")
     user = "\n\n".join([*parts, prompt]) if parts else prompt
     for what, text in (("the prompt and its context", user), ("the system prompt", system)):
-        found = None if text.isascii() else _LONE_SURROGATE.search(text)
+        found = None if text.isascii() else LONE_SURROGATE.search(text)
         if found is not None:
             raise PromptError(
                 f"{what} is not valid Unicode text: a lone surrogate at position {found.start()}"

@@ -19,10 +19,10 @@ from agentkit.messages import (
 __all__: list[str] = []
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _text_safe(text: str) -> str:
+def text_safe(text: str) -> str:
     """`text` with each lone surrogate (what a file name that is not UTF-8 becomes in
     Python) replaced by U+FFFD: JSON, the stores and the model APIs cannot carry them."""
     if text.isascii():
@@ -30,54 +30,54 @@ def _text_safe(text: str) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return _LONE_SURROGATE.sub("\ufffd", text)
+        return LONE_SURROGATE.sub("\ufffd", text)
     return text
 
 
-def _texts_safe(value: Any) -> Any:
-    """`_text_safe` through JSON-like data; `value` itself when nothing needed replacing."""
+def texts_safe(value: Any) -> Any:
+    """`text_safe` through JSON-like data; `value` itself when nothing needed replacing."""
     if type(value) is str:
-        return _text_safe(value)
+        return text_safe(value)
     if type(value) is dict:
         for key, item in value.items():
-            if _texts_safe(key) is not key or _texts_safe(item) is not item:
-                return {_texts_safe(k): _texts_safe(v) for k, v in value.items()}
+            if texts_safe(key) is not key or texts_safe(item) is not item:
+                return {texts_safe(k): texts_safe(v) for k, v in value.items()}
         return value
     if type(value) is list:
         for item in value:
-            if _texts_safe(item) is not item:
-                return [_texts_safe(i) for i in value]
+            if texts_safe(item) is not item:
+                return [texts_safe(i) for i in value]
         return value
     return value
 
 
-def _json_safe(output: Any) -> Any:
+def json_safe(output: Any) -> Any:
     """A tool's output as JSON can hold it (what it cannot encode becomes its `str`, a lone
     surrogate U+FFFD), so every store, and the model, get the event the live readers saw."""
     if type(output) is str:
-        return _text_safe(output)
-    return _texts_safe(to_jsonable_python(output, fallback=str))
+        return text_safe(output)
+    return texts_safe(to_jsonable_python(output, fallback=str))
 
 
-def _call_safe(call: ToolCall) -> ToolCall:
+def call_safe(call: ToolCall) -> ToolCall:
     """`call` with any lone surrogate in its name or arguments replaced by U+FFFD: a model
     copying a file name it was shown as a `repr` (`'caf\\udce9'`) sends one as a JSON
     escape, and the `tool_use` event and the transcript could then not be stored."""
     arguments = call.arguments
-    safe = _texts_safe(arguments)
-    name = _text_safe(call.name)
+    safe = texts_safe(arguments)
+    name = text_safe(call.name)
     if safe is arguments and name is call.name:
         return call
     return call.model_copy(update={"arguments": safe, "name": name})
 
 
-def _as_text(output: Any) -> str:
+def as_text(output: Any) -> str:
     if isinstance(output, str):
         return output
     return json.dumps(output, ensure_ascii=False, default=str)
 
 
-def _cut_output(text: str, limit: int) -> str:
+def cut_output(text: str, limit: int) -> str:
     """The head of a result that is over `limit` characters, with a note of what was cut
     (for the model, which cannot see the rest)."""
     return (

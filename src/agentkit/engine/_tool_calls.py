@@ -27,7 +27,7 @@ A tool still busy then (typically waiting on a worker thread, which nothing can 
 is abandoned: the thread goes on alone and whatever it returns is dropped."""
 
 
-async def _call_within(
+async def call_within(
     tool: Tool, arguments: dict[str, Any], context: ToolContext, seconds: float
 ) -> Any:
     """`tool.function(arguments, context)`, given `seconds`; raises `TimeoutError`.
@@ -119,7 +119,7 @@ def _outer_cancelled(scope: Any) -> bool:
 async def _call_within_detached(
     tool: Tool, arguments: dict[str, Any], context: ToolContext, seconds: float
 ) -> Any:
-    """`_call_within` on other backends (trio: no way through a shield there): the call runs
+    """`call_within` on other backends (trio: no way through a shield there): the call runs
     in a system task, outside every nursery, so it can be left running; the caller waits on
     it until the grace ends."""
     import contextvars

@@ -59,14 +59,14 @@ def _shared_fields_set(names: Any) -> set[str]:
     return shared
 
 
-def _trusted(cls: type[_E], fields_set: Any, values: dict[str, Any]) -> _E:
+def trusted_model(cls: type[_E], fields_set: Any, values: dict[str, Any]) -> _E:
     """`cls` with `values` (every field, in declaration order) and `fields_set` (the names
     the caller gave explicitly), exactly as validating those values would build it."""
     return _build(cls, _shared_fields_set(fields_set), values)
 
 
 def _build(cls: type[_E], shared_fields_set: set[str], values: dict[str, Any]) -> _E:
-    """`_trusted` with the shared fields set already looked up (the builders below)."""
+    """`trusted_model` with the shared fields set already looked up (the builders below)."""
     model = _new(cls)
     _set_dict(model, values)
     _set_fields_set(model, shared_fields_set)
@@ -86,7 +86,7 @@ def _given(cls: type[BaseModel]) -> set[str]:
 _CONTENT_ONLY = _shared_fields_set(("content",))
 
 
-def _text_delta(content: str) -> TextDelta:
+def text_delta_event(content: str) -> TextDelta:
     if type(content) is not str:
         return TextDelta(content=content)
     # _build, inlined: this runs once per streamed delta
@@ -98,14 +98,14 @@ def _text_delta(content: str) -> TextDelta:
     return delta
 
 
-def _text(content: str, turn_phase: Literal["commentary", "final"]) -> Text:
+def text_event(content: str, turn_phase: Literal["commentary", "final"]) -> Text:
     if type(content) is not str or turn_phase not in ("commentary", "final"):
         return Text(content=content, turn_phase=turn_phase)
     values = {"agent": None, "type": "text", "content": content, "turn_phase": turn_phase}
     return _build(Text, _TEXT, values)
 
 
-def _tool_use(id: str, tool: str, input: dict[str, Any]) -> ToolUse:
+def tool_use_event(id: str, tool: str, input: dict[str, Any]) -> ToolUse:
     if type(id) is not str or type(tool) is not str or type(input) is not dict:
         return ToolUse(id=id, tool=tool, input=input)
     # validation copies the dict (shallowly): so does this
@@ -113,7 +113,7 @@ def _tool_use(id: str, tool: str, input: dict[str, Any]) -> ToolUse:
     return _build(ToolUse, _TOOL_USE, values)
 
 
-def _tool_result(tool_use_id: str, tool: str, output: Any, is_error: bool) -> ToolResult:
+def tool_result_event(tool_use_id: str, tool: str, output: Any, is_error: bool) -> ToolResult:
     if type(tool_use_id) is not str or type(tool) is not str or type(is_error) is not bool:
         return ToolResult(tool_use_id=tool_use_id, tool=tool, output=output, is_error=is_error)
     values = {
@@ -127,7 +127,7 @@ def _tool_result(tool_use_id: str, tool: str, output: Any, is_error: bool) -> To
     return _build(ToolResult, _TOOL_RESULT, values)
 
 
-def _turn_start(
+def turn_start_event(
     turn_id: str, session_id: str, user_prompt: str, trace_parent: str | None = None
 ) -> TurnStart:
     if (
@@ -154,7 +154,7 @@ def _turn_start(
     return _build(TurnStart, _TURN_START if trace_parent is None else _TURN_START_TRACED, values)
 
 
-def _session_init(
+def session_init_event(
     session_id: str, system_prompt: str | None, project_path: str | None
 ) -> SessionInit:
     if (
@@ -175,7 +175,7 @@ def _session_init(
     return _build(SessionInit, _SESSION_INIT, values)
 
 
-def _turn_end(turn_id: str, status: TurnStatus, duration_ms: int) -> TurnEnd:
+def turn_end_event(turn_id: str, status: TurnStatus, duration_ms: int) -> TurnEnd:
     if (
         type(turn_id) is not str
         or status not in ("completed", "interrupted", "error")
@@ -192,7 +192,7 @@ def _turn_end(turn_id: str, status: TurnStatus, duration_ms: int) -> TurnEnd:
     return _build(TurnEnd, _TURN_END, values)
 
 
-def _result(content: str, accounting: Accounting | None) -> Result:
+def result_event(content: str, accounting: Accounting | None) -> Result:
     if type(content) is not str or (accounting is not None and type(accounting) is not Accounting):
         return Result(content=content, accounting=accounting)
     values = {"agent": None, "type": "result", "content": content, "accounting": accounting}
@@ -218,7 +218,7 @@ _ASSISTANT_FIELDS = _shared_fields_set(("thinking", "text", "tool_calls"))
 _TOOL_RESULT_FIELDS = _shared_fields_set(("tool_call_id", "name", "content", "is_error"))
 
 
-def _user_message(content: str) -> UserMessage:
+def user_message(content: str) -> UserMessage:
     if type(content) is not str:
         return UserMessage(content=content)
     return _build(UserMessage, _USER_FIELDS, {"role": "user", "content": content})
@@ -232,7 +232,7 @@ def _all_of(items: tuple[Any, ...], cls: type) -> bool:
     return True
 
 
-def _assistant_message(
+def assistant_message(
     thinking: tuple[ThinkingBlock, ...], text: str, tool_calls: tuple[ToolCall, ...]
 ) -> AssistantMessage:
     if (
@@ -248,7 +248,7 @@ def _assistant_message(
     )
 
 
-def _tool_result_message(
+def tool_result_message(
     tool_call_id: str, name: str, content: str, is_error: bool
 ) -> ToolResultMessage:
     if (

@@ -1,7 +1,7 @@
 """The driver API: what a driver of one user turn gets (`TurnRequest`) and gives back
 (`TurnOutcome`), with the settings that bound a turn (`RetryPolicy`, `OutputLimits`).
 
-The engine (`agentkit.engine._loop`) is one driver; the `claude` command line (`agentkit.defs`)
+The engine's turn loop is one driver; the `claude` command line (`agentkit.defs`)
 is another. `agentkit.runtime` and `agentkit.engine` re-export the public names."""
 
 from __future__ import annotations
@@ -12,23 +12,27 @@ import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
-from agentkit.events import (
-    Accounting,
-    AgentMessage,
-    ModelUsage,
-)
-from agentkit.messages import (
-    Message,
-)
+from agentkit.actions import ActionRegistry, RunHost
+from agentkit.events import Accounting, AgentMessage, ModelUsage
+from agentkit.messages import AssistantMessage, Message, ToolCall
+from agentkit.permissions import PermissionHandler
+from agentkit.providers import ModelRequest, Provider
 from agentkit.spec import AgentSpec
+from agentkit.tools import ToolRegistry
 
-if TYPE_CHECKING:
-    from agentkit.runtime._runtime import Runtime
-    from agentkit.runtime._telemetry import RunTelemetry
-
-__all__ = ["Emit", "OutputLimits", "RetryPolicy", "TurnOutcome", "TurnRequest"]
+__all__ = [
+    "Emit",
+    "OfferCache",
+    "OutputLimits",
+    "RetryPolicy",
+    "TurnOutcome",
+    "TurnRequest",
+    "TurnResources",
+    "TurnTracer",
+    "TurnView",
+]
 
 _logger = logging.getLogger("agentkit.engine")
 
@@ -137,6 +141,85 @@ class TurnOutcome:
     accounting: Accounting = field(default_factory=lambda: _NOTHING_USED)
 
 
+class OfferCache:
+    """What each spec is offered (its tools, actions, `summon`, `submit_output`), worked out
+    once per spec and registry version: one per runtime, shared by its turns."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self) -> None:
+        self.entries: dict[int, tuple[Any, ...]] = {}
+
+    def __len__(self) -> int:
+        """How many specs' offers are kept (at most 512: then it starts over)."""
+        return len(self.entries)
+
+
+@dataclass(eq=False)
+class TurnResources:
+    """What the turns of one runtime may use, and nothing else of it.
+
+    Attributes:
+        tools: The tools a spec's allowlist picks from.
+        actions: The actions a spec's allowlist picks from.
+        host: Runs sub-agents and actions for the turn (the runtime), and knows its agents.
+        permission_handler: Decides the calls that need consent; `None` refuses them.
+        services: Host services handed to tools and actions by name.
+        limits: Caps on tool output and model replies.
+        retry: How retryable provider errors are retried.
+        default_max_turns: The turn cap of specs that set none.
+        offers: Where what each spec is offered is kept between turns.
+    """
+
+    tools: ToolRegistry
+    actions: ActionRegistry
+    host: RunHost
+    permission_handler: PermissionHandler | None = None
+    services: Mapping[str, Any] = field(default_factory=dict)
+    limits: OutputLimits = field(default_factory=OutputLimits)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    default_max_turns: int = 100
+    offers: OfferCache = field(default_factory=OfferCache)
+
+
+class TurnView(Protocol):
+    """What a tracer sees of a turn of the engine."""
+
+    @property
+    def provider(self) -> Provider: ...
+
+    @property
+    def req(self) -> TurnRequest: ...
+
+    @property
+    def stop_reason(self) -> str | None:
+        """The last model call's stop reason."""
+        ...
+
+    async def stream_reply(self, request: ModelRequest, produced: list[bool]) -> AssistantMessage:
+        """One model call, streamed into the turn's events; `produced[0]` turns true once
+        anything was emitted (so it is not retried)."""
+        ...
+
+    async def call_tool(self, call: ToolCall) -> tuple[Any, bool]:
+        """One tool call: its output and whether it is an error."""
+        ...
+
+
+class TurnTracer(Protocol):
+    """Wraps a turn's model and tool calls in trace spans (the runtime's telemetry)."""
+
+    async def chat(
+        self, turn: TurnView, request: ModelRequest, produced: list[bool]
+    ) -> AssistantMessage:
+        """`turn.stream_reply(request, produced)` inside a span."""
+        ...
+
+    async def tool(self, turn: TurnView, call: ToolCall) -> tuple[Any, bool]:
+        """`turn.call_tool(call)` inside a span."""
+        ...
+
+
 @dataclass
 class TurnRequest:
     """Everything a driver needs for one user turn."""
@@ -149,7 +232,8 @@ class TurnRequest:
     run_id: str
     working_dir: Path
     emit: Emit
-    runtime: Runtime
+    resources: TurnResources
+    """What the turn may use: tools, actions, sub-agents, consent, limits, retries."""
     save_messages: Callable[[list[Message]], Awaitable[None]]
     """Appends messages to the session's transcript."""
     flush: Callable[[], Awaitable[None]]
@@ -162,6 +246,6 @@ class TurnRequest:
     """The outcome being built, so a run that is interrupted still reports what it used."""
     emit_delta: Callable[[str], None] | None = None
     """Emits a `text_delta` with this content (what `emit` would do, cheaper); optional."""
-    telemetry: RunTelemetry | None = None
+    telemetry: TurnTracer | None = None
     """The run's OpenTelemetry spans, when it is traced (see the telemetry guide): a
     driver wraps its model and tool calls in them."""

@@ -10,8 +10,9 @@ import importlib
 import importlib.util
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
+from agentkit._internal import provider_names as table
 from agentkit.errors import NoProviderError, ProviderConfigError
 from agentkit.providers._base import Provider
 
@@ -28,14 +29,6 @@ __all__ = [
 
 ProviderFactory = Callable[..., Provider]
 
-_FACTORIES: dict[str, str | ProviderFactory] = {
-    "test": "agentkit.testing:SchemaTestProvider",
-    "scripted": "agentkit.testing:ScriptedProvider.from_file",
-    "anthropic": "agentkit.providers._anthropic:AnthropicProvider",
-    "openai": "agentkit.providers._openai:OpenAIProvider",
-    "openai-compatible": "agentkit.providers._openai:openai_compatible",
-    "local": "agentkit.providers._local:LocalProvider",
-}
 
 
 def register_provider(name: str, factory: ProviderFactory | str) -> None:
@@ -43,12 +36,12 @@ def register_provider(name: str, factory: ProviderFactory | str) -> None:
 
     `factory` is a callable taking keyword options, or a `module:attribute` path to one.
     """
-    _FACTORIES[name] = factory
+    table.FACTORIES[name] = factory
 
 
 def available_providers() -> list[str]:
     """The registered provider names."""
-    return sorted(_FACTORIES)
+    return table.provider_names()
 
 
 def _load(path: str) -> ProviderFactory:
@@ -65,7 +58,7 @@ def create_provider(name: str, **options: Any) -> Provider:
     `name` may also be a `module:attribute` path to a factory (`mypackage.llm:provider`),
     so that a provider of your own works with `--provider` without registering it.
     """
-    factory = _FACTORIES.get(name)
+    factory: object = table.FACTORIES.get(name)
     if factory is None and ":" in name:
         try:
             factory = _load(name)
@@ -80,7 +73,7 @@ def create_provider(name: str, **options: Any) -> Provider:
         )
     if isinstance(factory, str):
         factory = _load(factory)
-    return factory(**options)
+    return cast(ProviderFactory, factory)(**options)
 
 
 def local_model_available() -> bool:
@@ -105,9 +98,9 @@ def default_provider_name(environ: Mapping[str, str] | None = None) -> str | Non
         ("OPENAI_API_KEY", "openai"),
         ("AGENTKIT_BASE_URL", "openai-compatible"),
     ):
-        if env.get(key) and name in _FACTORIES:
+        if env.get(key) and name in table.FACTORIES:
             return name
-    if "local" in _FACTORIES and local_model_available():
+    if "local" in table.FACTORIES and local_model_available():
         return "local"
     return None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from agentkit.rooms._errors import (
     DelegationNotFoundError,
@@ -18,12 +18,25 @@ from agentkit.rooms._errors import (
     RoomAgentError,
     RoomError,
 )
-from agentkit.rooms._models import EventInput, RoomInfo, check_position, publication
+from agentkit.rooms._models import (
+    EventInput,
+    Role,
+    RoleOf,
+    RoomAgentDescriptor,
+    RoomInfo,
+    check_position,
+    publication,
+)
 from agentkit.rooms._patterns import check_patterns, matches_any
-from agentkit.stores import DelegationRecord, RoomEvent, RoomGrant, RoomNotFoundError, RoomRecord
-
-if TYPE_CHECKING:
-    from agentkit.rooms._host import Role, Rooms
+from agentkit.stores import (
+    DelegationRecord,
+    RoomEvent,
+    RoomGrant,
+    RoomNotFoundError,
+    RoomRecord,
+    Store,
+    Subscription,
+)
 
 __all__ = ["LocalRoomsClient", "RoomsClient"]
 
@@ -31,6 +44,45 @@ _ALL = ("*",)
 EVERY_MEMBER = "member:*"
 """The participant of a grant that applies to every member without a grant of its own."""
 _OWNERS = "owners"
+
+
+class ClientHost(Protocol):
+    """What a member's in-process client needs of its host (the `Rooms` host is one)."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def poll_interval(self) -> float: ...
+
+    @property
+    def role_of(self) -> RoleOf | None: ...
+
+    def agents(self, room_id: str) -> list[RoomAgentDescriptor]: ...
+
+    async def remove_agent(self, room_id: str, agent_id: str) -> None: ...
+
+    async def info(self, room: RoomRecord) -> RoomInfo: ...
+
+    async def changes(self, room_id: str) -> Subscription: ...
+
+    async def commit(
+        self,
+        room_id: str,
+        inputs: Sequence[EventInput],
+        author: str,
+        *,
+        delegation: DelegationRecord | None = None,
+    ) -> list[RoomEvent]: ...
+
+    async def page(
+        self,
+        room_id: str,
+        readable: Sequence[str],
+        after: int,
+        types: Sequence[str] | None,
+        limit: int,
+    ) -> tuple[list[RoomEvent], int]: ...
 
 
 @runtime_checkable
@@ -73,7 +125,7 @@ class RoomsClient(Protocol):
 class LocalRoomsClient(RoomsClient):
     """The in-process rooms client of one member."""
 
-    def __init__(self, host: Rooms, name: str, role: Role) -> None:
+    def __init__(self, host: ClientHost, name: str, role: Role) -> None:
         self._host = host
         self._name = name
         self._role = role

@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import anyio
 from anyio.abc import TaskGroup
@@ -30,6 +30,8 @@ from anyio.abc import TaskGroup
 from agentkit.rooms._errors import RoomAgentError
 from agentkit.rooms._models import (
     EventInput,
+    Role,
+    RoleOf,
     RoomAgent,
     RoomAgentDescriptor,
     RoomInfo,
@@ -65,11 +67,6 @@ def room_topic(room_id: str) -> str:
     return f"room:{room_id}"
 
 
-Role = Literal["owner", "editor", "viewer"]
-"""A member's role on the machine: owners and editors create rooms; machine owners are
-owners of every room."""
-
-RoleOf = Callable[[str], Awaitable["Role | None"]]
 
 
 class Rooms:

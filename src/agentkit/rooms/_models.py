@@ -21,6 +21,8 @@ __all__ = [
     "MAX_PAYLOAD_BYTES",
     "DelegatingRoomAgent",
     "EventInput",
+    "Role",
+    "RoleOf",
     "RoomAgent",
     "RoomAgentDescriptor",
     "RoomAgentRequest",
@@ -30,6 +32,13 @@ __all__ = [
     "encode_payload",
     "publication",
 ]
+
+Role = Literal["owner", "editor", "viewer"]
+"""A member's role on the machine: owners and editors create rooms; machine owners are
+owners of every room."""
+
+RoleOf = Callable[[str], Awaitable["Role | None"]]
+"""Looks a member's current role up (a machine's member list)."""
 
 MAX_PAYLOAD_BYTES = 65_536
 """The largest payload of one event, as JSON."""

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -26,14 +27,45 @@ from agentkit.rooms._models import (
     encode_payload,
 )
 from agentkit.rooms._patterns import matches_any
-from agentkit.stores import DelegationRecord, RoomEvent
+from agentkit.stores import DelegationRecord, Notifications, RoomEvent, Store, Subscription
 
 if TYPE_CHECKING:
-    from agentkit.rooms._host import Rooms
+    from agentkit.runtime import Runtime
 
 __all__ = ["AGENT_FAILED", "Worker", "WorkerStatus"]
 
 _logger = logging.getLogger("agentkit.rooms")
+
+
+class WorkerHost(Protocol):
+    """What a worker needs of its host (the `Rooms` host is one)."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def notifications(self) -> Notifications: ...
+
+    @property
+    def poll_interval(self) -> float: ...
+
+    @property
+    def runtime(self) -> Runtime | None: ...
+
+    async def changes(self, room_id: str) -> Subscription: ...
+
+    async def commit(
+        self,
+        room_id: str,
+        inputs: Sequence[EventInput],
+        author: str,
+        *,
+        delegation: DelegationRecord | None = None,
+    ) -> list[RoomEvent]: ...
+
+    def reader(
+        self, room_id: str, readable: Sequence[str]
+    ) -> Callable[[int, Sequence[str] | None, int], Awaitable[list[RoomEvent]]]: ...
 
 AGENT_FAILED = "agent.failed"
 """The type of the event a failed handler leaves: `{agent, position, event_type, error,
@@ -74,7 +106,7 @@ class WorkerStatus:
 class Worker:
     """The worker of `agent` in `room_id` (run by the `Rooms` host's task group)."""
 
-    def __init__(self, host: Rooms, room_id: str, agent: RoomAgent) -> None:
+    def __init__(self, host: WorkerHost, room_id: str, agent: RoomAgent) -> None:
         self.host = host
         self.room_id = room_id
         self.agent = agent

@@ -46,6 +46,7 @@ class RunGroup:
         self._group: TaskGroup | None = None
         self._services: TaskGroup | None = None
         self._service_tasks: list[Any] = []
+        self._tasks: set[Any] = set()  # the runs' asyncio tasks, while they run
         self._crashes: list[BaseException] = []
         self._host_scope: anyio.CancelScope | None = None
         self._host_task: Any = None
@@ -70,10 +71,13 @@ class RunGroup:
         self._group = anyio.create_task_group()
         await self._group.__aenter__()
 
-    def start(self, run: Run, work: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> None:
-        """Run `work(*args)` as `run`'s task."""
+    def start(self, work: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> None:
+        """Run `work(*args)` as a run's task."""
         if self._group is None:
-            run._task = _aio.create_task(work(*args))
+            # asyncio keeps only weak references to its tasks: held here until done.
+            task = _aio.create_task(work(*args))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
         else:
             # An explicit name spares anyio working one out from the function every time.
             self._group.start_soon(work, *args, name="agentkit run")

@@ -19,16 +19,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from agentkit.engine._trusted import (
-    _CONTENT_ONLY,
-    _new,
-    _set_dict,
-    _set_extra,
-    _set_fields_set,
-    _set_private,
-    _text_delta,
-)
-from agentkit.events import AgentMessage, TextDelta, _wire_json, from_wire
+from agentkit.engine import text_delta_event
+from agentkit.events import AgentMessage, TextDelta, from_wire, wire_json
 from agentkit.stores import EventEntry
 
 __all__ = ["RunLog"]
@@ -40,7 +32,7 @@ _Item = AgentMessage | str | bytes
 
 def _event_of(item: _Item) -> AgentMessage:
     if isinstance(item, str):
-        return _text_delta(item)
+        return text_delta_event(item)
     if isinstance(item, bytes):
         return from_wire(item)
     return item
@@ -48,7 +40,7 @@ def _event_of(item: _Item) -> AgentMessage:
 
 def _compact(event: AgentMessage) -> _Item:
     try:
-        return _wire_json(event)
+        return wire_json(event)
     except Exception:
         # JSON cannot hold everything a `str` can (a lone surrogate, from a file name that
         # is not UTF-8): such an event stays as it is rather than failing the close.
@@ -172,13 +164,7 @@ class _Cursor:
                 self._next = index + 1
                 item = events[index]
                 if type(item) is str:
-                    # `_text_delta`, inlined: a streamed answer is mostly deltas, and this
-                    # is what a reader pays per delta.
-                    event: Any = _new(TextDelta)
-                    _set_dict(event, {"agent": None, "type": "text_delta", "content": item})
-                    _set_fields_set(event, _CONTENT_ONLY)
-                    _set_extra(event, None)
-                    _set_private(event, None)
+                    event: Any = text_delta_event(item)
                 elif type(item) is bytes:
                     event = from_wire(item)
                 else:

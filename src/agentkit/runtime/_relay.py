@@ -23,7 +23,7 @@ from typing import Any
 
 import anyio
 
-from agentkit.engine._trusted import _text_delta
+from agentkit.engine import text_delta_event
 from agentkit.events import AgentMessage, TurnEnd, from_wire
 from agentkit.stores import EventEntry, Notifications, Store
 
@@ -123,7 +123,7 @@ def _payloads(queue: dict[str, list[str]]) -> list[str]:
 
 def _entry(offset: int, item: Any) -> EventEntry:
     if isinstance(item, str):
-        return EventEntry(offset, _text_delta(item))
+        return EventEntry(offset, text_delta_event(item))
     return EventEntry(offset, from_wire(item))
 
 

@@ -1,29 +1,42 @@
-"""A run: one user turn of one agent, as an append-only event log, and how it ends.
+"""A run: one user turn of one agent, as an append-only event log, and its lifecycle.
 
 [`Run`][agentkit.runtime.Run] and [`RunOutcome`][agentkit.runtime.RunOutcome] are public
-through `agentkit.runtime`. The ending is written here in two steps: `write_ending` emits
-the final block (`result` or `error`, then `turn_end`) and sets the outcome, and
-`record_ending` stores that block with the run's status in one transaction.
+through `agentkit.runtime`. A run's lifecycle is here, beside it: `begin` writes its first
+events, `execute` drives its turn with what the runtime lends it (a `RunExecutor`) and ends
+it. The ending is written in two steps: `write_ending` emits the final block (`result` or
+`error`, then `turn_end`) and sets the outcome, and `record_ending` stores that block with
+the run's status in one transaction.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, cast
 
 import anyio
 from typing_extensions import TypeVar
 
 from agentkit._internal import aio as _aio
-from agentkit.engine._text_safety import _text_safe
-from agentkit.engine._trusted import _result, _turn_end
-from agentkit.engine._turns import TurnOutcome, TurnRequest
+from agentkit.engine import (
+    Driver,
+    TurnOutcome,
+    TurnRequest,
+    TurnResources,
+    TurnTracer,
+    result_event,
+    session_init_event,
+    text_safe,
+    turn_end_event,
+    turn_start_event,
+)
 from agentkit.events import Accounting, AgentMessage, ErrorEvent, TextDelta, TurnStatus
+from agentkit.messages import Message
 from agentkit.runtime._log import RunLog
 from agentkit.spec import AgentSpec
 from agentkit.stores import EventEntry, Store
@@ -33,8 +46,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Run",
+    "RunExecutor",
     "RunOutcome",
+    "RunTrace",
+    "attach_relay",
+    "begin",
     "elapsed_ms",
+    "execute",
     "failed",
     "new_id",
     "new_uuid",
@@ -71,7 +89,7 @@ def failed(request: TurnRequest, error: str) -> TurnOutcome:
     progress = request.progress
     used = progress.accounting if progress is not None else Accounting(models=dict(request.usage))
     # An exception's message may hold a lone surrogate (a file name that is not UTF-8).
-    return TurnOutcome(status="error", error=_text_safe(error), accounting=used)
+    return TurnOutcome(status="error", error=text_safe(error), accounting=used)
 
 
 OutputT = TypeVar("OutputT", default=Any)
@@ -143,7 +161,6 @@ class Run:
         self._cancel_requested = False
         self._stop_reason: str | None = None  # cancel(reason=...): ends as an error
         self._scope: anyio.CancelScope | None = None
-        self._task: Any = None  # the asyncio task running it (kept alive), on asyncio
         self._outcome: RunOutcome | None = None
         self._unsaved: list[int] = []  # offsets of events not yet in the store
         # Where the engine's events also go when they are relayed to other processes.
@@ -200,7 +217,6 @@ class Run:
 
     def _end(self) -> None:
         self._ended = True
-        self._task = None  # a finished run keeps its events, not its task
         try:
             self._log.close()
         finally:
@@ -243,6 +259,188 @@ class Run:
             raise
 
 
+class RunTrace(TurnTracer, Protocol):
+    """A run's telemetry, as its lifecycle uses it (the runtime's `RunTelemetry`)."""
+
+    def enter(self) -> None:
+        """The run's task starts: its span becomes the current one."""
+        ...
+
+    def end(self, outcome: RunOutcome | None) -> None:
+        """The run has ended (`None`: it was not accepted)."""
+        ...
+
+
+class RunGroupView(Protocol):
+    """What a run's lifecycle needs of the group running it (the runtime's `RunGroup`)."""
+
+    @property
+    def ending_needs_shield(self) -> bool: ...
+
+    def passes_on(self, exc: BaseException) -> bool: ...
+
+    def crashed(self, exc: BaseException) -> None: ...
+
+
+@dataclass(frozen=True)
+class RunExecutor:
+    """What a run borrows from the runtime that executes it, and nothing else of it.
+
+    Attributes:
+        store: Where the run's transcript, events and ending are stored.
+        owner: The executing runtime's id, recorded with the ending.
+        group: The task group of the runtime's runs.
+        driver_for: The driver of a spec (raises `NoDriverError` when there is none).
+        resources: What the run's turn may use, as the runtime is configured now.
+        price: Prices a run's accounting.
+        stop_processes: Stops the processes a run started (`None`: it started none).
+        release: Called with the run's id once it has ended (the runtime forgets it).
+    """
+
+    store: Store
+    owner: str
+    group: RunGroupView
+    driver_for: Callable[[AgentSpec], Driver]
+    resources: Callable[[], TurnResources]
+    price: Callable[[Accounting], Accounting]
+    stop_processes: Callable[[str], Awaitable[None] | None]
+    release: Callable[[str], object]
+
+
+def begin(run: Run, system: str | None, trace_parent: str | None) -> list[EventEntry]:
+    """Write the run's first events (`turn_start`, `session_init`) and return them for the
+    store, where they are accepted with the run's record."""
+    run._emit(turn_start_event(run.turn_id, run.session_id, run.prompt, trace_parent))
+    run._emit(session_init_event(run.session_id, system, str(run.working_dir)))
+    return run._take_unsaved()
+
+
+def attach_relay(run: Run, relay: Callable[[str, int, AgentMessage | str], None]) -> None:
+    """Relay the run's events live to other processes' readers, as they are written."""
+    run._relay = relay
+
+
+async def execute(
+    run: Run,
+    executor: RunExecutor,
+    system: str,
+    user: str,
+    resumed: bool,
+    depth: int,
+    telemetry: RunTrace | None,
+) -> None:
+    """The run's task: drive its turn, then end it, whatever happened."""
+    started = time.monotonic()
+    if telemetry is not None:
+        telemetry.enter()
+    store = executor.store
+
+    async def save_step(messages: list[Message]) -> None:
+        await run._save_unsaved(
+            functools.partial(store.append_step, run.session_id, messages, run.id)
+        )
+
+    async def flush() -> None:
+        if run._unsaved:
+            await run._save_unsaved(functools.partial(store.append_events, run.id))
+
+    relayed = run._relay is not None
+    request = TurnRequest(
+        spec=run.spec,
+        prompt=user,
+        system_prompt=system,
+        transcript=[],
+        session_id=run.session_id,
+        run_id=run.id,
+        working_dir=run.working_dir,
+        emit=run._emit_relayed if relayed else run._emit,
+        emit_delta=run._delta_relayed if relayed else run._log.append_delta,
+        resources=executor.resources(),
+        save_messages=functools.partial(store.append_transcript, run.session_id),
+        flush=flush,
+        save_step=save_step,
+        depth=depth,
+        telemetry=telemetry,
+    )
+    group = executor.group
+    outcome: TurnOutcome | None = None
+    interrupted = False
+    crash: BaseException | None = None
+    try:
+        if run._cancel_requested:  # cancelled before its first step
+            interrupted = True
+        else:
+            with anyio.CancelScope() as scope:
+                run._scope = scope
+                if resumed:
+                    # Read once the run holds the session: every run before it has
+                    # ended, with all it said saved.
+                    request.transcript = await store.load_transcript(run.session_id)
+                outcome = await executor.driver_for(run.spec)(request)
+            interrupted = scope.cancelled_caught
+    except anyio.get_cancelled_exc_class():
+        interrupted = True
+        raise
+    except Exception as exc:
+        outcome = failed(request, f"{type(exc).__name__}: {exc}")
+    except BaseException as exc:
+        # Not an error of the turn: something that must stop the program (or a bug).
+        # The run still ends properly; then it goes to whoever owns the run's task.
+        outcome = failed(request, f"{type(exc).__name__}: {exc}")
+        if group.passes_on(exc):
+            raise
+        crash = exc
+    finally:
+        run._scope = None
+        if interrupted and run._stop_reason is not None:
+            # Stopped by its host (shutting down), not by its user: an error.
+            interrupted, outcome = False, failed(request, run._stop_reason)
+        if group.ending_needs_shield:
+            with anyio.CancelScope(shield=True):
+                await _finish(run, executor, request, outcome, interrupted, started, telemetry)
+        else:
+            await _finish(run, executor, request, outcome, interrupted, started, telemetry)
+    if crash is not None:
+        group.crashed(crash)
+
+
+async def _finish(
+    run: Run,
+    executor: RunExecutor,
+    request: TurnRequest,
+    outcome: TurnOutcome | None,
+    interrupted: bool,
+    started: float,
+    telemetry: RunTrace | None,
+) -> None:
+    try:
+        try:
+            write_ending(run, request, outcome, interrupted, started, executor.price)
+        except Exception as exc:
+            # A driver's malformed outcome (say, `text=None`): the run still ends, as an
+            # error, so that nobody waits for it forever.
+            _logger.exception("could not write the end of run %s", run.id)
+            error = f"the run could not be ended normally: {type(exc).__name__}: {exc}"
+            run._emit(ErrorEvent(error=error))
+            run._emit(turn_end_event(run.turn_id, "error", elapsed_ms(started)))
+            run._outcome = RunOutcome(
+                run_id=run.id, session_id=run.session_id, status="error", error=error
+            )
+        try:
+            # Every process a run started dies with it (the `process` tool's jobs).
+            stopping = executor.stop_processes(run.id)
+            if stopping is not None:
+                await stopping
+        except Exception:
+            _logger.exception("could not stop the processes of run %s", run.id)
+        await record_ending(run, executor.store, executor.owner)
+    finally:
+        executor.release(run.id)
+        if telemetry is not None:
+            telemetry.end(run.outcome)
+        run._end()
+
+
 def write_ending(
     run: Run,
     request: TurnRequest,
@@ -267,12 +465,12 @@ def write_ending(
         status = "completed"
     else:
         status = "error"
-    error = None if status == "completed" else _text_safe(outcome.error or "the run failed")
+    error = None if status == "completed" else text_safe(outcome.error or "the run failed")
     if error is None:
-        run._emit(_result(outcome.text, accounting))
+        run._emit(result_event(outcome.text, accounting))
     else:
         run._emit(ErrorEvent(error=error, accounting=accounting))
-    run._emit(_turn_end(run.turn_id, status, elapsed_ms(started)))
+    run._emit(turn_end_event(run.turn_id, status, elapsed_ms(started)))
     run._outcome = RunOutcome(
         run_id=run.id,
         session_id=run.session_id,

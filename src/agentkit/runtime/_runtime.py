@@ -9,10 +9,9 @@ starts, resumes and follows their runs (see `agentkit.runtime`)."""
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -20,19 +19,23 @@ from typing import Any, Literal
 import anyio
 
 from agentkit.actions import ActionRegistry, ActionResult
-from agentkit.engine._drivers import (
+from agentkit.engine import (
     Driver,
+    Emit,
+    OfferCache,
+    OutputLimits,
+    RetryPolicy,
+    TurnOutcome,
+    TurnRequest,
+    TurnResources,
+    check_allowlist,
     registered_driver,
+    resolve_context,
+    run_engine_turn,
     session_checks,
 )
-from agentkit.engine._loop import run_engine_turn
-from agentkit.engine._offers import check_allowlist
-from agentkit.engine._prompt import resolve_context
-from agentkit.engine._trusted import _session_init, _turn_end, _turn_start
-from agentkit.engine._turns import Emit, OutputLimits, RetryPolicy, TurnOutcome, TurnRequest
 from agentkit.errors import AgentNotFoundError, NoDriverError, ResumeError
-from agentkit.events import Accounting, AgentMessage, ErrorEvent
-from agentkit.messages import Message
+from agentkit.events import Accounting, AgentMessage
 from agentkit.permissions import PermissionHandler
 from agentkit.providers import (
     NO_PROVIDER_HELP,
@@ -52,16 +55,15 @@ from agentkit.runtime._pricing import CostEstimator, priced
 from agentkit.runtime._relay import LiveRelay, remote_entries
 from agentkit.runtime._run import (
     Run,
-    RunOutcome,
-    elapsed_ms,
-    failed,
+    RunExecutor,
+    attach_relay,
+    begin,
+    execute,
     new_id,
     new_uuid,
-    record_ending,
-    write_ending,
 )
 from agentkit.runtime._subagents import run_action, run_subagent
-from agentkit.runtime._telemetry import RunTelemetry, run_telemetry
+from agentkit.runtime._telemetry import run_telemetry
 from agentkit.spec import AgentSpec
 from agentkit.stores import (
     EventEntry,
@@ -153,6 +155,8 @@ class Runtime:
     events in one transaction, retried when the store fails.
     """
 
+    _executor: RunExecutor  # what its runs borrow from it, from `__aenter__` on
+
     def __init__(
         self,
         *,
@@ -223,8 +227,7 @@ class Runtime:
         self.lease_duration = lease_duration
         self._leases: LeaseKeeper | None = None
         self._relay: LiveRelay | None = None
-        # What each spec is offered, for the engine (see agentkit.engine._loop._offers).
-        self._offers: dict[int, tuple[Any, ...]] = {}
+        self._offers = OfferCache()  # what each spec is offered, kept between turns
         self.tracer_provider = tracer_provider
         self.meter_provider = meter_provider
         self.capture_content = capture_content
@@ -293,6 +296,17 @@ class Runtime:
             self._relay = LiveRelay(notifications)
             services += [notifications.run, self._relay.run]
         await self._group.enter(services)
+        runs = self._runs
+        self._executor = RunExecutor(
+            store=self.store,
+            owner=self.instance_id,
+            group=self._group,
+            driver_for=self._driver_for,
+            resources=self._turn_resources,
+            price=self._priced,
+            stop_processes=self._stop_processes,
+            release=lambda run_id: runs.pop(run_id, None),
+        )
         self._running = True
         return self
 
@@ -424,7 +438,7 @@ class Runtime:
             and spec.runtime == "engine"
             and self._driver_for(spec) == self._engine_driver  # not a host's own driver
         ):
-            check_allowlist(spec, self)  # a misspelt tool name raises UnknownToolError
+            check_allowlist(spec, self._turn_resources())  # a misspelt tool raises
         system, user = resolve_context(
             spec,
             prompt,
@@ -465,8 +479,7 @@ class Runtime:
         # span's context is stored with the run, in its `turn_start`.
         telemetry = run_telemetry(self, run)
         trace_parent = telemetry.traceparent if telemetry is not None else None
-        run._emit(_turn_start(run.turn_id, session.id, prompt, trace_parent))
-        run._emit(_session_init(session.id, system or None, str(run.working_dir)))
+        accepted = begin(run, system or None, trace_parent)
         now = time.time()
         # Accepted once stored: the record (owned by this runtime, under a lease) with the
         # prompt's `turn_start`, in one transaction that also refuses a second running run
@@ -484,7 +497,7 @@ class Runtime:
                     now,
                     now + self.lease_duration,
                 ),
-                run._take_unsaved(),
+                accepted,
             )
         except BaseException:
             if telemetry is not None:
@@ -492,10 +505,10 @@ class Runtime:
             raise
         self._runs[run.id] = run
         if self._relay is not None:
-            run._relay = self._relay.add
+            attach_relay(run, self._relay.add)
         # The turn's request is built when the run takes its first step: a run waiting for
         # its turn holds as little as it can (ten thousand may be waiting at once).
-        self._group.start(run, self._execute, run, system, user, resumed, _depth, telemetry)
+        self._group.start(execute, run, self._executor, system, user, resumed, _depth, telemetry)
         return run
 
     def stream(
@@ -545,6 +558,25 @@ class Runtime:
 
     # --- the run task -----------------------------------------------------------------
 
+    def _turn_resources(self) -> TurnResources:
+        """What a turn of this runtime may use, as it is configured now."""
+        limits = self.limits
+        if limits is None:
+            # The environment's, read once per runtime (`os.environ` lookups that miss cost
+            # an exception each), when its first turn starts.
+            limits = self.limits = OutputLimits.from_env()
+        return TurnResources(
+            tools=self.tools,
+            actions=self.actions,
+            host=self,
+            permission_handler=self.permission_handler,
+            services=self.services,
+            limits=limits,
+            retry=self.retry,
+            default_max_turns=self.default_max_turns,
+            offers=self._offers,
+        )
+
     def _driver_for(self, spec: AgentSpec) -> Driver:
         driver = self.drivers.get(spec.runtime) or registered_driver(spec.runtime)
         if driver is not None:
@@ -574,118 +606,12 @@ class Runtime:
             return provider, provider.resolve_model(None, None)
         return provider, provider.resolve_model(selection.tier, selection.model)
 
-    async def _execute(
-        self,
-        run: Run,
-        system: str,
-        user: str,
-        resumed: bool,
-        depth: int,
-        telemetry: RunTelemetry | None,
-    ) -> None:
-        started = time.monotonic()
-        if telemetry is not None:
-            telemetry.enter()
-        request = TurnRequest(
-            spec=run.spec,
-            prompt=user,
-            system_prompt=system,
-            transcript=[],
-            session_id=run.session_id,
-            run_id=run.id,
-            working_dir=run.working_dir,
-            emit=run._emit if run._relay is None else run._emit_relayed,
-            emit_delta=run._log.append_delta if run._relay is None else run._delta_relayed,
-            runtime=self,
-            save_messages=functools.partial(self.store.append_transcript, run.session_id),
-            flush=functools.partial(self._flush, run),
-            save_step=functools.partial(self._save_step, run),
-            depth=depth,
-            telemetry=telemetry,
-        )
-        outcome: TurnOutcome | None = None
-        interrupted = False
-        crash: BaseException | None = None
-        try:
-            if run._cancel_requested:  # cancelled before its first step
-                interrupted = True
-            else:
-                with anyio.CancelScope() as scope:
-                    run._scope = scope
-                    if resumed:
-                        # Read once the run holds the session: every run before it has
-                        # ended, with all it said saved.
-                        request.transcript = await self.store.load_transcript(run.session_id)
-                    outcome = await self._driver_for(run.spec)(request)
-                interrupted = scope.cancelled_caught
-        except anyio.get_cancelled_exc_class():
-            interrupted = True
-            raise
-        except Exception as exc:
-            outcome = failed(request, f"{type(exc).__name__}: {exc}")
-        except BaseException as exc:
-            # Not an error of the turn: something that must stop the program (or a bug).
-            # The run still ends properly; then it goes to whoever owns the run's task.
-            outcome = failed(request, f"{type(exc).__name__}: {exc}")
-            if self._group.passes_on(exc):
-                raise
-            crash = exc
-        finally:
-            run._scope = None
-            if interrupted and run._stop_reason is not None:
-                # Stopped by its host (shutting down), not by its user: an error.
-                interrupted, outcome = False, failed(request, run._stop_reason)
-            if self._group.ending_needs_shield:
-                with anyio.CancelScope(shield=True):
-                    await self._finish(run, request, outcome, interrupted, started, telemetry)
-            else:
-                await self._finish(run, request, outcome, interrupted, started, telemetry)
-        if crash is not None:
-            self._group.crashed(crash)
-
-    async def _finish(
-        self,
-        run: Run,
-        request: TurnRequest,
-        outcome: TurnOutcome | None,
-        interrupted: bool,
-        started: float,
-        telemetry: RunTelemetry | None = None,
-    ) -> None:
-        try:
-            try:
-                write_ending(run, request, outcome, interrupted, started, self._priced)
-            except Exception as exc:
-                # A driver's malformed outcome (say, `text=None`): the run still ends, as an
-                # error, so that nobody waits for it forever.
-                _logger.exception("could not write the end of run %s", run.id)
-                error = f"the run could not be ended normally: {type(exc).__name__}: {exc}"
-                run._emit(ErrorEvent(error=error))
-                run._emit(_turn_end(run.turn_id, "error", elapsed_ms(started)))
-                run._outcome = RunOutcome(
-                    run_id=run.id, session_id=run.session_id, status="error", error=error
-                )
-            if self._processes is not None and self._processes.list(run.id):
-                # Every process a run started dies with it (the `process` tool's jobs).
-                try:
-                    await self._processes.stop_all(run.id)
-                except Exception:
-                    _logger.exception("could not stop the processes of run %s", run.id)
-            await record_ending(run, self.store, self.instance_id)
-        finally:
-            self._runs.pop(run.id, None)
-            if telemetry is not None:
-                telemetry.end(run.outcome)
-            run._end()
-
-    async def _save_step(self, run: Run, messages: list[Message]) -> None:
-        await run._save_unsaved(
-            functools.partial(self.store.append_step, run.session_id, messages, run.id)
-        )
-
-    async def _flush(self, run: Run) -> None:
-        if run._unsaved:
-            await run._save_unsaved(functools.partial(self.store.append_events, run.id))
+    def _stop_processes(self, run_id: str) -> Awaitable[None] | None:
+        """Stop the processes a run started (the `process` tool's jobs), if it has any."""
+        if self._processes is None or not self._processes.list(run_id):
+            return None
+        stopping: Awaitable[None] = self._processes.stop_all(run_id)
+        return stopping
 
     def _priced(self, accounting: Accounting) -> Accounting:
         return priced(accounting, self.cost_estimator, self._provider)

@@ -3,17 +3,63 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from agentkit.actions import ActionContext, ActionResult
+from agentkit.actions import ActionContext, ActionRegistry, ActionResult
+from agentkit.engine import Emit
 from agentkit.errors import AgentkitError
+from agentkit.runtime._run import Run
+from agentkit.spec import AgentSpec
 
-if TYPE_CHECKING:
-    from agentkit.engine._turns import Emit
-    from agentkit.runtime._runtime import Runtime
+__all__ = ["SUMMON_ACTION", "SubagentHost", "run_action", "run_subagent"]
 
-__all__ = ["SUMMON_ACTION", "run_action", "run_subagent"]
+
+class SubagentHost(Protocol):
+    """What running actions and sub-agents needs of the runtime (a `Runtime` is one)."""
+
+    @property
+    def agents(self) -> Mapping[str, AgentSpec]: ...
+
+    @property
+    def actions(self) -> ActionRegistry: ...
+
+    @property
+    def services(self) -> Mapping[str, Any]: ...
+
+    @property
+    def max_subagent_depth(self) -> int: ...
+
+    async def start(
+        self,
+        agent: AgentSpec | str,
+        prompt: str,
+        *,
+        session_id: str | None = None,
+        working_dir: str | Path | None = None,
+        _depth: int = 0,
+    ) -> Run: ...
+
+    async def run_action(
+        self,
+        action_id: str,
+        args: dict[str, Any],
+        *,
+        caller: str | None = None,
+        depth: int = 0,
+    ) -> ActionResult: ...
+
+    async def run_subagent(
+        self,
+        agent_id: str,
+        prompt: str,
+        *,
+        session_id: str | None = None,
+        forward: Emit | None = None,
+        depth: int = 1,
+        working_dir: Path | None = None,
+    ) -> ActionResult: ...
 
 SUMMON_ACTION = "system:summon"
 """The action that runs any registered agent (its arguments: `agentName`, `prompt`,
@@ -21,7 +67,7 @@ optionally `sessionId`)."""
 
 
 async def run_action(
-    runtime: Runtime,
+    runtime: SubagentHost,
     action_id: str,
     args: dict[str, Any],
     *,
@@ -60,7 +106,7 @@ async def run_action(
 
 
 async def run_subagent(
-    runtime: Runtime,
+    runtime: SubagentHost,
     agent_id: str,
     prompt: str,
     *,

@@ -21,20 +21,33 @@ import logging
 import os
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
 from agentkit._version import __version__
 
 if TYPE_CHECKING:
-    from agentkit.engine._loop import _Turn
+    from agentkit.engine import TurnView
     from agentkit.messages import AssistantMessage, Message, ToolCall
     from agentkit.providers import ModelRequest
     from agentkit.runtime._run import Run, RunOutcome
-    from agentkit.runtime._runtime import Runtime
 
-__all__ = ["CAPTURE_CONTENT_ENV", "RunTelemetry", "run_telemetry"]
+__all__ = ["CAPTURE_CONTENT_ENV", "RunTelemetry", "TelemetrySettings", "run_telemetry"]
+
+
+class TelemetrySettings(Protocol):
+    """Where a runtime sends its telemetry (a `Runtime` is one): `None` providers mean the
+    global ones, `capture_content` `None` means the environment decides."""
+
+    @property
+    def tracer_provider(self) -> Any: ...
+
+    @property
+    def meter_provider(self) -> Any: ...
+
+    @property
+    def capture_content(self) -> bool | None: ...
 
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 """Set to `true` to record prompts, completions and tool arguments and results on spans."""
@@ -52,7 +65,7 @@ _tracers: dict[int, tuple[Any, Any]] = {}  # id(provider) -> (provider, tracer)
 _instruments: dict[int, tuple[Any, Any, Any]] = {}  # id(provider) -> (provider, tokens, time)
 
 
-def run_telemetry(runtime: Runtime, run: Run) -> RunTelemetry | None:
+def run_telemetry(runtime: TelemetrySettings, run: Run) -> RunTelemetry | None:
     """The telemetry of a run that starts now (its `invoke_agent` span begins), or `None`
     when there is nothing to send it to: then the run costs nothing more."""
     tracer_provider = runtime.tracer_provider
@@ -259,9 +272,9 @@ class RunTelemetry:
     # --- model calls ------------------------------------------------------------------
 
     async def chat(
-        self, turn: _Turn, request: ModelRequest, produced: list[bool]
+        self, turn: TurnView, request: ModelRequest, produced: list[bool]
     ) -> AssistantMessage:
-        """`turn._stream(request, produced)` inside a `chat` span, with its metrics."""
+        """`turn.stream_reply(request, produced)` inside a `chat` span, with its metrics."""
         from opentelemetry import context, trace
         from opentelemetry.trace import SpanKind, StatusCode
 
@@ -289,7 +302,7 @@ class RunTelemetry:
         reply: AssistantMessage | None = None
         error: str | None = None
         try:
-            reply = await turn._stream(request, produced)
+            reply = await turn.stream_reply(request, produced)
             return reply
         except BaseException as exc:
             error = self.error_type = _error_type(exc)  # the run's, if it ends with it
@@ -332,7 +345,7 @@ class RunTelemetry:
 
     # --- tool calls -------------------------------------------------------------------
 
-    async def tool(self, turn: _Turn, call: ToolCall) -> tuple[Any, bool]:
+    async def tool(self, turn: TurnView, call: ToolCall) -> tuple[Any, bool]:
         """`turn.call_tool(call)` inside an `execute_tool` span."""
         from opentelemetry import context, trace
         from opentelemetry.trace import SpanKind, StatusCode

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import TypeAdapter
 
 from agentkit.errors import OffsetError
-from agentkit.events import AgentMessage, _wire_json, from_wire
+from agentkit.events import AgentMessage, from_wire, wire_json
 from agentkit.messages import Message
 from agentkit.stores._base import EventEntry, RunRecord, SessionRecord
 
@@ -39,13 +39,13 @@ def _messages() -> TypeAdapter[Message]:
 
 def event_json(event: AgentMessage) -> bytes:
     """The event's wire form as UTF-8 JSON."""
-    return _wire_json(event)
+    return wire_json(event)
 
 
 def entry_json(entry: EventEntry) -> bytes:
     """The entry's event as wire JSON: the writer's own encoding when it gave one."""
     wire = entry.wire
-    return wire if wire is not None else _wire_json(entry.event)
+    return wire if wire is not None else wire_json(entry.event)
 
 
 def dump_event(entry: EventEntry) -> str:

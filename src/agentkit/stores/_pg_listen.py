@@ -18,8 +18,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -29,9 +29,7 @@ from agentkit.stores._pg_connections import async_driver_fits
 if TYPE_CHECKING:
     import psycopg
 
-    from agentkit.stores._postgres import PostgresStore
-
-__all__ = ["PostgresNotifications"]
+__all__ = ["NotifyingDatabase", "PostgresNotifications"]
 
 _logger = logging.getLogger("agentkit.stores")
 
@@ -44,12 +42,26 @@ def _quote(identifier: str) -> str:
     return '"' + identifier.replace('"', '""') + '"'
 
 
+class NotifyingDatabase(Protocol):
+    """What the notifications need of their store (a `PostgresStore` is one)."""
+
+    @property
+    def dsn(self) -> str: ...
+
+    @property
+    def channel(self) -> str: ...
+
+    async def connected_channel(self) -> str: ...
+
+    async def notify(self, topic_payloads: Sequence[str]) -> None: ...
+
+
 class PostgresNotifications(Notifications):
     """Shared notifications over LISTEN/NOTIFY, and claims over advisory locks."""
 
     shared = True
 
-    def __init__(self, store: PostgresStore) -> None:
+    def __init__(self, store: NotifyingDatabase) -> None:
         super().__init__()
         self._store = store
         self._running = False

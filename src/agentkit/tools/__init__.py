@@ -25,12 +25,14 @@ from agentkit._internal.lazy import lazy_exports
 if TYPE_CHECKING:
     from agentkit.tools._base import (
         Effect,
+        FunctionTool,
         Tool,
         ToolContext,
         ToolError,
         ToolFunction,
         ToolRegistry,
         parse_tool_entry,
+        tool,
     )
     from agentkit.tools._builtin import (
         CLAUDE_TOOL_NAMES,
@@ -54,7 +56,6 @@ if TYPE_CHECKING:
         read_tool,
         write_tool,
     )
-    from agentkit.tools._function import FunctionTool, tool
     from agentkit.tools._host import (
         QuestionnaireCallback,
         agent_tool,
@@ -93,7 +94,7 @@ _EXPORTS: dict[str, str] = {
     "Effect": "agentkit.permissions",
     "FetchPolicy": "agentkit.tools._fetch",
     "FetchResult": "agentkit.tools._fetch",
-    "FunctionTool": "agentkit.tools._function",
+    "FunctionTool": "agentkit.tools._base",
     "McpConfigError": "agentkit.tools._mcp",
     "McpServerConfig": "agentkit.tools._mcp",
     "McpServerError": "agentkit.tools._mcp",
@@ -134,7 +135,7 @@ _EXPORTS: dict[str, str] = {
     "process_tool": "agentkit.tools._shell",
     "questionnaire_tool": "agentkit.tools._host",
     "read_tool": "agentkit.tools._files",
-    "tool": "agentkit.tools._function",
+    "tool": "agentkit.tools._base",
     "web_search_tool": "agentkit.tools._search",
     "write_tool": "agentkit.tools._files",
 }

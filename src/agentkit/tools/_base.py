@@ -2,57 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import Any, Generic, ParamSpec, TypeVar, overload
 
+from agentkit.actions import ToolContext
 from agentkit.errors import ToolError
-from agentkit.permissions import Effect
-
-if TYPE_CHECKING:
-    from agentkit.spec import AgentSpec
-    from agentkit.tools._function import FunctionTool
+from agentkit.spec import Effect
+from agentkit.tools._signature import Signature, is_async, make_caller, parse_docstring
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 __all__ = [
     "Effect",
+    "FunctionTool",
     "Tool",
     "ToolContext",
     "ToolError",
     "ToolFunction",
     "ToolRegistry",
+    "function_tool",
     "parse_tool_entry",
+    "tool",
 ]
 
-
-
-@dataclass(frozen=True)
-class ToolContext:
-    """What a running tool may use.
-
-    Attributes:
-        working_dir: The run's working directory; file tools stay inside it.
-        run_id: The run this call belongs to.
-        session_id: The session of the run.
-        agent_id: Canonical id of the calling agent.
-        spec: The calling agent.
-        services: Host-supplied services by name (for example a `questionnaire` callback or
-            a `web_search` backend), so tools need no globals.
-        runtime: The runtime running the call (for sub-agents); `None` outside one.
-        depth: How deeply the calling agent is nested in sub-agent calls (0 at the top).
-    """
-
-    working_dir: Path
-    run_id: str
-    session_id: str
-    agent_id: str
-    spec: AgentSpec | None = None
-    services: Mapping[str, Any] = field(default_factory=dict)
-    runtime: Any = None
-    depth: int = 0
 
 
 ToolFunction = Callable[[dict[str, Any], ToolContext], Awaitable[Any]]
@@ -128,8 +103,6 @@ class Tool:
         `effect`, `timeout`, `aliases` and `matches` mean what they mean on `Tool`. The
         result is a [`FunctionTool`][agentkit.tools.FunctionTool], still callable as `fn`.
         """
-        from agentkit.tools._function import function_tool
-
         return function_tool(
             fn,
             name=name,
@@ -180,6 +153,12 @@ class ToolRegistry:
         """The tool called `name`, if any."""
         return self._by_name.get(name)
 
+    @property
+    def version(self) -> int:
+        """How many changes the registry has had: what was worked out from it stays valid
+        while this number stays the same."""
+        return self._version
+
     def names(self) -> list[str]:
         """Every registered name, aliases included."""
         return sorted(self._by_name)
@@ -198,3 +177,123 @@ class ToolRegistry:
         new._by_name = dict(self._by_name)
         new._version = self._version
         return new
+
+
+@dataclass(frozen=True)
+class FunctionTool(Tool, Generic[P, R]):
+    """A [`Tool`][agentkit.tools.Tool] made from a Python function by
+    [`tool`][agentkit.tools.tool] or [`Tool.from_function`][agentkit.tools.Tool.from_function].
+
+    It is a `Tool` in every way (hand it to a runtime, an agent or a registry) and stays
+    callable as the function it was made from, so a unit test can call it directly.
+
+    Attributes:
+        wrapped: The original function.
+    """
+
+    wrapped: Callable[P, R] = field(kw_only=True)
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.wrapped(*args, **kwargs)
+
+
+@overload
+def tool(fn: Callable[P, R], /) -> FunctionTool[P, R]: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    effect: Effect = "read",
+    timeout: float | None = 120.0,
+    aliases: Sequence[str] = (),
+    matches: SpecifierMatcher | None = None,
+) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
+
+
+def tool(
+    fn: Callable[P, R] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    effect: Effect = "read",
+    timeout: float | None = 120.0,
+    aliases: Sequence[str] = (),
+    matches: SpecifierMatcher | None = None,
+) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
+    """Make a tool of a function: `@tool`, or `@tool(name=..., timeout=...)`.
+
+    ```python
+    from agentkit.tools import tool
+
+    @tool
+    def get_weather(city: str, unit: str = "celsius") -> str:
+        '''The weather in a city now.
+
+        Args:
+            city: The city's name, as people write it.
+            unit: `celsius` or `fahrenheit`.
+        '''
+        return f"18 degrees {unit} in {city}"
+
+    assert get_weather.name == "get_weather"
+    assert get_weather.input_schema["required"] == ["city"]
+    assert get_weather("Paris") == "18 degrees celsius in Paris"  # still a function
+    ```
+
+    See [`Tool.from_function`][agentkit.tools.Tool.from_function] for what is read from
+    the function and what the options mean.
+    """
+
+    def make(function: Callable[P, R]) -> FunctionTool[P, R]:
+        return function_tool(
+            function,
+            name=name,
+            description=description,
+            effect=effect,
+            timeout=timeout,
+            aliases=aliases,
+            matches=matches,
+        )
+
+    return make if fn is None else make(fn)
+
+
+def function_tool(
+    fn: Callable[P, R],
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    effect: Effect = "read",
+    timeout: float | None = 120.0,
+    aliases: Sequence[str] = (),
+    matches: SpecifierMatcher | None = None,
+) -> FunctionTool[P, R]:
+    """The tool of `fn` (what `Tool.from_function` documents)."""
+    if isinstance(fn, Tool):
+        raise TypeError(f"{fn.name!r} is already a tool")
+    if not callable(fn):
+        raise TypeError(f"a tool is made from a function, not {type(fn).__name__}")
+    tool_name = name or getattr(fn, "__name__", "")
+    if not tool_name or tool_name == "<lambda>":
+        raise TypeError(f"{fn!r} has no usable name: give the tool one with name=")
+    coroutine = is_async(fn)
+    if inspect.isasyncgenfunction(fn) or inspect.isgeneratorfunction(fn):
+        raise TypeError(f"tool {tool_name!r}: a generator function cannot be a tool")
+    summary, argument_docs = parse_docstring(inspect.getdoc(fn))
+    signature = Signature.of(fn, tool_name, argument_docs)
+    return FunctionTool(
+        name=tool_name,
+        description=summary if description is None else description,
+        input_schema=signature.schema,
+        function=make_caller(fn, tool_name, signature, coroutine),
+        effect=effect,
+        timeout=timeout,
+        aliases=tuple(aliases),
+        matches=matches,
+        wrapped=fn,
+    )

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+from agentkit.actions import RunHost
+from agentkit.spec import AgentSpec
 from agentkit.tools._base import Tool, ToolContext, ToolError, object_schema
 
 __all__ = [
@@ -70,15 +72,15 @@ def questionnaire_tool() -> Tool:
     )
 
 
-def _runtime(ctx: ToolContext) -> Any:
+def _runtime(ctx: ToolContext) -> RunHost:
     if ctx.runtime is None:
         raise ToolError("sub-agents are not available here (no runtime)")
     return ctx.runtime
 
 
-def _callable_agents(ctx: ToolContext) -> dict[str, Any]:
+def _callable_agents(ctx: ToolContext) -> dict[str, AgentSpec]:
     """Agents this caller may run: its `allowed_subagents` if it has any, else every other."""
-    agents: Mapping[str, Any] = getattr(_runtime(ctx), "agents", {}) or {}
+    agents = _runtime(ctx).agents
     allowed = tuple(ctx.spec.allowed_subagents) if ctx.spec is not None else ()
     return {
         agent_id: spec
@@ -95,7 +97,7 @@ def agents_tool() -> Tool:
         if not agents:
             return "No sub-agents are available."
         return "\n".join(
-            f"- {agent_id}: {getattr(spec, 'description', '') or '(no description)'}"
+            f"- {agent_id}: {spec.description or '(no description)'}"
             for agent_id, spec in sorted(agents.items())
         )
 

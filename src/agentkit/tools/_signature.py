@@ -1,8 +1,6 @@
-"""Tools from plain Python functions: `@tool` and `Tool.from_function`.
-
-The function's name names the tool, its docstring describes it and each argument, and its
-type hints become the JSON Schema of the arguments (through pydantic), which also validates
-and converts each call's arguments before the function runs.
+"""How a plain Python function becomes a tool: its signature as a JSON Schema (through
+pydantic), its docstring's summary and argument descriptions, and the caller that validates
+each call's arguments, runs the function and encodes what it returns.
 """
 
 from __future__ import annotations
@@ -12,146 +10,23 @@ import inspect
 import re
 import sys
 import typing
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from types import FrameType
-from typing import Any, Generic, ParamSpec, TypeVar, overload
+from typing import Any
 
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
+from agentkit.actions import ToolContext
 from agentkit.errors import ToolError
-from agentkit.permissions import Effect
-from agentkit.tools._base import SpecifierMatcher, Tool, ToolContext
 
-__all__ = ["FunctionTool", "function_tool", "parse_docstring", "tool"]
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-@dataclass(frozen=True)
-class FunctionTool(Tool, Generic[P, R]):
-    """A [`Tool`][agentkit.tools.Tool] made from a Python function by
-    [`tool`][agentkit.tools.tool] or [`Tool.from_function`][agentkit.tools.Tool.from_function].
-
-    It is a `Tool` in every way (hand it to a runtime, an agent or a registry) and stays
-    callable as the function it was made from, so a unit test can call it directly.
-
-    Attributes:
-        wrapped: The original function.
-    """
-
-    wrapped: Callable[P, R] = field(kw_only=True)
-
-    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
-        return self.wrapped(*args, **kwargs)
+__all__ = ["Signature", "is_async", "make_caller", "parse_docstring"]
 
 
-@overload
-def tool(fn: Callable[P, R], /) -> FunctionTool[P, R]: ...
-
-
-@overload
-def tool(
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    effect: Effect = "read",
-    timeout: float | None = 120.0,
-    aliases: Sequence[str] = (),
-    matches: SpecifierMatcher | None = None,
-) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
-
-
-def tool(
-    fn: Callable[P, R] | None = None,
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    effect: Effect = "read",
-    timeout: float | None = 120.0,
-    aliases: Sequence[str] = (),
-    matches: SpecifierMatcher | None = None,
-) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
-    """Make a tool of a function: `@tool`, or `@tool(name=..., timeout=...)`.
-
-    ```python
-    from agentkit.tools import tool
-
-    @tool
-    def get_weather(city: str, unit: str = "celsius") -> str:
-        '''The weather in a city now.
-
-        Args:
-            city: The city's name, as people write it.
-            unit: `celsius` or `fahrenheit`.
-        '''
-        return f"18 degrees {unit} in {city}"
-
-    assert get_weather.name == "get_weather"
-    assert get_weather.input_schema["required"] == ["city"]
-    assert get_weather("Paris") == "18 degrees celsius in Paris"  # still a function
-    ```
-
-    See [`Tool.from_function`][agentkit.tools.Tool.from_function] for what is read from
-    the function and what the options mean.
-    """
-
-    def make(function: Callable[P, R]) -> FunctionTool[P, R]:
-        return function_tool(
-            function,
-            name=name,
-            description=description,
-            effect=effect,
-            timeout=timeout,
-            aliases=aliases,
-            matches=matches,
-        )
-
-    return make if fn is None else make(fn)
-
-
-def function_tool(
-    fn: Callable[P, R],
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    effect: Effect = "read",
-    timeout: float | None = 120.0,
-    aliases: Sequence[str] = (),
-    matches: SpecifierMatcher | None = None,
-) -> FunctionTool[P, R]:
-    """The tool of `fn` (what `Tool.from_function` documents)."""
-    if isinstance(fn, Tool):
-        raise TypeError(f"{fn.name!r} is already a tool")
-    if not callable(fn):
-        raise TypeError(f"a tool is made from a function, not {type(fn).__name__}")
-    tool_name = name or getattr(fn, "__name__", "")
-    if not tool_name or tool_name == "<lambda>":
-        raise TypeError(f"{fn!r} has no usable name: give the tool one with name=")
-    is_async = _is_async(fn)
-    if inspect.isasyncgenfunction(fn) or inspect.isgeneratorfunction(fn):
-        raise TypeError(f"tool {tool_name!r}: a generator function cannot be a tool")
-    summary, argument_docs = parse_docstring(inspect.getdoc(fn))
-    signature = _Signature.of(fn, tool_name, argument_docs)
-    return FunctionTool(
-        name=tool_name,
-        description=summary if description is None else description,
-        input_schema=signature.schema,
-        function=_caller(fn, tool_name, signature, is_async),
-        effect=effect,
-        timeout=timeout,
-        aliases=tuple(aliases),
-        matches=matches,
-        wrapped=fn,
-    )
-
-
-def _is_async(fn: Callable[..., Any]) -> bool:
+def is_async(fn: Callable[..., Any]) -> bool:
     if inspect.iscoroutinefunction(fn):
         return True
     call = getattr(fn, "__call__", None)  # noqa: B004  (an object with `async def __call__`)
@@ -162,7 +37,7 @@ def _is_async(fn: Callable[..., Any]) -> bool:
 
 
 @dataclass(frozen=True)
-class _Signature:
+class Signature:
     """What calling the function takes: the arguments' model and schema, and how the
     validated values are passed."""
 
@@ -175,7 +50,7 @@ class _Signature:
     @classmethod
     def of(
         cls, fn: Callable[..., Any], tool_name: str, docs: dict[str, str]
-    ) -> _Signature:
+    ) -> Signature:
         try:
             signature = inspect.signature(fn)
         except (TypeError, ValueError) as exc:
@@ -320,8 +195,8 @@ def _untitled(schema: Any) -> Any:
 # --- the call --------------------------------------------------------------------------
 
 
-def _caller(
-    fn: Callable[..., Any], tool_name: str, signature: _Signature, is_async: bool
+def make_caller(
+    fn: Callable[..., Any], tool_name: str, signature: Signature, is_async: bool
 ) -> Callable[[dict[str, Any], ToolContext], Awaitable[Any]]:
     model = signature.model
     validate = None if model is None else model.__pydantic_validator__.validate_python
