@@ -1,6 +1,9 @@
 """Stores: where sessions, transcripts, run events and rooms live.
 
-[`Store`][agentkit.stores.Store] is the one interface. `MemoryStore` keeps everything in
+[`Store`][agentkit.stores.Store] is the one interface every backend implements, made of
+three parts a consumer can ask for alone: [`SessionStore`][agentkit.stores.SessionStore]
+(sessions and transcripts), [`RunStore`][agentkit.stores.RunStore] (runs and their event
+logs) and [`RoomStore`][agentkit.stores.RoomStore] (rooms). `MemoryStore` keeps everything in
 process; `SQLiteStore` is the embedded default (a file path, or `:memory:`);
 `PostgresStore` is the scale-out backend shared by several processes and hosts.
 `open_store` picks one from a path or URL. The SQL backends (and their drivers) load on
@@ -21,13 +24,16 @@ from agentkit.stores._base import (
     RoomGrant,
     RoomNotFoundError,
     RoomRecord,
+    RoomStore,
     RunEndedError,
     RunRecord,
     RunStatus,
+    RunStore,
     SessionBusyError,
     SessionExistsError,
     SessionNotFoundError,
     SessionRecord,
+    SessionStore,
     Store,
     StoreError,
 )
@@ -53,14 +59,17 @@ __all__ = [
     "RoomGrant",
     "RoomNotFoundError",
     "RoomRecord",
+    "RoomStore",
     "RunEndedError",
     "RunRecord",
     "RunStatus",
+    "RunStore",
     "SQLiteStore",
     "SessionBusyError",
     "SessionExistsError",
     "SessionNotFoundError",
     "SessionRecord",
+    "SessionStore",
     "Store",
     "StoreError",
     "StoreLocationError",

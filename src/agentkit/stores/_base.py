@@ -1,4 +1,6 @@
-"""The store interface: sessions, their transcripts, runs and run events, and rooms."""
+"""The store interface, in three parts a consumer can ask for one at a time: sessions and
+their transcripts (`SessionStore`), runs and their event logs (`RunStore`), and rooms
+(`RoomStore`). `Store` is all three, with `aclose`: what every backend implements."""
 
 from __future__ import annotations
 
@@ -36,13 +38,16 @@ __all__ = [
     "RoomGrant",
     "RoomNotFoundError",
     "RoomRecord",
+    "RoomStore",
     "RunEndedError",
     "RunRecord",
     "RunStatus",
+    "RunStore",
     "SessionBusyError",
     "SessionExistsError",
     "SessionNotFoundError",
     "SessionRecord",
+    "SessionStore",
     "Store",
     "StoreError",
 ]
@@ -103,12 +108,12 @@ class EventEntry:
 
 
 @runtime_checkable
-class Store(Protocol):
-    """Where sessions, transcripts and run events live.
+class SessionStore(Protocol):
+    """Sessions and their transcripts: the part of a [`Store`][agentkit.stores.Store] that
+    code keeping conversations' history needs.
 
-    Every backend passes the conformance suite in
-    `agentkit.testing` (the store conformance suite). `text_delta`
-    events are never given to a store.
+    Deleting a session also deletes its runs and their events, so a backend implements this
+    part together with [`RunStore`][agentkit.stores.RunStore].
     """
 
     async def create_session(
@@ -144,6 +149,18 @@ class Store(Protocol):
     async def truncate_transcript(self, session_id: str, length: int) -> None:
         """Keep only the first `length` messages."""
         ...
+
+
+@runtime_checkable
+class RunStore(Protocol):
+    """Runs, their leases and their event logs: the part of a
+    [`Store`][agentkit.stores.Store] that executes runs and replays or follows them.
+
+    Runs belong to sessions (a [`SessionStore`][agentkit.stores.SessionStore] in the same
+    backend): creating a run checks its session, and `append_step` writes a model step to
+    the session's transcript and the run's log at once. `text_delta` events are never given
+    to a store.
+    """
 
     async def create_run(self, run: RunRecord, events: Sequence[EventEntry] = ()) -> None:
         """Record a new run with its first events, atomically.
@@ -212,7 +229,12 @@ class Store(Protocol):
         """A run's stored events with offset greater than `after`, in order."""
         ...
 
-    # --- rooms ------------------------------------------------------------------------
+
+@runtime_checkable
+class RoomStore(Protocol):
+    """Rooms: their ordered event logs, grants, consumer cursors and delegations, the part of
+    a [`Store`][agentkit.stores.Store] that room hosts need. Rooms share nothing with
+    sessions and runs."""
 
     async def create_room(self, room: RoomRecord) -> None:
         """Record a new, empty room (head 0); `RoomExistsError` when the id is taken
@@ -322,6 +344,18 @@ class Store(Protocol):
         """The room's delegations, oldest (first recorded) first; empty for a missing
         room."""
         ...
+
+
+@runtime_checkable
+class Store(SessionStore, RunStore, RoomStore, Protocol):
+    """Where sessions, transcripts, run events and rooms live: a
+    [`SessionStore`][agentkit.stores.SessionStore], a [`RunStore`][agentkit.stores.RunStore]
+    and a [`RoomStore`][agentkit.stores.RoomStore] in one backend, which its owner closes.
+
+    Every backend passes the conformance suite in
+    `agentkit.testing` (the store conformance suite). `text_delta`
+    events are never given to a store.
+    """
 
     async def aclose(self) -> None:
         """Release connections and files."""
