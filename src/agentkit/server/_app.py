@@ -77,10 +77,13 @@ MEMBER_HANDLERS: dict[Operation, Handler] = {
 
 
 async def healthz(request: Request) -> Response:
+    """Whether the server answers (for probes and load balancers: no token needed)."""
     return json_response(Health())
 
 
 async def openapi(request: Request) -> Response:
+    """The OpenAPI document, built on the first request and kept (it never changes while
+    the server runs)."""
     from agentkit.server._openapi import openapi_document
 
     document = request.app.state.openapi
@@ -129,6 +132,7 @@ _UI_HEADERS = {
 
 
 async def ui_index(request: Request) -> Response:
+    """The web UI's page."""
     return FileResponse(UI_FOLDER / "index.html", headers=_UI_HEADERS)
 
 
