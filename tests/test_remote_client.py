@@ -19,7 +19,7 @@ from anyio.abc import SocketStream, TaskGroup, TaskStatus
 
 from _serve_process import ServeProcess, ServerPool
 from agentkit.client import RemoteMachine
-from agentkit.client._conversations import _SseEvent, _SseParser
+from agentkit.client.contract import SseEvent, SseParser
 from agentkit.conversations import (
     AccessDeniedError,
     AgentDefinition,
@@ -379,21 +379,21 @@ _STREAM = (
     "data: unfinished"
 )
 _EXPECTED = [
-    _SseEvent(event="text_delta", data='{"a": 1}', id="7"),
-    _SseEvent(event="message", data="first\nsecond é\n", id="7"),
-    _SseEvent(event="completed", data=" two spaces", id="9"),
+    SseEvent(event="text_delta", data='{"a": 1}', id="7"),
+    SseEvent(event="message", data="first\nsecond é\n", id="7"),
+    SseEvent(event="completed", data=" two spaces", id="9"),
 ]
 
 
 def test_sse_parser_whole() -> None:
-    assert _SseParser().feed(_STREAM.encode()) == _EXPECTED
+    assert SseParser().feed(_STREAM.encode()) == _EXPECTED
 
 
 def test_sse_parser_split_at_every_byte() -> None:
     """Events are the same however the bytes are cut (CRLF, multi-byte characters)."""
     data = _STREAM.encode()
     for cut in range(len(data) + 1):
-        parser = _SseParser()
+        parser = SseParser()
         assert parser.feed(data[:cut]) + parser.feed(data[cut:]) == _EXPECTED, cut
-    parser = _SseParser()
+    parser = SseParser()
     assert [e for i in range(len(data)) for e in parser.feed(data[i : i + 1])] == _EXPECTED

@@ -5,6 +5,9 @@
 [`RemoteRoomsClient`][agentkit.client.RemoteRoomsClient] that of the in-process rooms client;
 one conformance suite tests both. They need the `server` extra (httpx), which is imported when
 a client is opened, not when this package is.
+
+[`agentkit.client.contract`][agentkit.client.contract] is the HTTP contract both they and the
+server follow: the route table, the error codes and the event streams' format.
 """
 
 from agentkit.client._conversations import RemoteMachine

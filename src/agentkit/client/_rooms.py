@@ -2,34 +2,43 @@
 HTTP (`RemoteMachine(url, token).rooms`), with the in-process client's methods, records
 and exceptions.
 
-It shares the remote machine's HTTP connections, its SSE parser and its reconnection
-(a subscription resumes with `Last-Event-ID` after a dropped connection, as `follow`
-does); only the mapping of error answers is its own (the rooms' exceptions).
+It shares the remote machine's transport: its HTTP connections, its SSE parser and its
+reconnection (a subscription resumes with `Last-Event-ID` after a dropped connection, as
+`follow` does); only the mapping of error answers is its own (the rooms' exceptions).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
-from agentkit.client._conversations import (
-    _Backoff,
-    _Dropped,
-    _json_object,
-    _segment,
-    _SseEvent,
-    _Unreachable,
+from agentkit.client._transport import Dropped, Transport, Unreachable
+from agentkit.client.contract import (
+    CREATE_ROOM,
+    DELEGATE,
+    DELETE_ROOM,
+    GET_DELEGATION,
+    GET_ROOM,
+    LIST_GRANTS,
+    LIST_ROOMS,
+    PUBLISH,
+    PUT_GRANT,
+    READ_EVENTS,
+    STREAM_EVENTS,
+    Operation,
+    SseEvent,
+    carried_error,
+    read_error,
+    rooms_exception,
 )
+from agentkit.conversations import ConversationClient
 from agentkit.rooms import (
     DelegationNotFoundError,
     DelegationRecord,
     EventInput,
-    RoomAccessError,
-    RoomAgentError,
     RoomError,
     RoomEvent,
     RoomGrant,
@@ -40,23 +49,9 @@ from agentkit.rooms import (
     publication,
 )
 
-if TYPE_CHECKING:
-    from agentkit.client._conversations import RemoteMachine
-
 __all__ = ["RemoteRoomsClient"]
 
 _logger = logging.getLogger("agentkit.rooms")
-
-# The error codes of the rooms routes, by the exception the in-process client raises.
-# Other codes (invalid, bad_request, body_too_large, ...) give RoomError.
-_ERRORS: dict[str, type[RoomError] | type[RoomNotFoundError]] = {
-    "room_not_found": RoomNotFoundError,
-    "not_found": RoomNotFoundError,  # no route for the id given (one with a '/')
-    "delegation_not_found": DelegationNotFoundError,
-    "room_agent_not_found": RoomAgentError,
-    "access_denied": RoomAccessError,
-    "unauthorized": RoomAccessError,
-}
 
 # How often `wait_delegation` asks: quickly at first, then every second at most.
 _FIRST_POLL = 0.02
@@ -74,10 +69,15 @@ class RemoteRoomsClient(RoomsClient):
     drops, resuming after the last position it yielded (no gap, no duplicate), for up
     to the machine's `reconnect_timeout` seconds without reaching the server. A request
     that cannot reach the server raises `ConversationError`.
+
+    Args:
+        machine: The remote machine whose member this client acts as.
+        transport: The remote machine's connections, which this client shares.
     """
 
-    def __init__(self, machine: RemoteMachine) -> None:
+    def __init__(self, machine: ConversationClient, transport: Transport) -> None:
         self._machine = machine
+        self._transport = transport
 
     def __repr__(self) -> str:
         return f"<RemoteRoomsClient of {self._machine!r}>"
@@ -89,14 +89,15 @@ class RemoteRoomsClient(RoomsClient):
 
     async def _call(
         self,
-        method: str,
-        path: str,
+        operation: Operation,
+        path: dict[str, str] | None = None,
         *,
         body: Any = None,
         params: dict[str, str] | None = None,
     ) -> Any:
-        machine = self._machine
-        return await machine._request(method, path, body=body, params=params, errors=_error_of)
+        return await self._transport.request(
+            operation, path or {}, _error_of, body=body, params=params
+        )
 
     # --- rooms ------------------------------------------------------------------------
 
@@ -109,20 +110,20 @@ class RemoteRoomsClient(RoomsClient):
         """
         if not isinstance(name, str) or not name.strip() or len(name) > 200:
             raise RoomError("a room's name is 1 to 200 characters")
-        return RoomInfo.model_validate(await self._call("POST", "/v1/rooms", body={"name": name}))
+        return RoomInfo.model_validate(await self._call(CREATE_ROOM, body={"name": name}))
 
     async def list_rooms(self) -> list[RoomInfo]:
         """The rooms this member owns or holds a grant in, oldest first."""
-        body = await self._call("GET", "/v1/rooms")
+        body = await self._call(LIST_ROOMS)
         return [RoomInfo.model_validate(room) for room in body["rooms"]]
 
     async def get_room(self, room_id: str) -> RoomInfo:
         """A room with its head (`RoomNotFoundError` when it is not visible)."""
-        return RoomInfo.model_validate(await self._call("GET", _room(room_id)))
+        return RoomInfo.model_validate(await self._call(GET_ROOM, _room(room_id)))
 
     async def delete_room(self, room_id: str) -> None:
         """Delete a room with its events (owners); its agents are removed first."""
-        await self._call("DELETE", _room(room_id))
+        await self._call(DELETE_ROOM, _room(room_id))
 
     # --- grants -----------------------------------------------------------------------
 
@@ -139,15 +140,15 @@ class RemoteRoomsClient(RoomsClient):
                 "member) or 'agent:<id>'"
             )
         body = await self._call(
-            "PUT",
-            f"{_room(room_id)}/grants/{_segment(participant)}",
+            PUT_GRANT,
+            {**_room(room_id), "participant": participant},
             body={"read": _patterns(read), "publish": _patterns(publish)},
         )
         return _grant(body)
 
     async def list_grants(self, room_id: str) -> list[RoomGrant]:
         """The room's grants (owners)."""
-        body = await self._call("GET", f"{_room(room_id)}/grants")
+        body = await self._call(LIST_GRANTS, _room(room_id))
         return [_grant(grant) for grant in body["grants"]]
 
     # --- events -----------------------------------------------------------------------
@@ -161,7 +162,7 @@ class RemoteRoomsClient(RoomsClient):
             RoomError: An empty or too large batch, or a payload too large.
         """
         wire = [item.model_dump(mode="json") for item in publication(events)]
-        body = await self._call("POST", f"{_room(room_id)}/events", body={"events": wire})
+        body = await self._call(PUBLISH, _room(room_id), body={"events": wire})
         return [int(position) for position in body["positions"]]
 
     async def read(
@@ -177,7 +178,7 @@ class RemoteRoomsClient(RoomsClient):
         params = {"after": str(check_position(after)), "limit": str(max(1, min(int(limit), 1000)))}
         if types:
             params["types"] = _types(types)
-        body = await self._call("GET", f"{_room(room_id)}/events", params=params)
+        body = await self._call(READ_EVENTS, _room(room_id), params=params)
         return [_event(event) for event in body["events"]]
 
     def subscribe(
@@ -200,14 +201,13 @@ class RemoteRoomsClient(RoomsClient):
     ) -> AsyncIterator[RoomEvent]:
         cursor = check_position(after)
         params = {"types": _types(types)} if types else {}
-        path = f"{_room(room_id)}/events/stream"
-        backoff = _Backoff(self._machine._reconnect_timeout)
-        url = self._machine._url
+        path = _room(room_id)
+        backoff = self._transport.backoff()
         while True:
             headers = {"Last-Event-ID": str(cursor)}
             try:
-                async with self._machine._stream(
-                    path, params, headers, None, errors=_error_of
+                async with self._transport.stream(
+                    STREAM_EVENTS, path, _error_of, params=params, headers=headers
                 ) as events:
                     backoff.reached()
                     async for sse in events:
@@ -217,10 +217,10 @@ class RemoteRoomsClient(RoomsClient):
                         cursor = event.position
                         backoff.progress()
                         yield event
-            except (_Dropped, _Unreachable) as exc:
+            except (Dropped, Unreachable) as exc:
                 _logger.debug("subscription to room %s dropped: %s", room_id, exc)
             # The server ended the stream (it is going away) or the connection dropped.
-            await backoff.wait(f"subscribed to room {room_id!r}", url)
+            await backoff.wait(f"subscribed to room {room_id!r}")
 
     # --- delegations ------------------------------------------------------------------
 
@@ -232,9 +232,7 @@ class RemoteRoomsClient(RoomsClient):
             RoomAccessError: Outside the grant to publish `delegation.requested`.
             RoomAgentError: The room has no such agent.
         """
-        body = await self._call(
-            "POST", f"{_room(room_id)}/delegations", body={"agent": agent, "task": task}
-        )
+        body = await self._call(DELEGATE, _room(room_id), body={"agent": agent, "task": task})
         return _delegation(body)
 
     async def get_delegation(self, room_id: str, delegation_id: str) -> DelegationRecord:
@@ -243,7 +241,7 @@ class RemoteRoomsClient(RoomsClient):
         if not _routable(delegation_id):
             await self.get_room(room_id)
             raise DelegationNotFoundError(f"room {room_id!r} has no delegation {delegation_id!r}")
-        body = await self._call("GET", f"{_room(room_id)}/delegations/{_segment(delegation_id)}")
+        body = await self._call(GET_DELEGATION, {**_room(room_id), "id": delegation_id})
         return _delegation(body)
 
     async def wait_delegation(self, room_id: str, delegation_id: str) -> DelegationRecord:
@@ -261,10 +259,11 @@ class RemoteRoomsClient(RoomsClient):
 # --- wire ---------------------------------------------------------------------------------
 
 
-def _room(room_id: str) -> str:
+def _room(room_id: str) -> dict[str, str]:
+    """The path parameter naming a room (an id that cannot name one is a missing room)."""
     if not isinstance(room_id, str) or not room_id:
         raise RoomNotFoundError(f"no room {room_id!r}")
-    return f"/v1/rooms/{_segment(room_id)}"
+    return {"room": room_id}
 
 
 def _routable(segment: object) -> bool:
@@ -317,14 +316,14 @@ def _delegation(data: dict[str, Any]) -> DelegationRecord:
     )
 
 
-def _parse_event(sse: _SseEvent) -> RoomEvent | None:
+def _parse_event(sse: SseEvent) -> RoomEvent | None:
     """The room event an SSE event carries; `None` for a keep-alive or another kind."""
-    payload = _json_object(sse)
+    payload = sse.json_object()
     if payload is None:
         return None
-    error = payload.get("error")
-    if isinstance(error, dict) and "code" in error:
-        raise _exception(str(error["code"]), str(error.get("message", "")))
+    carried = carried_error(payload)
+    if carried is not None:
+        raise _exception(*carried)
     if "position" not in payload or "type" not in payload:
         return None
     try:
@@ -335,14 +334,12 @@ def _parse_event(sse: _SseEvent) -> RoomEvent | None:
 
 def _error_of(status: int, content: bytes) -> Exception:
     """The in-process rooms client's exception for an error answer of the server."""
-    try:
-        error = json.loads(content)["error"]
-        code, message = str(error["code"]), str(error["message"])
-    except (ValueError, KeyError, TypeError):
+    error = read_error(content)
+    if error is None:
         text = content.decode("utf-8", "replace").strip()[:200]
         return RoomError(f"the server answered HTTP {status}: {text or 'no body'}")
-    return _exception(code, message)
+    return _exception(*error)
 
 
 def _exception(code: str, message: str) -> Exception:
-    return _ERRORS.get(code, RoomError)(message)
+    return rooms_exception(code)(message)

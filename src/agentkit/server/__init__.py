@@ -2,7 +2,8 @@
 
 [`create_app`][agentkit.server.create_app] turns an open
 [`Machine`][agentkit.conversations.Machine] into an ASGI application (Starlette) with the
-routes described in `docs/server.md` and at `/openapi.json`;
+routes described in `docs/server.md` and at `/openapi.json` (their table, the error codes
+and the event streams' format are in [`agentkit.client.contract`][agentkit.client.contract]);
 [`serve`][agentkit.server.serve] runs it with uvicorn on a socket from
 [`bind`][agentkit.server.bind] and stops it cleanly on SIGINT and SIGTERM. The client
 side is [`RemoteMachine`][agentkit.client.RemoteMachine].

@@ -1,6 +1,7 @@
-"""The machine's HTTP API as a Starlette application: the routes of conversations
-(`_conversations`), rooms (`_rooms`) and runs (`_runs`), the open routes, the web UI's
-static files (`ui/`, at `/`) and the error answers.
+"""The machine's HTTP API as a Starlette application: the handlers of conversations
+(`_conversations`), rooms (`_rooms`) and runs (`_runs`) and the open ones, bound to the
+operations of the contract's route table (`agentkit.client.contract`); the web UI's static
+files (`ui/`, at `/`) and the error answers.
 
 The handlers hold no state of their own: the machine (its store and runtime) is the
 truth, so that any number of requests, streams and reconnections see one history.
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -21,13 +22,15 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from agentkit.client import contract
+from agentkit.client.contract import Operation
 from agentkit.conversations import Machine
 from agentkit.server import _conversations as c
 from agentkit.server import _rooms as r
 from agentkit.server import _runs as runs
 from agentkit.server._bodies import Health
 from agentkit.server._errors import HTTPError, error_response
-from agentkit.server._http import State, authorised, json_response
+from agentkit.server._http import Handler, State, authorised, json_response
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app"]
 
@@ -37,53 +40,79 @@ DEFAULT_MAX_BODY_BYTES = 1_048_576
 """The largest request body accepted by default (1 MiB); larger ones get 413."""
 
 
-ROUTES = [
-    ("GET", "/v1/me", c.me),
-    ("GET", "/v1/agents", c.list_agents),
-    ("PUT", "/v1/agents/{name}", c.put_agent),
-    ("DELETE", "/v1/agents/{name}", c.delete_agent),
-    ("GET", "/v1/conversations", c.list_conversations),
-    ("POST", "/v1/conversations", c.create_conversation),
-    ("GET", "/v1/conversations/{id}", c.get_conversation),
-    ("PATCH", "/v1/conversations/{id}", c.update_conversation),
-    ("DELETE", "/v1/conversations/{id}", c.delete_conversation),
-    ("GET", "/v1/conversations/{id}/turns", c.list_turns),
-    ("POST", "/v1/conversations/{id}/runs", c.start_run),
-    ("GET", "/v1/conversations/{id}/runs/{run_id}/events", c.follow_run),
-    ("POST", "/v1/conversations/{id}/runs/{run_id}/cancel", c.cancel_run),
-    ("POST", "/v1/conversations/{id}/cancel", c.cancel_active),
-    ("GET", "/v1/conversations/{id}/watch", c.watch_conversation),
-    ("GET", "/v1/rooms", r.list_rooms),
-    ("POST", "/v1/rooms", r.create_room),
-    ("GET", "/v1/rooms/{room}", r.get_room),
-    ("DELETE", "/v1/rooms/{room}", r.delete_room),
-    ("GET", "/v1/rooms/{room}/grants", r.list_grants),
-    ("PUT", "/v1/rooms/{room}/grants/{participant}", r.put_grant),
-    ("POST", "/v1/rooms/{room}/events", r.publish),
-    ("GET", "/v1/rooms/{room}/events", r.read_events),
-    ("GET", "/v1/rooms/{room}/events/stream", r.stream_events),
-    ("POST", "/v1/rooms/{room}/delegations", r.delegate),
-    ("GET", "/v1/rooms/{room}/delegations/{id}", r.get_delegation),
-    ("GET", "/v1/rooms/{room}/agents", r.list_workers),
-    ("GET", "/v1/runs", runs.list_runs),
-    ("GET", "/v1/runs/{run_id}", runs.get_run),
-]
-"""Every route that needs a member: method, path, handler."""
+MEMBER_HANDLERS: dict[Operation, Handler] = {
+    contract.GET_ME: c.me,
+    contract.LIST_AGENTS: c.list_agents,
+    contract.PUT_AGENT: c.put_agent,
+    contract.DELETE_AGENT: c.delete_agent,
+    contract.LIST_CONVERSATIONS: c.list_conversations,
+    contract.CREATE_CONVERSATION: c.create_conversation,
+    contract.GET_CONVERSATION: c.get_conversation,
+    contract.UPDATE_CONVERSATION: c.update_conversation,
+    contract.DELETE_CONVERSATION: c.delete_conversation,
+    contract.LIST_TURNS: c.list_turns,
+    contract.START_RUN: c.start_run,
+    contract.FOLLOW_RUN: c.follow_run,
+    contract.CANCEL_RUN: c.cancel_run,
+    contract.CANCEL_CONVERSATION: c.cancel_active,
+    contract.WATCH_CONVERSATION: c.watch_conversation,
+    contract.LIST_ROOMS: r.list_rooms,
+    contract.CREATE_ROOM: r.create_room,
+    contract.GET_ROOM: r.get_room,
+    contract.DELETE_ROOM: r.delete_room,
+    contract.LIST_GRANTS: r.list_grants,
+    contract.PUT_GRANT: r.put_grant,
+    contract.PUBLISH: r.publish,
+    contract.READ_EVENTS: r.read_events,
+    contract.STREAM_EVENTS: r.stream_events,
+    contract.DELEGATE: r.delegate,
+    contract.GET_DELEGATION: r.get_delegation,
+    contract.LIST_ROOM_AGENTS: r.list_workers,
+    contract.LIST_RUNS: runs.list_runs,
+    contract.GET_RUN: runs.get_run,
+}
+"""The handler of every operation that needs a member."""
 
 # --- open routes ---------------------------------------------------------------------------
 
 
 async def healthz(request: Request) -> Response:
+    """Whether the server answers (for probes and load balancers: no token needed)."""
     return json_response(Health())
 
 
 async def openapi(request: Request) -> Response:
+    """The OpenAPI document, built on the first request and kept (it never changes while
+    the server runs)."""
     from agentkit.server._openapi import openapi_document
 
     document = request.app.state.openapi
     if document is None:
         document = request.app.state.openapi = json.dumps(openapi_document()).encode()
     return Response(document, media_type="application/json")
+
+
+OPEN_HANDLERS: dict[Operation, Callable[[Request], Awaitable[Response]]] = {
+    contract.HEALTHZ: healthz,
+    contract.OPENAPI: openapi,
+}
+"""The handler of every operation open to anyone."""
+
+
+def api_routes() -> list[Route]:
+    """A route for every operation of the contract's table, bound to its handler.
+
+    Raises:
+        LookupError: An operation has no handler.
+    """
+    routes = []
+    for operation in contract.OPERATIONS:
+        if operation.member:
+            endpoint = authorised(MEMBER_HANDLERS[operation])
+        else:
+            endpoint = OPEN_HANDLERS[operation]
+        routes.append(Route(operation.path, endpoint, methods=[operation.method]))
+    return routes
 
 
 # --- the web UI ----------------------------------------------------------------------------
@@ -103,6 +132,7 @@ _UI_HEADERS = {
 
 
 async def ui_index(request: Request) -> Response:
+    """The web UI's page."""
     return FileResponse(UI_FOLDER / "index.html", headers=_UI_HEADERS)
 
 
@@ -149,12 +179,7 @@ def create_app(
             headers at all).
         keepalive: Seconds of silence after which an SSE stream gets a comment line.
     """
-    routes: list[Route | Mount] = [Route("/healthz", healthz, methods=["GET"])]
-    routes.append(Route("/openapi.json", openapi, methods=["GET"]))
-    routes.extend(
-        Route(path, authorised(handler), methods=[method]) for method, path, handler in ROUTES
-    )
-    routes.extend(ui_routes())
+    routes: list[Route | Mount] = [*api_routes(), *ui_routes()]
     middleware: list[Middleware] = []
     if cors_origins:
         from starlette.middleware.cors import CORSMiddleware

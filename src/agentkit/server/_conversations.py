@@ -11,16 +11,21 @@ from pydantic import BaseModel, ConfigDict
 from starlette.requests import Request
 from starlette.responses import Response
 
+from agentkit.client.contract import (
+    FOLLOW_RUN,
+    GET_CONVERSATION,
+    VIEW_EVENT,
+    encode_event,
+    follow_event_name,
+)
 from agentkit.conversations import (
     ROOL,
     AgentDefinition,
     AgentExistsError,
     ConversationView,
-    FinalEvent,
     FollowEvent,
     LocalClient,
     Member,
-    OutputEvent,
 )
 from agentkit.server._bodies import (
     AgentList,
@@ -33,25 +38,10 @@ from agentkit.server._bodies import (
 )
 from agentkit.server._errors import HTTPError
 from agentkit.server._http import json_response, read_body, state_of, stream_response
-from agentkit.server._sse import encode_event
-
-_EVENT_NAMES = {
-    "text_delta": "text_delta",
-    "text": "text",
-    "tool_call": "tool_use",
-    "tool_result": "tool_result",
-    "json": "structured_output",
-    "attachment": "attachment",
-}
-"""The SSE event name of each output part: the core event type it comes from."""
 
 
 def _sse_of(event: FollowEvent) -> bytes:
-    data = event.model_dump(mode="json")
-    if isinstance(event, OutputEvent):
-        return encode_event(_EVENT_NAMES[event.part.type], data, event.offset)
-    assert isinstance(event, FinalEvent)
-    return encode_event(event.status, data, event.offset)
+    return encode_event(follow_event_name(event), event.model_dump(mode="json"), event.offset)
 
 
 def _client(request: Request, member: Member) -> LocalClient:
@@ -122,7 +112,7 @@ async def create_conversation(request: Request, member: Member) -> Response:
         agent=body.agent, name=body.name, visibility=body.visibility, instructions=body.instructions
     )
     details = await conversation.get()
-    return json_response(details, 201, {"Location": f"/v1/conversations/{details.id}"})
+    return json_response(details, 201, {"Location": GET_CONVERSATION.url(id=details.id)})
 
 
 async def list_conversations(request: Request, member: Member) -> Response:
@@ -174,7 +164,7 @@ async def start_run(request: Request, member: Member) -> Response:
         output_schema=body.output_schema,
         replace_turn=body.replace_turn,
     )
-    location = f"/v1/conversations/{conversation_id}/runs/{accepted.run_id}/events"
+    location = FOLLOW_RUN.url(id=conversation_id, run_id=accepted.run_id)
     return json_response(accepted, 202, {"Location": location})
 
 
@@ -242,7 +232,7 @@ async def watch_conversation(request: Request, member: Member) -> Response:
                 await changed[0].wait()
                 changed[0] = anyio.Event()
                 number += 1
-                yield encode_event("view", latest[0].model_dump(mode="json"), number)
+                yield encode_event(VIEW_EVENT, latest[0].model_dump(mode="json"), number)
         finally:
             stop()
 

@@ -1,5 +1,6 @@
 """The OpenAPI 3.1 description of the HTTP API, built from the same pydantic models the
-handlers read and write (so the description cannot drift from what is served)."""
+handlers read and write and from the contract's route table (so the description cannot
+drift from what is served)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from agentkit._version import __version__
+from agentkit.client import contract
+from agentkit.client.contract import ERROR_CODES, Operation
 from agentkit.conversations import (
     AgentDefinition,
     AgentInfo,
@@ -31,7 +34,6 @@ from agentkit.server._bodies import (
     TurnList,
     UpdateConversation,
 )
-from agentkit.server._errors import ERROR_CODES
 from agentkit.server._rooms import (
     CreateRoom,
     DelegationRequest,
@@ -112,7 +114,7 @@ _SSE_WATCH = (
 
 
 def _operation(
-    operation_id: str,
+    operation: Operation,
     summary: str,
     responses: dict[str, Any],
     *,
@@ -121,11 +123,12 @@ def _operation(
     parameters: list[dict[str, Any]] | None = None,
     secured: bool = True,
 ) -> dict[str, Any]:
-    operation: dict[str, Any] = {"operationId": operation_id, "summary": summary}
+    """The description of one operation of the contract's table."""
+    described: dict[str, Any] = {"operationId": operation.name, "summary": summary}
     if parameters:
-        operation["parameters"] = parameters
+        described["parameters"] = parameters
     if body is not None:
-        operation["requestBody"] = {"required": body_required, "content": _content(body)}
+        described["requestBody"] = {"required": body_required, "content": _content(body)}
         responses = {
             **responses,
             "413": _error("The body is over the server's limit."),
@@ -133,10 +136,26 @@ def _operation(
             "422": _error("A field is not valid (`field` names it)."),
         }
     if secured:
-        operation["security"] = [{"bearer": []}]
+        described["security"] = [{"bearer": []}]
         responses = {**responses, "401": _error("No token, or not a member's.")}
-    operation["responses"] = responses
-    return operation
+    described["responses"] = responses
+    return described
+
+
+def _paths(described: list[dict[str, Any]]) -> dict[str, Any]:
+    """The document's paths: every operation of the contract's table, in its order, with
+    its description.
+
+    Raises:
+        LookupError: An operation is not described, or a description names none.
+    """
+    by_name = {operation["operationId"]: operation for operation in described}
+    paths: dict[str, Any] = {}
+    for operation in contract.OPERATIONS:
+        paths.setdefault(operation.path, {})[operation.method.lower()] = by_name.pop(operation.name)
+    if by_name:
+        raise LookupError(f"described but not in the route table: {sorted(by_name)}")
+    return paths
 
 
 def _path(name: str, description: str) -> dict[str, Any]:
@@ -183,190 +202,164 @@ def openapi_document() -> dict[str, Any]:
         },
     ]
     sse_follow = {"text/event-stream": {"schema": {"type": "string"}}}
-    paths: dict[str, Any] = {
-        "/healthz": {
-            "get": _operation(
-                "healthz",
-                "Whether the server answers.",
-                {"200": {"description": "It does.", "content": _content(Health)}},
-                secured=False,
-            )
-        },
-        "/openapi.json": {
-            "get": _operation(
-                "openapi",
-                "This document.",
-                {"200": {"description": "OpenAPI 3.1.", "content": {"application/json": {}}}},
-                secured=False,
-            )
-        },
-        "/v1/me": {
-            "get": _operation(
-                "getMe",
-                "The member the token belongs to.",
-                {"200": {"description": "The member.", "content": _content(Member)}},
-            )
-        },
-        "/v1/agents": {
-            "get": _operation(
-                "listAgents",
-                "Every agent of the machine, `rool` first.",
-                {"200": {"description": "The agents.", "content": _content(AgentList)}},
-            )
-        },
-        "/v1/agents/{name}": {
-            "put": _operation(
-                "putAgent",
-                "Create or replace an agent (owners). `If-None-Match: *` creates only (409 "
-                "when it exists); `If-Match: *` replaces only (404 when it does not).",
-                {
-                    "200": {"description": "Replaced.", "content": _content(AgentInfo)},
-                    "201": {"description": "Created.", "content": _content(AgentInfo)},
-                    "403": forbidden,
-                    "404": _error("`If-Match: *` and no such agent."),
-                    "409": _error("`If-None-Match: *` and the agent exists."),
+    operations = [
+        _operation(
+            contract.HEALTHZ,
+            "Whether the server answers.",
+            {"200": {"description": "It does.", "content": _content(Health)}},
+            secured=False,
+        ),
+        _operation(
+            contract.OPENAPI,
+            "This document.",
+            {"200": {"description": "OpenAPI 3.1.", "content": {"application/json": {}}}},
+            secured=False,
+        ),
+        _operation(
+            contract.GET_ME,
+            "The member the token belongs to.",
+            {"200": {"description": "The member.", "content": _content(Member)}},
+        ),
+        _operation(
+            contract.LIST_AGENTS,
+            "Every agent of the machine, `rool` first.",
+            {"200": {"description": "The agents.", "content": _content(AgentList)}},
+        ),
+        _operation(
+            contract.PUT_AGENT,
+            "Create or replace an agent (owners). `If-None-Match: *` creates only (409 "
+            "when it exists); `If-Match: *` replaces only (404 when it does not).",
+            {
+                "200": {"description": "Replaced.", "content": _content(AgentInfo)},
+                "201": {"description": "Created.", "content": _content(AgentInfo)},
+                "403": forbidden,
+                "404": _error("`If-Match: *` and no such agent."),
+                "409": _error("`If-None-Match: *` and the agent exists."),
+            },
+            body=AgentDefinition,
+            parameters=[agent],
+        ),
+        _operation(
+            contract.DELETE_AGENT,
+            "Delete an agent (owners); `rool` and configured agents cannot be.",
+            {
+                "204": {"description": "Deleted."},
+                "403": forbidden,
+                "404": _error("No such agent."),
+                "409": _error("`rool` or a configured agent."),
+            },
+            parameters=[agent],
+        ),
+        _operation(
+            contract.LIST_CONVERSATIONS,
+            "The conversations the caller can see, most recent first.",
+            {"200": {"description": "Light rows.", "content": _content(ConversationList)}},
+        ),
+        _operation(
+            contract.CREATE_CONVERSATION,
+            "Create a conversation (owners and editors).",
+            {
+                "201": {"description": "Created.", "content": _content(ConversationDetails)},
+                "403": forbidden,
+                "404": _error("No such agent."),
+            },
+            body=CreateConversation,
+            body_required=False,
+        ),
+        _operation(
+            contract.GET_CONVERSATION,
+            "A conversation's metadata and saved turns.",
+            {
+                "200": {"description": "It.", "content": _content(ConversationDetails)},
+                "404": missing,
+            },
+            parameters=[conversation],
+        ),
+        _operation(
+            contract.UPDATE_CONVERSATION,
+            "Rename it or change its visibility.",
+            {
+                "200": {
+                    "description": "It, changed.",
+                    "content": _content(ConversationDetails),
                 },
-                body=AgentDefinition,
-                parameters=[agent],
-            ),
-            "delete": _operation(
-                "deleteAgent",
-                "Delete an agent (owners); `rool` and configured agents cannot be.",
-                {
-                    "204": {"description": "Deleted."},
-                    "403": forbidden,
-                    "404": _error("No such agent."),
-                    "409": _error("`rool` or a configured agent."),
-                },
-                parameters=[agent],
-            ),
-        },
-        "/v1/conversations": {
-            "get": _operation(
-                "listConversations",
-                "The conversations the caller can see, most recent first.",
-                {"200": {"description": "Light rows.", "content": _content(ConversationList)}},
-            ),
-            "post": _operation(
-                "createConversation",
-                "Create a conversation (owners and editors).",
-                {
-                    "201": {"description": "Created.", "content": _content(ConversationDetails)},
-                    "403": forbidden,
-                    "404": _error("No such agent."),
-                },
-                body=CreateConversation,
-                body_required=False,
-            ),
-        },
-        "/v1/conversations/{id}": {
-            "get": _operation(
-                "getConversation",
-                "A conversation's metadata and saved turns.",
-                {
-                    "200": {"description": "It.", "content": _content(ConversationDetails)},
-                    "404": missing,
-                },
-                parameters=[conversation],
-            ),
-            "patch": _operation(
-                "updateConversation",
-                "Rename it or change its visibility.",
-                {
-                    "200": {
-                        "description": "It, changed.",
-                        "content": _content(ConversationDetails),
-                    },
-                    "403": forbidden,
-                    "404": missing,
-                },
-                body=UpdateConversation,
-                parameters=[conversation],
-            ),
-            "delete": _operation(
-                "deleteConversation",
-                "Delete it with its runs and turns (a running run is cancelled).",
-                {"204": {"description": "Deleted."}, "403": forbidden, "404": missing},
-                parameters=[conversation],
-            ),
-        },
-        "/v1/conversations/{id}/turns": {
-            "get": _operation(
-                "listTurns",
-                "The saved turns, oldest first.",
-                {
-                    "200": {"description": "The turns.", "content": _content(TurnList)},
-                    "404": missing,
-                },
-                parameters=[conversation],
-            )
-        },
-        "/v1/conversations/{id}/runs": {
-            "post": _operation(
-                "startRun",
-                "Prompt: start a run; answers once it is stored.",
-                {
-                    "202": {"description": "Accepted.", "content": _content(PromptAccepted)},
-                    "403": forbidden,
-                    "404": missing,
-                    "409": busy,
-                    "503": _error("The server is shutting down."),
-                },
-                body=PromptRequest,
-                parameters=[conversation],
-            )
-        },
-        "/v1/conversations/{id}/runs/{run_id}/events": {
-            "get": _operation(
-                "followRun",
-                "Follow a run's output parts (SSE).",
-                {
-                    "200": {"description": _SSE_FOLLOW, "content": sse_follow},
-                    "404": _error("No such conversation or run (or not visible)."),
-                    "422": _error("`after` is not an offset."),
-                },
-                parameters=[conversation, run, *after],
-            )
-        },
-        "/v1/conversations/{id}/runs/{run_id}/cancel": {
-            "post": _operation(
-                "cancelRun",
-                "Stop the run if it is the running one; answers once it has ended.",
-                {
-                    "202": {"description": "Done.", "content": _content(CancelResult)},
-                    "403": forbidden,
-                    "404": _error("No such conversation or run (or not visible)."),
-                },
-                parameters=[conversation, run],
-            )
-        },
-        "/v1/conversations/{id}/cancel": {
-            "post": _operation(
-                "cancelConversation",
-                "Stop the conversation's running run, whichever it is; answers once it has "
-                "ended (`cancelled` is false when none was going).",
-                {
-                    "202": {"description": "Done.", "content": _content(CancelResult)},
-                    "403": forbidden,
-                    "404": missing,
-                },
-                parameters=[conversation],
-            )
-        },
-        "/v1/conversations/{id}/watch": {
-            "get": _operation(
-                "watchConversation",
-                "The conversation's view, at once and after every change (SSE).",
-                {
-                    "200": {"description": _SSE_WATCH, "content": sse_follow},
-                    "404": missing,
-                },
-                parameters=[conversation],
-            )
-        },
-    }
-    paths.update(_room_paths(forbidden))
-    paths.update(_run_paths())
+                "403": forbidden,
+                "404": missing,
+            },
+            body=UpdateConversation,
+            parameters=[conversation],
+        ),
+        _operation(
+            contract.DELETE_CONVERSATION,
+            "Delete it with its runs and turns (a running run is cancelled).",
+            {"204": {"description": "Deleted."}, "403": forbidden, "404": missing},
+            parameters=[conversation],
+        ),
+        _operation(
+            contract.LIST_TURNS,
+            "The saved turns, oldest first.",
+            {
+                "200": {"description": "The turns.", "content": _content(TurnList)},
+                "404": missing,
+            },
+            parameters=[conversation],
+        ),
+        _operation(
+            contract.START_RUN,
+            "Prompt: start a run; answers once it is stored.",
+            {
+                "202": {"description": "Accepted.", "content": _content(PromptAccepted)},
+                "403": forbidden,
+                "404": missing,
+                "409": busy,
+                "503": _error("The server is shutting down."),
+            },
+            body=PromptRequest,
+            parameters=[conversation],
+        ),
+        _operation(
+            contract.FOLLOW_RUN,
+            "Follow a run's output parts (SSE).",
+            {
+                "200": {"description": _SSE_FOLLOW, "content": sse_follow},
+                "404": _error("No such conversation or run (or not visible)."),
+                "422": _error("`after` is not an offset."),
+            },
+            parameters=[conversation, run, *after],
+        ),
+        _operation(
+            contract.CANCEL_RUN,
+            "Stop the run if it is the running one; answers once it has ended.",
+            {
+                "202": {"description": "Done.", "content": _content(CancelResult)},
+                "403": forbidden,
+                "404": _error("No such conversation or run (or not visible)."),
+            },
+            parameters=[conversation, run],
+        ),
+        _operation(
+            contract.CANCEL_CONVERSATION,
+            "Stop the conversation's running run, whichever it is; answers once it has "
+            "ended (`cancelled` is false when none was going).",
+            {
+                "202": {"description": "Done.", "content": _content(CancelResult)},
+                "403": forbidden,
+                "404": missing,
+            },
+            parameters=[conversation],
+        ),
+        _operation(
+            contract.WATCH_CONVERSATION,
+            "The conversation's view, at once and after every change (SSE).",
+            {
+                "200": {"description": _SSE_WATCH, "content": sse_follow},
+                "404": missing,
+            },
+            parameters=[conversation],
+        ),
+        *_room_operations(forbidden),
+        *_run_operations(),
+    ]
     return {
         "openapi": "3.1.0",
         "info": {
@@ -379,7 +372,7 @@ def openapi_document() -> dict[str, Any]:
                 + "."
             ),
         },
-        "paths": paths,
+        "paths": _paths(operations),
         "components": {
             "schemas": definitions,
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
@@ -387,7 +380,7 @@ def openapi_document() -> dict[str, Any]:
     }
 
 
-def _room_paths(forbidden: dict[str, Any]) -> dict[str, Any]:
+def _room_operations(forbidden: dict[str, Any]) -> list[dict[str, Any]]:
     room = _path("room", "The room's id.")
     missing = _error("No such room, or the caller holds no grant in it.")
     after = {
@@ -413,191 +406,169 @@ def _room_paths(forbidden: dict[str, Any]) -> dict[str, Any]:
             }
         }
     }
-    return {
-        "/v1/rooms": {
-            "get": _operation(
-                "listRooms",
-                "The rooms the caller owns or holds a grant in.",
-                {"200": {"description": "The rooms.", "content": _content(RoomList)}},
-            ),
-            "post": _operation(
-                "createRoom",
-                "Create a room (owners and editors); its creator owns it.",
+    return [
+        _operation(
+            contract.LIST_ROOMS,
+            "The rooms the caller owns or holds a grant in.",
+            {"200": {"description": "The rooms.", "content": _content(RoomList)}},
+        ),
+        _operation(
+            contract.CREATE_ROOM,
+            "Create a room (owners and editors); its creator owns it.",
+            {
+                "201": {"description": "Created.", "content": _content(RoomInfo)},
+                "403": forbidden,
+            },
+            body=CreateRoom,
+        ),
+        _operation(
+            contract.GET_ROOM,
+            "A room.",
+            {"200": {"description": "It.", "content": _content(RoomInfo)}, "404": missing},
+            parameters=[room],
+        ),
+        _operation(
+            contract.DELETE_ROOM,
+            "Delete a room with its events (the room's owners).",
+            {"204": {"description": "Deleted."}, "403": forbidden, "404": missing},
+            parameters=[room],
+        ),
+        _operation(
+            contract.LIST_GRANTS,
+            "The room's grants (its owners).",
+            {
+                "200": {"description": "Grants.", "content": _list_of("grants", RoomGrant)},
+                "403": forbidden,
+                "404": missing,
+            },
+            parameters=[room],
+        ),
+        _operation(
+            contract.PUT_GRANT,
+            "Set what a participant (`member:<name>`, `agent:<id>`) may read and publish "
+            "(the room's owners); empty lists revoke.",
+            {
+                "200": {"description": "The grant.", "content": _content(RoomGrant)},
+                "403": forbidden,
+                "404": missing,
+            },
+            body=GrantBody,
+            parameters=[room, _path("participant", "`member:<name>` or `agent:<id>`.")],
+        ),
+        _operation(
+            contract.PUBLISH,
+            "Publish one event or a batch, atomically.",
+            {
+                "201": {"description": "Their positions.", "content": positions},
+                "403": _error("An event is outside the caller's grants: nothing published."),
+                "404": missing,
+            },
+            body=PublishBody,
+            parameters=[room],
+        ),
+        _operation(
+            contract.READ_EVENTS,
+            "A page of readable events after a position.",
+            {
+                "200": {"description": "Events.", "content": _list_of("events", RoomEvent)},
+                "404": missing,
+                "422": _error("A bad position, pattern or limit."),
+            },
+            parameters=[
+                room,
+                after,
+                types,
                 {
-                    "201": {"description": "Created.", "content": _content(RoomInfo)},
-                    "403": forbidden,
+                    "name": "limit",
+                    "in": "query",
+                    "required": False,
+                    "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
                 },
-                body=CreateRoom,
-            ),
-        },
-        "/v1/rooms/{room}": {
-            "get": _operation(
-                "getRoom",
-                "A room.",
-                {"200": {"description": "It.", "content": _content(RoomInfo)}, "404": missing},
-                parameters=[room],
-            ),
-            "delete": _operation(
-                "deleteRoom",
-                "Delete a room with its events (the room's owners).",
-                {"204": {"description": "Deleted."}, "403": forbidden, "404": missing},
-                parameters=[room],
-            ),
-        },
-        "/v1/rooms/{room}/grants": {
-            "get": _operation(
-                "listGrants",
-                "The room's grants (its owners).",
-                {
-                    "200": {"description": "Grants.", "content": _list_of("grants", RoomGrant)},
-                    "403": forbidden,
-                    "404": missing,
+            ],
+        ),
+        _operation(
+            contract.STREAM_EVENTS,
+            "Readable events after a position, then live (SSE): `id:` the position, "
+            "`event:` the type, `data:` a `RoomEvent`; `Last-Event-ID` resumes.",
+            {
+                "200": {
+                    "description": "`text/event-stream`",
+                    "content": {"text/event-stream": {"schema": {"type": "string"}}},
                 },
-                parameters=[room],
-            )
-        },
-        "/v1/rooms/{room}/grants/{participant}": {
-            "put": _operation(
-                "putGrant",
-                "Set what a participant (`member:<name>`, `agent:<id>`) may read and publish "
-                "(the room's owners); empty lists revoke.",
-                {
-                    "200": {"description": "The grant.", "content": _content(RoomGrant)},
-                    "403": forbidden,
-                    "404": missing,
-                },
-                body=GrantBody,
-                parameters=[room, _path("participant", "`member:<name>` or `agent:<id>`.")],
-            )
-        },
-        "/v1/rooms/{room}/events": {
-            "post": _operation(
-                "publish",
-                "Publish one event or a batch, atomically.",
-                {
-                    "201": {"description": "Their positions.", "content": positions},
-                    "403": _error("An event is outside the caller's grants: nothing published."),
-                    "404": missing,
-                },
-                body=PublishBody,
-                parameters=[room],
-            ),
-            "get": _operation(
-                "readEvents",
-                "A page of readable events after a position.",
-                {
-                    "200": {"description": "Events.", "content": _list_of("events", RoomEvent)},
-                    "404": missing,
-                    "422": _error("A bad position, pattern or limit."),
-                },
-                parameters=[
-                    room,
-                    after,
-                    types,
-                    {
-                        "name": "limit",
-                        "in": "query",
-                        "required": False,
-                        "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
-                    },
-                ],
-            ),
-        },
-        "/v1/rooms/{room}/events/stream": {
-            "get": _operation(
-                "streamEvents",
-                "Readable events after a position, then live (SSE): `id:` the position, "
-                "`event:` the type, `data:` a `RoomEvent`; `Last-Event-ID` resumes.",
-                {
-                    "200": {
-                        "description": "`text/event-stream`",
-                        "content": {"text/event-stream": {"schema": {"type": "string"}}},
-                    },
-                    "404": missing,
-                    "422": _error("A bad position or pattern."),
-                },
-                parameters=[room, after, types],
-            )
-        },
-        "/v1/rooms/{room}/delegations": {
-            "post": _operation(
-                "delegate",
-                "Ask an agent of the room for a task (needs the grant to publish "
-                "`delegation.requested`).",
-                {
-                    "202": {"description": "Pending.", "content": _content(DelegationRecord)},
-                    "403": forbidden,
-                    "404": _error("No such room or agent."),
-                },
-                body=DelegationRequest,
-                parameters=[room],
-            )
-        },
-        "/v1/rooms/{room}/delegations/{id}": {
-            "get": _operation(
-                "getDelegation",
-                "A delegation: `pending`, `running`, `completed` (with `result`) or `failed`.",
-                {
-                    "200": {"description": "It.", "content": _content(DelegationRecord)},
-                    "404": _error("No such room or delegation."),
-                },
-                parameters=[room, _path("id", "The delegation's id.")],
-            )
-        },
-        "/v1/rooms/{room}/agents": {
-            "get": _operation(
-                "listRoomAgents",
-                "The agents registered in the room on this server: cursor, lag, failures, standby.",
-                {"200": {"description": "Their progress.", "content": {"application/json": {}}}},
-                parameters=[room],
-            )
-        },
-    }
+                "404": missing,
+                "422": _error("A bad position or pattern."),
+            },
+            parameters=[room, after, types],
+        ),
+        _operation(
+            contract.DELEGATE,
+            "Ask an agent of the room for a task (needs the grant to publish "
+            "`delegation.requested`).",
+            {
+                "202": {"description": "Pending.", "content": _content(DelegationRecord)},
+                "403": forbidden,
+                "404": _error("No such room or agent."),
+            },
+            body=DelegationRequest,
+            parameters=[room],
+        ),
+        _operation(
+            contract.GET_DELEGATION,
+            "A delegation: `pending`, `running`, `completed` (with `result`) or `failed`.",
+            {
+                "200": {"description": "It.", "content": _content(DelegationRecord)},
+                "404": _error("No such room or delegation."),
+            },
+            parameters=[room, _path("id", "The delegation's id.")],
+        ),
+        _operation(
+            contract.LIST_ROOM_AGENTS,
+            "The agents registered in the room on this server: cursor, lag, failures, standby.",
+            {"200": {"description": "Their progress.", "content": {"application/json": {}}}},
+            parameters=[room],
+        ),
+    ]
 
 
-def _run_paths() -> dict[str, Any]:
+def _run_operations() -> list[dict[str, Any]]:
     missing = _error(
         "No such run, or not readable by the caller (machine owners read every run; other "
         "members the runs of the conversations they can see)."
     )
-    return {
-        "/v1/runs": {
-            "get": _operation(
-                "listRuns",
-                "Runs, most recent first: a session's (`session`, a conversation's id or any "
-                "session of the store), else every readable one.",
+    return [
+        _operation(
+            contract.LIST_RUNS,
+            "Runs, most recent first: a session's (`session`, a conversation's id or any "
+            "session of the store), else every readable one.",
+            {
+                "200": {"description": "The runs.", "content": _content(RunList)},
+                "422": _error("A bad limit."),
+            },
+            parameters=[
                 {
-                    "200": {"description": "The runs.", "content": _content(RunList)},
-                    "422": _error("A bad limit."),
+                    "name": "session",
+                    "in": "query",
+                    "required": False,
+                    "description": "Only this session's runs (none when it is not readable).",
+                    "schema": {"type": "string"},
                 },
-                parameters=[
-                    {
-                        "name": "session",
-                        "in": "query",
-                        "required": False,
-                        "description": "Only this session's runs (none when it is not readable).",
-                        "schema": {"type": "string"},
-                    },
-                    {
-                        "name": "limit",
-                        "in": "query",
-                        "required": False,
-                        "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
-                    },
-                ],
-            )
-        },
-        "/v1/runs/{run_id}": {
-            "get": _operation(
-                "getRun",
-                "A run's record and its stored events (the core's events, in their wire "
-                "form): any run of the store, a conversation's, a room agent's or one of "
-                "`agentkit run`.",
                 {
-                    "200": {"description": "It.", "content": _content(RunDetails)},
-                    "404": missing,
+                    "name": "limit",
+                    "in": "query",
+                    "required": False,
+                    "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
                 },
-                parameters=[_path("run_id", "The run's id.")],
-            )
-        },
-    }
+            ],
+        ),
+        _operation(
+            contract.GET_RUN,
+            "A run's record and its stored events (the core's events, in their wire "
+            "form): any run of the store, a conversation's, a room agent's or one of "
+            "`agentkit run`.",
+            {
+                "200": {"description": "It.", "content": _content(RunDetails)},
+                "404": missing,
+            },
+            parameters=[_path("run_id", "The run's id.")],
+        ),
+    ]

@@ -11,11 +11,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import Response
 
+from agentkit.client.contract import GET_DELEGATION, GET_ROOM, encode_event
 from agentkit.conversations import Member
 from agentkit.rooms import EventInput, LocalRoomsClient, RoomEvent, RoomInfo
 from agentkit.server._errors import HTTPError
 from agentkit.server._http import json_response, read_body, state_of, stream_response
-from agentkit.server._sse import encode_event
 
 __all__ = ["CreateRoom", "DelegationRequest", "GrantBody", "PublishBody", "RoomList"]
 
@@ -87,7 +87,7 @@ def _event(event: RoomEvent) -> dict[str, Any]:
 async def create_room(request: Request, member: Member) -> Response:
     body = await read_body(request, CreateRoom)
     room = await _rooms(request, member).create_room(body.name)
-    return json_response(room, 201, {"Location": f"/v1/rooms/{room.id}"})
+    return json_response(room, 201, {"Location": GET_ROOM.url(room=room.id)})
 
 
 async def list_rooms(request: Request, member: Member) -> Response:
@@ -165,7 +165,7 @@ async def delegate(request: Request, member: Member) -> Response:
     record = await _rooms(request, member).delegate(
         request.path_params["room"], body.agent, body.task
     )
-    location = f"/v1/rooms/{record.room_id}/delegations/{record.id}"
+    location = GET_DELEGATION.url(room=record.room_id, id=record.id)
     return json_response(dataclasses.asdict(record), 202, {"Location": location})
 
 

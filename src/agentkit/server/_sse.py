@@ -11,32 +11,25 @@ scope.
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import AsyncGenerator
-from typing import Any
 
 import anyio
 from starlette.types import Receive, Scope, Send
 
-__all__ = ["EventStream", "encode_event"]
+from agentkit.client.contract import encode_comment
 
+__all__ = ["EventStream"]
 
-def encode_event(event: str, data: Any, event_id: int | None = None) -> bytes:
-    """One SSE event. `data` is written as one line of compact JSON (JSON never needs a
-    raw newline), so every `data:` field holds a whole object."""
-    lines = []
-    if event_id is not None:
-        lines.append(f"id: {event_id}")
-    lines.append(f"event: {event}")
-    lines.append("data: " + json.dumps(data, ensure_ascii=False, separators=(",", ":")))
-    return ("\n".join(lines) + "\n\n").encode("utf-8")
+_OPENED = encode_comment("stream")
+_KEEPALIVE = encode_comment("keep-alive")
 
 
 class EventStream:
     """An ASGI response streaming the encoded events of `source`.
 
     Args:
-        source: Encoded events (see `encode_event`); the stream ends when it does.
+        source: Encoded events (see `agentkit.client.contract.encode_event`); the stream
+            ends when it does.
         keepalive: Seconds of silence after which a `: keep-alive` comment is written,
             so proxies do not close an idle stream.
         streams: The server's open streams: this one's cancel scope is in it while it
@@ -92,7 +85,7 @@ class EventStream:
                         except anyio.EndOfStream:
                             break
                     if idle.cancelled_caught:
-                        await body(b": keep-alive\n\n")
+                        await body(_KEEPALIVE)
                         continue
                     while len(batch) < 256:
                         try:
@@ -112,7 +105,7 @@ class EventStream:
                     return
 
         # First bytes at once: the client knows the stream is open before any event.
-        await body(b": stream\n\n")
+        await body(_OPENED)
         async with anyio.create_task_group() as group:
             if self._streams is not None:
                 self._streams.add(group.cancel_scope)

@@ -1,0 +1,192 @@
+"""The route table: every operation of the HTTP API with its method and path template.
+
+The server binds a handler to each operation (its Starlette routes and the paths of its
+OpenAPI document come from this table) and the remote clients build their URLs from it,
+so that a path is written once.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+from urllib.parse import quote
+
+__all__ = [
+    "CANCEL_CONVERSATION",
+    "CANCEL_RUN",
+    "CREATE_CONVERSATION",
+    "CREATE_ROOM",
+    "DELEGATE",
+    "DELETE_AGENT",
+    "DELETE_CONVERSATION",
+    "DELETE_ROOM",
+    "FOLLOW_RUN",
+    "GET_CONVERSATION",
+    "GET_DELEGATION",
+    "GET_ME",
+    "GET_ROOM",
+    "GET_RUN",
+    "HEALTHZ",
+    "LIST_AGENTS",
+    "LIST_CONVERSATIONS",
+    "LIST_GRANTS",
+    "LIST_ROOMS",
+    "LIST_ROOM_AGENTS",
+    "LIST_RUNS",
+    "LIST_TURNS",
+    "OPENAPI",
+    "OPERATIONS",
+    "PUBLISH",
+    "PUT_AGENT",
+    "PUT_GRANT",
+    "READ_EVENTS",
+    "START_RUN",
+    "STREAM_EVENTS",
+    "UPDATE_CONVERSATION",
+    "WATCH_CONVERSATION",
+    "Method",
+    "Operation",
+]
+
+Method = Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
+"""The HTTP methods the API uses."""
+
+_PARAMETER = re.compile(r"\{(\w+)\}")
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One operation of the HTTP API.
+
+    Attributes:
+        name: Its `operationId` in the OpenAPI document (`getConversation`).
+        method: Its HTTP method.
+        path: Its path template; each `{parameter}` is one path segment
+            (`/v1/conversations/{id}`).
+        member: Whether it needs a member's token (`Authorization: Bearer <token>`).
+    """
+
+    name: str
+    method: Method
+    path: str
+    member: bool = True
+
+    @property
+    def parameters(self) -> tuple[str, ...]:
+        """The names of the path's parameters, in order."""
+        return tuple(_PARAMETER.findall(self.path))
+
+    def url(self, **values: str) -> str:
+        """The path with every parameter filled in, each value percent-encoded as one
+        segment (a `/` in a value is `%2F`, never a separator).
+
+        Raises:
+            ValueError: A parameter is missing, or a value names none.
+        """
+        if set(values) != set(self.parameters):
+            raise ValueError(f"{self.name} takes {sorted(self.parameters)}, not {sorted(values)}")
+        return self.path.format(**{key: quote(str(v), safe="") for key, v in values.items()})
+
+
+HEALTHZ = Operation("healthz", "GET", "/healthz", member=False)
+"""Whether the server answers."""
+OPENAPI = Operation("openapi", "GET", "/openapi.json", member=False)
+"""The OpenAPI 3.1 document of the API."""
+
+GET_ME = Operation("getMe", "GET", "/v1/me")
+"""The member the token belongs to."""
+LIST_AGENTS = Operation("listAgents", "GET", "/v1/agents")
+"""Every agent of the machine."""
+PUT_AGENT = Operation("putAgent", "PUT", "/v1/agents/{name}")
+"""Create or replace an agent."""
+DELETE_AGENT = Operation("deleteAgent", "DELETE", "/v1/agents/{name}")
+"""Delete an agent."""
+
+LIST_CONVERSATIONS = Operation("listConversations", "GET", "/v1/conversations")
+"""The conversations the caller can see."""
+CREATE_CONVERSATION = Operation("createConversation", "POST", "/v1/conversations")
+"""Create a conversation."""
+GET_CONVERSATION = Operation("getConversation", "GET", "/v1/conversations/{id}")
+"""A conversation's metadata and saved turns."""
+UPDATE_CONVERSATION = Operation("updateConversation", "PATCH", "/v1/conversations/{id}")
+"""Rename a conversation or change its visibility."""
+DELETE_CONVERSATION = Operation("deleteConversation", "DELETE", "/v1/conversations/{id}")
+"""Delete a conversation."""
+LIST_TURNS = Operation("listTurns", "GET", "/v1/conversations/{id}/turns")
+"""A conversation's saved turns."""
+START_RUN = Operation("startRun", "POST", "/v1/conversations/{id}/runs")
+"""Prompt: start a run."""
+FOLLOW_RUN = Operation("followRun", "GET", "/v1/conversations/{id}/runs/{run_id}/events")
+"""Follow a run's output parts (an event stream)."""
+CANCEL_RUN = Operation("cancelRun", "POST", "/v1/conversations/{id}/runs/{run_id}/cancel")
+"""Stop a run if it is the running one."""
+CANCEL_CONVERSATION = Operation("cancelConversation", "POST", "/v1/conversations/{id}/cancel")
+"""Stop a conversation's running run, whichever it is."""
+WATCH_CONVERSATION = Operation("watchConversation", "GET", "/v1/conversations/{id}/watch")
+"""A conversation's view after every change (an event stream)."""
+
+LIST_ROOMS = Operation("listRooms", "GET", "/v1/rooms")
+"""The rooms the caller owns or holds a grant in."""
+CREATE_ROOM = Operation("createRoom", "POST", "/v1/rooms")
+"""Create a room."""
+GET_ROOM = Operation("getRoom", "GET", "/v1/rooms/{room}")
+"""A room."""
+DELETE_ROOM = Operation("deleteRoom", "DELETE", "/v1/rooms/{room}")
+"""Delete a room with its events."""
+LIST_GRANTS = Operation("listGrants", "GET", "/v1/rooms/{room}/grants")
+"""A room's grants."""
+PUT_GRANT = Operation("putGrant", "PUT", "/v1/rooms/{room}/grants/{participant}")
+"""Set what a participant may read and publish in a room."""
+PUBLISH = Operation("publish", "POST", "/v1/rooms/{room}/events")
+"""Publish one event or a batch, atomically."""
+READ_EVENTS = Operation("readEvents", "GET", "/v1/rooms/{room}/events")
+"""A page of a room's readable events."""
+STREAM_EVENTS = Operation("streamEvents", "GET", "/v1/rooms/{room}/events/stream")
+"""A room's readable events, then live (an event stream)."""
+DELEGATE = Operation("delegate", "POST", "/v1/rooms/{room}/delegations")
+"""Ask an agent of a room for a task."""
+GET_DELEGATION = Operation("getDelegation", "GET", "/v1/rooms/{room}/delegations/{id}")
+"""A delegation and its status."""
+LIST_ROOM_AGENTS = Operation("listRoomAgents", "GET", "/v1/rooms/{room}/agents")
+"""The agents registered in a room on the server, with their progress."""
+
+LIST_RUNS = Operation("listRuns", "GET", "/v1/runs")
+"""Runs, most recent first."""
+GET_RUN = Operation("getRun", "GET", "/v1/runs/{run_id}")
+"""A run's record and its stored events."""
+
+OPERATIONS: tuple[Operation, ...] = (
+    HEALTHZ,
+    OPENAPI,
+    GET_ME,
+    LIST_AGENTS,
+    PUT_AGENT,
+    DELETE_AGENT,
+    LIST_CONVERSATIONS,
+    CREATE_CONVERSATION,
+    GET_CONVERSATION,
+    UPDATE_CONVERSATION,
+    DELETE_CONVERSATION,
+    LIST_TURNS,
+    START_RUN,
+    FOLLOW_RUN,
+    CANCEL_RUN,
+    CANCEL_CONVERSATION,
+    WATCH_CONVERSATION,
+    LIST_ROOMS,
+    CREATE_ROOM,
+    GET_ROOM,
+    DELETE_ROOM,
+    LIST_GRANTS,
+    PUT_GRANT,
+    PUBLISH,
+    READ_EVENTS,
+    STREAM_EVENTS,
+    DELEGATE,
+    GET_DELEGATION,
+    LIST_ROOM_AGENTS,
+    LIST_RUNS,
+    GET_RUN,
+)
+"""Every operation of the API, in the order the OpenAPI document lists them."""
