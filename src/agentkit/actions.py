@@ -42,6 +42,7 @@ __all__ = [
     "ActionRegistry",
     "ActionResult",
     "RunHost",
+    "ToolContext",
     "action_tool_name",
 ]
 

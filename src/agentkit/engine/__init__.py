@@ -16,36 +16,68 @@ events of a turn without validating what the engine made itself, and `text_safe`
 string storable (lone surrogates replaced): both are for drivers and the runtime.
 """
 
-from agentkit.engine._drivers import (
-    Driver,
-    SessionCheck,
-    register_driver,
-    register_session_check,
-    registered_driver,
-    session_checks,
-)
-from agentkit.engine._loop import run_engine_turn
-from agentkit.engine._offers import check_allowlist
-from agentkit.engine._prompt import resolve_context
-from agentkit.engine._text_safety import text_safe
-from agentkit.engine._trusted import (
-    result_event,
-    session_init_event,
-    text_delta_event,
-    turn_end_event,
-    turn_start_event,
-)
-from agentkit.engine._turns import (
-    Emit,
-    OfferCache,
-    OutputLimits,
-    RetryPolicy,
-    TurnOutcome,
-    TurnRequest,
-    TurnResources,
-    TurnTracer,
-    TurnView,
-)
+from typing import TYPE_CHECKING
+
+from agentkit._internal.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from agentkit.engine._drivers import (
+        Driver,
+        SessionCheck,
+        register_driver,
+        register_session_check,
+        registered_driver,
+        session_checks,
+    )
+    from agentkit.engine._loop import run_engine_turn
+    from agentkit.engine._offers import check_allowlist
+    from agentkit.engine._prompt import resolve_context
+    from agentkit.engine._text_safety import text_safe
+    from agentkit.engine._trusted import (
+        result_event,
+        session_init_event,
+        text_delta_event,
+        turn_end_event,
+        turn_start_event,
+    )
+    from agentkit.engine._turns import (
+        Emit,
+        OfferCache,
+        OutputLimits,
+        RetryPolicy,
+        TurnOutcome,
+        TurnRequest,
+        TurnResources,
+        TurnTracer,
+        TurnView,
+    )
+
+_EXPORTS: dict[str, str] = {
+    "Driver": "agentkit.engine._drivers",
+    "Emit": "agentkit.engine._turns",
+    "OfferCache": "agentkit.engine._turns",
+    "OutputLimits": "agentkit.engine._turns",
+    "RetryPolicy": "agentkit.engine._turns",
+    "SessionCheck": "agentkit.engine._drivers",
+    "TurnOutcome": "agentkit.engine._turns",
+    "TurnRequest": "agentkit.engine._turns",
+    "TurnResources": "agentkit.engine._turns",
+    "TurnTracer": "agentkit.engine._turns",
+    "TurnView": "agentkit.engine._turns",
+    "check_allowlist": "agentkit.engine._offers",
+    "register_driver": "agentkit.engine._drivers",
+    "register_session_check": "agentkit.engine._drivers",
+    "registered_driver": "agentkit.engine._drivers",
+    "resolve_context": "agentkit.engine._prompt",
+    "result_event": "agentkit.engine._trusted",
+    "run_engine_turn": "agentkit.engine._loop",
+    "session_checks": "agentkit.engine._drivers",
+    "session_init_event": "agentkit.engine._trusted",
+    "text_delta_event": "agentkit.engine._trusted",
+    "text_safe": "agentkit.engine._text_safety",
+    "turn_end_event": "agentkit.engine._trusted",
+    "turn_start_event": "agentkit.engine._trusted",
+}
 
 __all__ = [
     "Driver",
@@ -73,3 +105,8 @@ __all__ = [
     "turn_end_event",
     "turn_start_event",
 ]
+
+# Hidden from type checkers: a module `__getattr__` would make every misspelt name
+# imported from this package type as `Any` instead of an error.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)

@@ -11,8 +11,6 @@ arguments into a call's `arguments` with
 [`parse_arguments`][agentkit.providers.parse_arguments], as the built-in ones do.
 """
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING
 
 from agentkit._internal.lazy import lazy_exports
@@ -59,14 +57,8 @@ if TYPE_CHECKING:
         local_model_available,
         register_provider,
     )
-    from agentkit.providers._timeouts import (
-        TIMEOUT_ENV,
-        ProviderTimeouts,
-        set_default_timeouts,
-    )
+    from agentkit.providers._timeouts import TIMEOUT_ENV, ProviderTimeouts, set_default_timeouts
 
-# Every public name, by the module that defines it: imported on first use, so importing
-# `agentkit.providers` for one name does not load every module of the package.
 _EXPORTS: dict[str, str] = {
     "AnthropicProvider": "agentkit.providers._anthropic",
     "AssistantMessage": "agentkit.providers._base",
@@ -154,7 +146,6 @@ __all__ = [
     "register_provider",
     "set_default_timeouts",
 ]
-
 
 # Hidden from type checkers: a module `__getattr__` would make every misspelt name
 # imported from this package type as `Any` instead of an error.

@@ -11,31 +11,67 @@ grants. [`Rooms`][agentkit.rooms.Rooms] hosts them over a store, alone or inside
 (`docs/rooms.md`).
 """
 
-from agentkit.rooms._client import LocalRoomsClient, RoomsClient
-from agentkit.rooms._errors import (
-    DelegationNotFoundError,
-    RoomAccessError,
-    RoomAgentError,
-    RoomError,
-)
-from agentkit.rooms._host import Role, Rooms
-from agentkit.rooms._models import (
-    MAX_BATCH,
-    MAX_PAYLOAD_BYTES,
-    DelegatingRoomAgent,
-    EventInput,
-    RoomAgent,
-    RoomAgentDescriptor,
-    RoomAgentRequest,
-    RoomInfo,
-    StartPolicy,
-    check_position,
-    publication,
-)
-from agentkit.rooms._patterns import matches
-from agentkit.rooms._spec_agent import SpecRoomAgent, default_prompt
-from agentkit.rooms._worker import AGENT_FAILED, WorkerStatus
-from agentkit.stores import DelegationRecord, RoomEvent, RoomGrant, RoomNotFoundError
+from typing import TYPE_CHECKING
+
+from agentkit._internal.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from agentkit.rooms._client import LocalRoomsClient, RoomsClient
+    from agentkit.rooms._errors import (
+        DelegationNotFoundError,
+        RoomAccessError,
+        RoomAgentError,
+        RoomError,
+    )
+    from agentkit.rooms._host import Role, Rooms
+    from agentkit.rooms._models import (
+        MAX_BATCH,
+        MAX_PAYLOAD_BYTES,
+        DelegatingRoomAgent,
+        EventInput,
+        RoomAgent,
+        RoomAgentDescriptor,
+        RoomAgentRequest,
+        RoomInfo,
+        StartPolicy,
+        check_position,
+        publication,
+    )
+    from agentkit.rooms._patterns import matches
+    from agentkit.rooms._spec_agent import SpecRoomAgent, default_prompt
+    from agentkit.rooms._worker import AGENT_FAILED, WorkerStatus
+    from agentkit.stores import DelegationRecord, RoomEvent, RoomGrant, RoomNotFoundError
+
+_EXPORTS: dict[str, str] = {
+    "AGENT_FAILED": "agentkit.rooms._worker",
+    "DelegatingRoomAgent": "agentkit.rooms._models",
+    "DelegationNotFoundError": "agentkit.rooms._errors",
+    "DelegationRecord": "agentkit.stores",
+    "EventInput": "agentkit.rooms._models",
+    "LocalRoomsClient": "agentkit.rooms._client",
+    "MAX_BATCH": "agentkit.rooms._models",
+    "MAX_PAYLOAD_BYTES": "agentkit.rooms._models",
+    "Role": "agentkit.rooms._host",
+    "RoomAccessError": "agentkit.rooms._errors",
+    "RoomAgent": "agentkit.rooms._models",
+    "RoomAgentDescriptor": "agentkit.rooms._models",
+    "RoomAgentError": "agentkit.rooms._errors",
+    "RoomAgentRequest": "agentkit.rooms._models",
+    "RoomError": "agentkit.rooms._errors",
+    "RoomEvent": "agentkit.stores",
+    "RoomGrant": "agentkit.stores",
+    "RoomInfo": "agentkit.rooms._models",
+    "RoomNotFoundError": "agentkit.stores",
+    "Rooms": "agentkit.rooms._host",
+    "RoomsClient": "agentkit.rooms._client",
+    "SpecRoomAgent": "agentkit.rooms._spec_agent",
+    "StartPolicy": "agentkit.rooms._models",
+    "WorkerStatus": "agentkit.rooms._worker",
+    "check_position": "agentkit.rooms._models",
+    "default_prompt": "agentkit.rooms._spec_agent",
+    "matches": "agentkit.rooms._patterns",
+    "publication": "agentkit.rooms._models",
+}
 
 __all__ = [
     "AGENT_FAILED",
@@ -67,3 +103,8 @@ __all__ = [
     "matches",
     "publication",
 ]
+
+# Hidden from type checkers: a module `__getattr__` would make every misspelt name
+# imported from this package type as `Any` instead of an error.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)

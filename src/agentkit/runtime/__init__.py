@@ -28,18 +28,38 @@ Leaving the `async with` block waits for runs still going (like a task group); a
 inside it cancels them, and each cancelled run still ends with `turn_end` (`interrupted`).
 """
 
-from agentkit.engine import (
-    Driver,
-    OutputLimits,
-    RetryPolicy,
-    TurnOutcome,
-    TurnRequest,
-    register_driver,
-    register_session_check,
-)
-from agentkit.errors import AgentNotFoundError, SessionBusyError
-from agentkit.runtime._run import Run, RunOutcome
-from agentkit.runtime._runtime import Runtime
+from typing import TYPE_CHECKING
+
+from agentkit._internal.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from agentkit.engine import (
+        Driver,
+        OutputLimits,
+        RetryPolicy,
+        TurnOutcome,
+        TurnRequest,
+        register_driver,
+        register_session_check,
+    )
+    from agentkit.errors import AgentNotFoundError, SessionBusyError
+    from agentkit.runtime._run import Run, RunOutcome
+    from agentkit.runtime._runtime import Runtime
+
+_EXPORTS: dict[str, str] = {
+    "AgentNotFoundError": "agentkit.errors",
+    "Driver": "agentkit.engine",
+    "OutputLimits": "agentkit.engine",
+    "RetryPolicy": "agentkit.engine",
+    "Run": "agentkit.runtime._run",
+    "RunOutcome": "agentkit.runtime._run",
+    "Runtime": "agentkit.runtime._runtime",
+    "SessionBusyError": "agentkit.errors",
+    "TurnOutcome": "agentkit.engine",
+    "TurnRequest": "agentkit.engine",
+    "register_driver": "agentkit.engine",
+    "register_session_check": "agentkit.engine",
+}
 
 __all__ = [
     "AgentNotFoundError",
@@ -55,3 +75,8 @@ __all__ = [
     "register_driver",
     "register_session_check",
 ]
+
+# Hidden from type checkers: a module `__getattr__` would make every misspelt name
+# imported from this package type as `Any` instead of an error.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)

@@ -13,37 +13,70 @@ first use, so importing this package stays cheap.
 from typing import TYPE_CHECKING
 
 from agentkit._internal.lazy import lazy_exports
-from agentkit.errors import OffsetError, StoreLocationError
-from agentkit.stores._base import (
-    DelegationRecord,
-    DelegationStatus,
-    EventEntry,
-    NewRoomEvent,
-    RoomEvent,
-    RoomExistsError,
-    RoomGrant,
-    RoomNotFoundError,
-    RoomRecord,
-    RoomStore,
-    RunEndedError,
-    RunRecord,
-    RunStatus,
-    RunStore,
-    SessionBusyError,
-    SessionExistsError,
-    SessionNotFoundError,
-    SessionRecord,
-    SessionStore,
-    Store,
-    StoreError,
-)
-from agentkit.stores._memory import MemoryStore
-from agentkit.stores._notify import Notifications, Subscription, notifications_of
 
 if TYPE_CHECKING:
+    from agentkit.errors import OffsetError, StoreLocationError
+    from agentkit.stores._base import (
+        DelegationRecord,
+        DelegationStatus,
+        EventEntry,
+        NewRoomEvent,
+        RoomEvent,
+        RoomExistsError,
+        RoomGrant,
+        RoomNotFoundError,
+        RoomRecord,
+        RoomStore,
+        RunEndedError,
+        RunRecord,
+        RunStatus,
+        RunStore,
+        SessionBusyError,
+        SessionExistsError,
+        SessionNotFoundError,
+        SessionRecord,
+        SessionStore,
+        Store,
+        StoreError,
+    )
+    from agentkit.stores._memory import MemoryStore
+    from agentkit.stores._notify import Notifications, Subscription, notifications_of
     from agentkit.stores._open import open_store
     from agentkit.stores._postgres import PostgresStore
     from agentkit.stores._sqlite import SQLiteStore
+
+_EXPORTS: dict[str, str] = {
+    "DelegationRecord": "agentkit.stores._base",
+    "DelegationStatus": "agentkit.stores._base",
+    "EventEntry": "agentkit.stores._base",
+    "MemoryStore": "agentkit.stores._memory",
+    "NewRoomEvent": "agentkit.stores._base",
+    "Notifications": "agentkit.stores._notify",
+    "OffsetError": "agentkit.errors",
+    "PostgresStore": "agentkit.stores._postgres",
+    "RoomEvent": "agentkit.stores._base",
+    "RoomExistsError": "agentkit.stores._base",
+    "RoomGrant": "agentkit.stores._base",
+    "RoomNotFoundError": "agentkit.stores._base",
+    "RoomRecord": "agentkit.stores._base",
+    "RoomStore": "agentkit.stores._base",
+    "RunEndedError": "agentkit.stores._base",
+    "RunRecord": "agentkit.stores._base",
+    "RunStatus": "agentkit.stores._base",
+    "RunStore": "agentkit.stores._base",
+    "SQLiteStore": "agentkit.stores._sqlite",
+    "SessionBusyError": "agentkit.stores._base",
+    "SessionExistsError": "agentkit.stores._base",
+    "SessionNotFoundError": "agentkit.stores._base",
+    "SessionRecord": "agentkit.stores._base",
+    "SessionStore": "agentkit.stores._base",
+    "Store": "agentkit.stores._base",
+    "StoreError": "agentkit.stores._base",
+    "StoreLocationError": "agentkit.errors",
+    "Subscription": "agentkit.stores._notify",
+    "notifications_of": "agentkit.stores._notify",
+    "open_store": "agentkit.stores._open",
+}
 
 __all__ = [
     "DelegationRecord",
@@ -78,14 +111,7 @@ __all__ = [
     "open_store",
 ]
 
-_LAZY = {
-    "SQLiteStore": "agentkit.stores._sqlite",
-    "PostgresStore": "agentkit.stores._postgres",
-    "open_store": "agentkit.stores._open",
-}
-
-
 # Hidden from type checkers: a module `__getattr__` would make every misspelt name
 # imported from this package type as `Any` instead of an error.
 if not TYPE_CHECKING:
-    __getattr__, __dir__ = lazy_exports(__name__, _LAZY, __all__)
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)

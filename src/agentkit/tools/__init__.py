@@ -16,15 +16,13 @@ unless a [`FetchPolicy`][agentkit.tools.FetchPolicy] allows them;
 [`mcp_tools`][agentkit.tools.mcp_tools] turns `mcpServers` into tools.
 """
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING
 
 from agentkit._internal.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from agentkit.permissions import Effect
     from agentkit.tools._base import (
-        Effect,
         FunctionTool,
         Tool,
         ToolContext,
@@ -86,8 +84,6 @@ if TYPE_CHECKING:
     )
     from agentkit.tools._shell import ProcessTable, bash_tool, powershell_tool, process_tool
 
-# Every public name, by the module that defines it: imported on first use, so importing
-# `agentkit.tools` for one name does not load every module of the package.
 _EXPORTS: dict[str, str] = {
     "CLAUDE_TOOL_NAMES": "agentkit.tools._builtin",
     "EXTENSION_CAPABILITIES": "agentkit.tools._builtin",
@@ -191,7 +187,6 @@ __all__ = [
     "web_search_tool",
     "write_tool",
 ]
-
 
 # Hidden from type checkers: a module `__getattr__` would make every misspelt name
 # imported from this package type as `Any` instead of an error.
