@@ -67,9 +67,7 @@ async def test_a_conversation_through_the_services(tmp_path: Path) -> None:
         with anyio.fail_after(30):
             events = [
                 event
-                async for event in await machine.runs.follow(
-                    vic, conversation_id, accepted.run_id
-                )
+                async for event in await machine.runs.follow(vic, conversation_id, accepted.run_id)
             ]
         assert isinstance(events[-1], FinalEvent) and events[-1].status == "completed"
 

@@ -115,8 +115,7 @@ class AgentService:
             raise ConversationError("the agent 'rool' is built in: it cannot be changed")
         if name in self._configured:
             raise ConversationError(
-                f"the agent {name!r} is configured (a definition file or an app): change "
-                "it there"
+                f"the agent {name!r} is configured (a definition file or an app): change it there"
             )
 
     async def _put(self, member: Member, definition: AgentDefinition, replace: bool) -> AgentInfo:

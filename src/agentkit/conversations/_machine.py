@@ -139,9 +139,7 @@ class Machine:
         """The conversations: created, read, changed, deleted and watched by members."""
         self.runs = RunService(self._context, access, self.agents)
         """The conversations' runs: prompted, followed and cancelled by members."""
-        self.rooms = Rooms(
-            runtime=self.runtime, poll_interval=poll_interval, role_of=self._role_of
-        )
+        self.rooms = Rooms(runtime=self.runtime, poll_interval=poll_interval, role_of=self._role_of)
         """The machine's rooms: same store, runtime and members (`rooms_client`)."""
 
     @property

@@ -135,9 +135,7 @@ class RunService:
         context = self._context
         return follow_run(context.runtime, run_id, after, context.poll_interval)
 
-    async def cancel(
-        self, member: Member, conversation_id: str, run_id: str | None = None
-    ) -> bool:
+    async def cancel(self, member: Member, conversation_id: str, run_id: str | None = None) -> bool:
         """Cancel the conversation's running run as `member` (with `run_id`: only if it is
         that run); returns once it has ended, `False` when no such run was going."""
         _, _, meta = await self._access.writable(member, conversation_id, "cancel runs")
