@@ -1,14 +1,19 @@
 """Conversations: a machine that hosts agents and durable, private-or-shared conversations.
 
 A [`Machine`][agentkit.conversations.Machine] is an async context manager over one
-[`Runtime`][agentkit.runtime.Runtime] and one store. Members (owners, editors, viewers)
-reach it through a client that implements
+[`Runtime`][agentkit.runtime.Runtime] and one store. Its services, one per concern, take
+the acting member: `machine.members` ([`Members`][agentkit.conversations.Members]),
+`machine.agents` ([`AgentService`][agentkit.conversations.AgentService]),
+`machine.conversations` ([`ConversationService`][agentkit.conversations.ConversationService])
+and `machine.runs` ([`RunService`][agentkit.conversations.RunService]). Members (owners,
+editors, viewers) reach it through a client that implements
 [`ConversationClient`][agentkit.conversations.ConversationClient]: `machine.client(member)`
-in process. A conversation is a session of the core; `prompt()` starts a run of the core
-that belongs to the machine; `follow()`, `watch()` and the turns are views over the run
-logs. See the conversations guide (`docs/conversations.md`).
+in process, the services bound to that member. A conversation is a session of the core;
+`prompt()` starts a run of the core that belongs to the machine; `follow()`, `watch()` and
+the turns are views over the run logs. See the conversations guide (`docs/conversations.md`).
 """
 
+from agentkit.conversations._agent_service import AgentService
 from agentkit.conversations._agents import ROOL
 from agentkit.conversations._attachments import DEFAULT_ATTACHMENT_ROOTS
 from agentkit.conversations._client import (
@@ -17,6 +22,7 @@ from agentkit.conversations._client import (
     StopWatch,
     WatchCallback,
 )
+from agentkit.conversations._conversation_service import ConversationService
 from agentkit.conversations._errors import (
     AccessDeniedError,
     AgentExistsError,
@@ -57,6 +63,7 @@ from agentkit.conversations._models import (
     TurnStatus,
     Visibility,
 )
+from agentkit.conversations._run_service import RunService
 from agentkit.conversations._turns import INTERRUPTED_REASON
 
 __all__ = [
@@ -67,6 +74,7 @@ __all__ = [
     "AgentDefinition",
     "AgentExistsError",
     "AgentInfo",
+    "AgentService",
     "AttachmentError",
     "AttachmentPart",
     "Conversation",
@@ -75,6 +83,7 @@ __all__ = [
     "ConversationDetails",
     "ConversationError",
     "ConversationNotFoundError",
+    "ConversationService",
     "ConversationSummary",
     "ConversationView",
     "FinalEvent",
@@ -92,6 +101,7 @@ __all__ = [
     "PromptAccepted",
     "Role",
     "RunNotFoundError",
+    "RunService",
     "StopWatch",
     "TextDeltaPart",
     "TextPart",

@@ -9,32 +9,26 @@ events relayed from the process executing it when the store's notifications are 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from collections.abc import AsyncGenerator
 
-from agentkit.conversations._errors import ConversationError
-from agentkit.conversations._models import FollowEvent, Member, OutputEvent
+from agentkit.conversations._models import FollowEvent, OutputEvent
 from agentkit.conversations._turns import final_of, part_of
 from agentkit.events import ErrorEvent, TurnEnd
+from agentkit.runtime import Runtime
 from agentkit.stores import EventEntry
-
-if TYPE_CHECKING:
-    from agentkit.conversations._machine import Machine
 
 __all__ = ["follow_run"]
 
 
 async def follow_run(
-    machine: Machine, member: Member, conversation_id: str, run_id: str, after: int | None
-) -> AsyncIterator[FollowEvent]:
-    """What `follow(conversation_id, run_id, after=after)` yields, for `member`."""
-    if after is not None and (not isinstance(after, int) or isinstance(after, bool)):
-        raise ConversationError(f"after must be an offset (an integer), not {after!r}")
-    await machine._run_record(member, conversation_id, run_id)
+    runtime: Runtime, run_id: str, after: int | None, poll_interval: float
+) -> AsyncGenerator[FollowEvent, None]:
+    """What `follow(conversation_id, run_id, after=after)` yields, once the caller has
+    checked that the member may read the run."""
     cursor = -1 if after is None else after
     error: str | None = None
-    live = machine.runtime.get_run(run_id)
-    entries = machine.runtime.follow(run_id, cursor, poll_interval=machine.poll_interval)
+    live = runtime.get_run(run_id)
+    entries = runtime.follow(run_id, cursor, poll_interval=poll_interval)
     async for entry in entries:
         if isinstance(entry.event, TurnEnd):
             if live is not None:
@@ -43,7 +37,7 @@ async def follow_run(
                 outcome = await live.wait()
                 error = error or outcome.error
             elif error is None:
-                record = await machine.store.get_run(run_id)
+                record = await runtime.store.get_run(run_id)
                 error = record.error if record is not None else None
             yield final_of(entry.event, error, entry.offset)
             return

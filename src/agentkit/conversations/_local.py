@@ -1,10 +1,12 @@
-"""The in-process client: the conversations API acting as one member of a machine."""
+"""The in-process client: the machine's services bound to one member."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from agentkit.conversations._agent_service import AgentService
 from agentkit.conversations._agents import ROOL
 from agentkit.conversations._client import (
     Conversation,
@@ -12,6 +14,7 @@ from agentkit.conversations._client import (
     StopWatch,
     WatchCallback,
 )
+from agentkit.conversations._conversation_service import ConversationService
 from agentkit.conversations._models import (
     AgentDefinition,
     AgentInfo,
@@ -23,21 +26,32 @@ from agentkit.conversations._models import (
     Turn,
     Visibility,
 )
+from agentkit.conversations._run_service import RunService
 from agentkit.spec import ReasoningEffort
-
-if TYPE_CHECKING:
-    from agentkit.conversations._machine import Machine
 
 __all__ = ["LocalClient"]
 
 
 class LocalClient(ConversationClient):
     """The in-process client: the conversations API acting as one member of a
-    [`Machine`][agentkit.conversations.Machine]. Get one from `machine.client(member)`."""
+    [`Machine`][agentkit.conversations.Machine]. Get one from `machine.client(member)`.
 
-    def __init__(self, machine: Machine, member: Member) -> None:
-        self._machine = machine
+    Each method is one call of the machine's services (`machine.agents`,
+    `machine.conversations`, `machine.runs`) as this member.
+    """
+
+    def __init__(
+        self,
+        member: Member,
+        *,
+        agents: AgentService,
+        conversations: ConversationService,
+        runs: RunService,
+    ) -> None:
         self._member = member
+        self._agents = agents
+        self._conversations = conversations
+        self._runs = runs
 
     def __repr__(self) -> str:
         return f"<LocalClient {self._member.name} ({self._member.role})>"
@@ -47,16 +61,16 @@ class LocalClient(ConversationClient):
         return self._member
 
     async def list_agents(self) -> list[AgentInfo]:
-        return await self._machine._list_agents(self._member)
+        return await self._agents.list(self._member)
 
     async def create_agent(self, definition: AgentDefinition) -> AgentInfo:
-        return await self._machine._put_agent(self._member, definition, replace=False)
+        return await self._agents.create(self._member, definition)
 
     async def replace_agent(self, definition: AgentDefinition) -> AgentInfo:
-        return await self._machine._put_agent(self._member, definition, replace=True)
+        return await self._agents.replace(self._member, definition)
 
     async def delete_agent(self, name: str) -> None:
-        await self._machine._delete_agent(self._member, name)
+        await self._agents.delete(self._member, name)
 
     async def create_conversation(
         self,
@@ -66,28 +80,28 @@ class LocalClient(ConversationClient):
         visibility: Visibility = "private",
         instructions: str | None = None,
     ) -> Conversation:
-        conversation_id = await self._machine._create(
-            self._member, agent, name, visibility, instructions
+        conversation_id = await self._conversations.create(
+            self._member, agent=agent, name=name, visibility=visibility, instructions=instructions
         )
         return self.conversation(conversation_id)
 
     async def list_conversations(self) -> list[ConversationSummary]:
-        return await self._machine._list(self._member)
+        return await self._conversations.list(self._member)
 
     async def get_conversation(self, conversation_id: str) -> ConversationDetails:
-        return await self._machine._details(self._member, conversation_id)
+        return await self._conversations.get(self._member, conversation_id)
 
     async def list_turns(self, conversation_id: str) -> list[Turn]:
-        return await self._machine._turns(self._member, conversation_id)
+        return await self._conversations.turns(self._member, conversation_id)
 
     async def rename_conversation(self, conversation_id: str, name: str) -> None:
-        await self._machine._update(self._member, conversation_id, name=name)
+        await self._conversations.update(self._member, conversation_id, name=name)
 
     async def set_visibility(self, conversation_id: str, visibility: Visibility) -> None:
-        await self._machine._update(self._member, conversation_id, visibility=visibility)
+        await self._conversations.update(self._member, conversation_id, visibility=visibility)
 
     async def delete_conversation(self, conversation_id: str) -> None:
-        await self._machine._delete(self._member, conversation_id)
+        await self._conversations.delete(self._member, conversation_id)
 
     async def prompt(
         self,
@@ -99,23 +113,27 @@ class LocalClient(ConversationClient):
         output_schema: dict[str, Any] | None = None,
         replace_turn: str | None = None,
     ) -> PromptAccepted:
-        return await self._machine._prompt(
+        return await self._runs.prompt(
             self._member,
             conversation_id,
             text,
-            attachments,
-            effort,
-            output_schema,
-            replace_turn,
+            attachments=attachments,
+            effort=effort,
+            output_schema=output_schema,
+            replace_turn=replace_turn,
         )
 
-    def follow(
+    async def follow(
         self, conversation_id: str, run_id: str, *, after: int | None = None
     ) -> AsyncIterator[FollowEvent]:
-        return self._machine._follow(self._member, conversation_id, run_id, after)
+        # A generator, as the remote client's: its checks run at the first event asked.
+        events = await self._runs.follow(self._member, conversation_id, run_id, after=after)
+        async with contextlib.aclosing(events):
+            async for event in events:
+                yield event
 
     async def cancel(self, conversation_id: str) -> bool:
-        return await self._machine._cancel(self._member, conversation_id)
+        return await self._runs.cancel(self._member, conversation_id)
 
     async def watch(self, conversation_id: str, callback: WatchCallback) -> StopWatch:
-        return await self._machine._watch(self._member, conversation_id, callback)
+        return await self._conversations.watch(self._member, conversation_id, callback)

@@ -4,7 +4,8 @@ where its messages start in the transcript; runs dropped by `replace_turn`; text
 by a cancelled run.
 
 Members and machine agents are sessions of reserved agent ids, one session each, with
-their record in the metadata (see `agentkit.conversations._machine`).
+their record in the metadata (see `agentkit.conversations._members` and
+`agentkit.conversations._agent_service`).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentkit.conversations._models import Visibility
+from agentkit.stores import SessionRecord, Store
 
-__all__ = ["KEY", "ConversationMeta", "RunEntry", "is_conversation"]
+__all__ = ["KEY", "ConversationMeta", "RunEntry", "is_conversation", "save_meta"]
 
 KEY = "agentkit.conversation"
 """The metadata key that marks a session as a conversation (and holds its record)."""
@@ -86,3 +88,8 @@ class ConversationMeta:
 
 def is_conversation(metadata: dict[str, Any]) -> bool:
     return isinstance(metadata.get(KEY), dict)
+
+
+async def save_meta(store: Store, session: SessionRecord, meta: ConversationMeta) -> None:
+    """Keep a conversation's record in its session's metadata."""
+    await store.update_session(session.id, {**session.metadata, **meta.to_metadata()})

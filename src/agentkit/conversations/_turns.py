@@ -40,6 +40,7 @@ from agentkit.stores import EventEntry, RunRecord, Store
 __all__ = [
     "INTERRUPTED_REASON",
     "OutputBuffer",
+    "active_run",
     "build_turns",
     "final_of",
     "part_of",
@@ -199,6 +200,12 @@ async def build_turns(
             continue
         turns.append(_agent_turn(record, entries, meta.partials.get(record.id, "")))
     return turns, active
+
+
+async def active_run(store: Store, conversation_id: str) -> RunRecord | None:
+    """The conversation's running run, if one is going."""
+    runs = await store.list_runs(conversation_id)
+    return next((run for run in reversed(runs) if run.status == "running"), None)
 
 
 def error_of(entries: Iterable[EventEntry]) -> str | None:

@@ -11,19 +11,17 @@ goes on across runs, by itself, until it is stopped or the machine closes.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
 
 import anyio
 
 from agentkit._internal.callbacks import call_logged
 from agentkit.conversations._client import WatchCallback
 from agentkit.conversations._errors import AccessDeniedError, ConversationNotFoundError
-from agentkit.conversations._models import ConversationView, Member, Turn, TurnPart
-from agentkit.conversations._turns import OutputBuffer, build_turns, part_of
+from agentkit.conversations._models import ConversationDetails, ConversationView, Turn, TurnPart
+from agentkit.conversations._turns import OutputBuffer, part_of
+from agentkit.runtime import Runtime
 from agentkit.stores import Subscription
-
-if TYPE_CHECKING:
-    from agentkit.conversations._machine import Machine
 
 __all__ = ["Watch"]
 
@@ -31,14 +29,33 @@ _logger = logging.getLogger("agentkit.conversations")
 
 
 class Watch:
-    """One watch of one conversation for one member."""
+    """One watch of one conversation for one member.
+
+    Args:
+        runtime: The machine's runtime (the runs' logs, the store's notifications).
+        poll_interval: Seconds between two reads when nothing signals a change.
+        conversation_id: The conversation watched.
+        read: Reads the conversation as the member sees it, its access checked (a member
+            removed, or a conversation it no longer sees, ends the watch).
+        signal: An event the next change of the conversation through this machine sets.
+        callback: Called with each view.
+    """
 
     def __init__(
-        self, machine: Machine, member: Member, conversation_id: str, callback: WatchCallback
+        self,
+        *,
+        runtime: Runtime,
+        poll_interval: float,
+        conversation_id: str,
+        read: Callable[[], Awaitable[ConversationDetails]],
+        signal: Callable[[], anyio.Event],
+        callback: WatchCallback,
     ) -> None:
-        self._machine = machine
-        self._member = member
+        self._runtime = runtime
+        self._poll_interval = poll_interval
         self._id = conversation_id
+        self._read = read
+        self._signal = signal
         self._callback = callback
         self._scope = anyio.CancelScope()
         self._last: ConversationView | None = None
@@ -53,7 +70,7 @@ class Watch:
         with self._scope:
             await self._deliver(ConversationView(loading=True))
             # Changes made by other processes sharing the store (PostgreSQL): notified.
-            notifications = self._machine.runtime.notifications
+            notifications = self._runtime.notifications
             with await notifications.subscribe(f"session:{self._id}") as changes:
                 self._changes = changes
                 while True:
@@ -62,11 +79,9 @@ class Watch:
 
     async def _round(self) -> bool:
         """Read, deliver, and wait for the next change; `False` once the watch is over."""
-        machine = self._machine
-        signal = machine._change_signal(self._id)  # taken first: no change is missed
+        signal = self._signal()  # taken first: no change is missed
         try:
-            _, _, meta = await machine._visible(self._member, self._id)
-            turns, active = await build_turns(machine.store, self._id, meta)
+            details = await self._read()
         except (ConversationNotFoundError, AccessDeniedError) as exc:
             await self._deliver(ConversationView(error=str(exc)))
             return False
@@ -74,9 +89,10 @@ class Watch:
             await self._deliver(
                 ConversationView(turns=self._turns, error=f"{type(exc).__name__}: {exc}")
             )
-            await anyio.sleep(machine.poll_interval)
+            await anyio.sleep(self._poll_interval)
             return True
-        self._turns = tuple(turns)
+        self._turns = details.turns
+        active = details.active_run_id
         if active is None:
             await self._deliver(ConversationView(turns=self._turns))
             await self._until_changed(signal)
@@ -85,13 +101,12 @@ class Watch:
         return True
 
     async def _follow(self, run_id: str, signal: anyio.Event) -> None:
-        machine = self._machine
         buffer = OutputBuffer()
         await self._deliver(self._running(run_id, buffer.parts))
         async with anyio.create_task_group() as group:
             # Changed through this machine (cancelled, deleted): read the turns again.
             group.start_soon(_cancel_when_set, signal, group.cancel_scope)
-            entries = machine.runtime.follow(run_id, poll_interval=machine.poll_interval)
+            entries = self._runtime.follow(run_id, poll_interval=self._poll_interval)
             async for entry in entries:
                 part = part_of(entry.event)
                 if part is not None:
@@ -105,7 +120,7 @@ class Watch:
         does not get)."""
         async with anyio.create_task_group() as group:
             group.start_soon(_cancel_when_set, signal, group.cancel_scope)
-            await self._changes.wait(self._machine.poll_interval)
+            await self._changes.wait(self._poll_interval)
             group.cancel_scope.cancel()
         self._changes.take()
 

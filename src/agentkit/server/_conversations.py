@@ -1,5 +1,6 @@
 """The conversations routes: agents, conversations, runs and their streams, each a few
-lines over the in-process client of the member the token names."""
+lines over the machine's services (`machine.agents`, `machine.conversations`,
+`machine.runs`) acting as the member the token names."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from agentkit.conversations import (
     AgentExistsError,
     ConversationView,
     FollowEvent,
-    LocalClient,
+    Machine,
     Member,
 )
 from agentkit.server._bodies import (
@@ -44,8 +45,8 @@ def _sse_of(event: FollowEvent) -> bytes:
     return encode_event(follow_event_name(event), event.model_dump(mode="json"), event.offset)
 
 
-def _client(request: Request, member: Member) -> LocalClient:
-    return state_of(request).machine.client(member)
+def _machine(request: Request) -> Machine:
+    return state_of(request).machine
 
 
 # --- members and agents --------------------------------------------------------------------
@@ -56,12 +57,12 @@ async def me(request: Request, member: Member) -> Response:
 
 
 async def list_agents(request: Request, member: Member) -> Response:
-    client = _client(request, member)
-    return json_response(AgentList(agents=await client.list_agents()))
+    agents = _machine(request).agents
+    return json_response(AgentList(agents=await agents.list(member)))
 
 
 async def put_agent(request: Request, member: Member) -> Response:
-    client = _client(request, member)
+    agents = _machine(request).agents
     name = request.path_params["name"]
     body = await read_body(request, _AgentBody)
     if body.name is not None and body.name != name:
@@ -71,13 +72,13 @@ async def put_agent(request: Request, member: Member) -> Response:
     create_only = request.headers.get("if-none-match", "").strip() == "*"
     replace_only = request.headers.get("if-match", "").strip() == "*"
     if replace_only:
-        return json_response(await client.replace_agent(definition))
+        return json_response(await agents.replace(member, definition))
     try:
-        return json_response(await client.create_agent(definition), 201)
+        return json_response(await agents.create(member, definition), 201)
     except AgentExistsError:
         if create_only:
             raise
-    return json_response(await client.replace_agent(definition))
+    return json_response(await agents.replace(member, definition))
 
 
 class _AgentBody(BaseModel):
@@ -88,17 +89,17 @@ class _AgentBody(BaseModel):
 
 
 async def delete_agent(request: Request, member: Member) -> Response:
-    client = _client(request, member)
+    agents = _machine(request).agents
     name = request.path_params["name"]
     if name == ROOL:
         raise HTTPError("agent_protected", "the agent 'rool' is built in: it cannot be deleted")
-    for info in await client.list_agents():
+    for info in await agents.list(member):
         if info.name == name and info.source == "configured":
             raise HTTPError(
                 "agent_protected",
                 f"the agent {name!r} is configured (a definition file or an app): delete it there",
             )
-    await client.delete_agent(name)
+    await agents.delete(member, name)
     return Response(status_code=204)
 
 
@@ -106,57 +107,63 @@ async def delete_agent(request: Request, member: Member) -> Response:
 
 
 async def create_conversation(request: Request, member: Member) -> Response:
-    client = _client(request, member)
+    conversations = _machine(request).conversations
     body = await read_body(request, CreateConversation, empty_ok=True)
-    conversation = await client.create_conversation(
-        agent=body.agent, name=body.name, visibility=body.visibility, instructions=body.instructions
+    conversation_id = await conversations.create(
+        member,
+        agent=body.agent,
+        name=body.name,
+        visibility=body.visibility,
+        instructions=body.instructions,
     )
-    details = await conversation.get()
+    details = await conversations.get(member, conversation_id)
     return json_response(details, 201, {"Location": GET_CONVERSATION.url(id=details.id)})
 
 
 async def list_conversations(request: Request, member: Member) -> Response:
-    client = _client(request, member)
-    return json_response(ConversationList(conversations=await client.list_conversations()))
+    conversations = _machine(request).conversations
+    return json_response(ConversationList(conversations=await conversations.list(member)))
 
 
 async def get_conversation(request: Request, member: Member) -> Response:
-    client = _client(request, member)
-    return json_response(await client.get_conversation(request.path_params["id"]))
+    conversations = _machine(request).conversations
+    return json_response(await conversations.get(member, request.path_params["id"]))
 
 
 async def update_conversation(request: Request, member: Member) -> Response:
-    client = _client(request, member)
+    conversations = _machine(request).conversations
     conversation_id = request.path_params["id"]
     body = await read_body(request, UpdateConversation, empty_ok=True)
     if body.name is not None:
-        await client.rename_conversation(conversation_id, body.name)
+        await conversations.update(member, conversation_id, name=body.name)
     if body.visibility is not None:
-        await client.set_visibility(conversation_id, body.visibility)
-    return json_response(await client.get_conversation(conversation_id))
+        await conversations.update(member, conversation_id, visibility=body.visibility)
+    return json_response(await conversations.get(member, conversation_id))
 
 
 async def delete_conversation(request: Request, member: Member) -> Response:
-    client = _client(request, member)
-    await client.delete_conversation(request.path_params["id"])
+    conversations = _machine(request).conversations
+    await conversations.delete(member, request.path_params["id"])
     return Response(status_code=204)
 
 
 async def list_turns(request: Request, member: Member) -> Response:
-    client = _client(request, member)
-    return json_response(TurnList(turns=await client.list_turns(request.path_params["id"])))
+    conversations = _machine(request).conversations
+    turns = await conversations.turns(member, request.path_params["id"])
+    return json_response(TurnList(turns=turns))
 
 
 # --- runs ----------------------------------------------------------------------------------
 
 
 async def start_run(request: Request, member: Member) -> Response:
-    client = _client(request, member)
+    state = state_of(request)
     conversation_id = request.path_params["id"]
     body = await read_body(request, PromptRequest)
-    if state_of(request).closing:
+    if state.closing:
         raise HTTPError("unavailable", "the server is shutting down")
-    accepted = await client.prompt(
+    accepted = await state.machine.runs.prompt(
+        member,
         conversation_id,
         body.prompt,
         attachments=body.attachments,
@@ -189,7 +196,7 @@ def _after(request: Request) -> int | None:
 async def follow_run(request: Request, member: Member) -> Response:
     state = state_of(request)
     run_id = request.path_params["run_id"]
-    events = await state.machine.follow_checked(
+    events = await state.machine.runs.follow(
         member, request.path_params["id"], run_id, after=_after(request)
     )
 
@@ -201,20 +208,19 @@ async def follow_run(request: Request, member: Member) -> Response:
 
 
 async def cancel_run(request: Request, member: Member) -> Response:
-    cancelled = await state_of(request).machine.cancel_run(
+    cancelled = await _machine(request).runs.cancel(
         member, request.path_params["id"], request.path_params["run_id"]
     )
     return json_response(CancelResult(cancelled=cancelled), 202)
 
 
 async def cancel_active(request: Request, member: Member) -> Response:
-    client = _client(request, member)
-    cancelled = await client.cancel(request.path_params["id"])
+    cancelled = await _machine(request).runs.cancel(member, request.path_params["id"])
     return json_response(CancelResult(cancelled=cancelled), 202)
 
 
 async def watch_conversation(request: Request, member: Member) -> Response:
-    client = _client(request, member)
+    conversations = _machine(request).conversations
     latest: list[ConversationView] = []
     changed = [anyio.Event()]
 
@@ -223,7 +229,7 @@ async def watch_conversation(request: Request, member: Member) -> Response:
         latest[:] = [view]
         changed[0].set()
 
-    stop = await client.watch(request.path_params["id"], deliver)
+    stop = await conversations.watch(member, request.path_params["id"], deliver)
 
     async def encoded() -> AsyncGenerator[bytes, None]:
         try:

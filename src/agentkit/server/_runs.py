@@ -58,7 +58,7 @@ async def _readable(request: Request, member: Member, session_id: str) -> bool:
     if member.role == "owner":
         return True
     try:
-        await state_of(request).machine.client(member).get_conversation(session_id)
+        await state_of(request).machine.conversations.get(member, session_id)
     except ConversationNotFoundError:
         return False
     return True
@@ -90,7 +90,7 @@ async def list_runs(request: Request, member: Member) -> Response:
     elif member.role == "owner":
         sessions = [record.id for record in await machine.store.list_sessions()]
     else:
-        visible = await machine.client(member).list_conversations()
+        visible = await machine.conversations.list(member)
         sessions = [conversation.id for conversation in visible]
     runs = [run for session_id in sessions for run in await machine.store.list_runs(session_id)]
     runs.sort(key=lambda run: run.created_at, reverse=True)

@@ -1,0 +1,344 @@
+"""`machine.runs`: prompts that start runs, and following and cancelling them, each call
+acting as a member and checked once; and the runs this machine executes, stopped when the
+machine closes, shuts down, or another process sharing the store asks.
+
+A prompt is `Runtime.start` on the conversation's session; a follow replays the run's log
+(`Run.entries`, then `Store.read_events`); a cancel is `Run.cancel`, or a request to the
+process executing the run through the store's notifications.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, Sequence
+from typing import Any
+
+import anyio
+
+from agentkit.conversations._access import Access
+from agentkit.conversations._agent_service import AgentService
+from agentkit.conversations._agents import run_spec
+from agentkit.conversations._attachments import check_attachments
+from agentkit.conversations._context import MachineContext
+from agentkit.conversations._errors import (
+    AttachmentError,
+    ConversationBusyError,
+    ConversationError,
+    RunNotFoundError,
+    TurnNotFoundError,
+)
+from agentkit.conversations._follow import follow_run
+from agentkit.conversations._meta import ConversationMeta, RunEntry, is_conversation, save_meta
+from agentkit.conversations._models import FollowEvent, Member, PromptAccepted
+from agentkit.conversations._turns import (
+    INTERRUPTED_REASON,
+    OutputBuffer,
+    active_run,
+    part_of,
+    user_turn_id,
+)
+from agentkit.events import TurnStart
+from agentkit.providers import AssistantMessage, Message, UserMessage
+from agentkit.runtime import Run, SessionBusyError
+from agentkit.spec import ReasoningEffort, SpecError
+from agentkit.stores import RunRecord
+
+__all__ = ["RunService"]
+
+_CANCEL_TOPIC = "cancel"  # notifications asking the process executing a run to stop it
+_KEPT_RUNS = 64  # runs kept past their end, at most (ended ones are dropped first)
+
+
+class RunService:
+    """The runs of a machine's conversations: `machine.runs`.
+
+    The methods taking a `member` check it once against its current role and the
+    conversation's visibility; a run of a conversation the member cannot see is missing
+    to it (`ConversationNotFoundError`).
+    """
+
+    def __init__(self, context: MachineContext, access: Access, agents: AgentService) -> None:
+        self._context = context
+        self._access = access
+        self._agents = agents
+        self._runs: dict[str, Run] = {}  # the runs this machine started, until seen ended
+        self._stopping: set[str] = set()  # runs another process asked to stop
+
+    async def prompt(
+        self,
+        member: Member,
+        conversation_id: str,
+        text: str,
+        *,
+        attachments: Sequence[str] = (),
+        effort: ReasoningEffort | None = None,
+        output_schema: dict[str, Any] | None = None,
+        replace_turn: str | None = None,
+    ) -> PromptAccepted:
+        """Start a run of the conversation's agent on `text` as `member`; returns once
+        the run is stored (see `ConversationClient.prompt`)."""
+        if not isinstance(text, str):
+            raise ConversationError("a prompt's text must be a string")
+        if isinstance(attachments, str):
+            raise AttachmentError("attachments is a list of paths, not one string")
+        context = self._context
+        store = context.store
+        async with context.changes.lock(conversation_id):
+            _, session, meta = await self._access.writable(member, conversation_id, "prompt")
+            paths = check_attachments(list(attachments), context.attachment_roots)
+            if not text.strip() and not paths:
+                raise ConversationError("a prompt needs text or an attachment")
+            try:
+                spec = run_spec(await self._agents.spec(session.agent_id), effort, output_schema)
+            except SpecError as exc:
+                raise ConversationError(f"the prompt's options are not valid: {exc}") from None
+            runs = [
+                run for run in await store.list_runs(conversation_id) if run.id not in meta.dropped
+            ]
+            if any(run.status == "running" for run in runs):
+                raise _busy(conversation_id)
+            transcript = await store.load_transcript(conversation_id)
+            if replace_turn is not None:
+                length = await self._drop_from(conversation_id, meta, runs, replace_turn)
+            else:
+                length = len(transcript)
+                length += await self._repair(conversation_id, meta, runs, transcript)
+            try:
+                run = await context.runtime.start(
+                    spec,
+                    text,
+                    session_id=conversation_id,
+                    context_suffix=meta.instructions,
+                    thread_context={"attachments": paths} if paths else None,
+                )
+            except SessionBusyError:
+                raise _busy(conversation_id) from None
+            except ValueError as exc:  # text that is not valid Unicode
+                raise ConversationError(str(exc)) from None
+            self._keep(run)
+            meta.runs[run.id] = RunEntry(run.id, length, tuple(paths))
+            await save_meta(store, session, meta)
+        context.changes.changed(conversation_id)
+        return PromptAccepted(
+            conversation_id=conversation_id, run_id=run.id, turn_id=user_turn_id(run.id)
+        )
+
+    async def follow(
+        self, member: Member, conversation_id: str, run_id: str, *, after: int | None = None
+    ) -> AsyncGenerator[FollowEvent, None]:
+        """A run's output parts after offset `after`, then exactly one `FinalEvent`, as
+        `member`. The access and the run are checked before this returns (a server
+        answers 404 before it starts a stream), and not again while it is read."""
+        if after is not None and (not isinstance(after, int) or isinstance(after, bool)):
+            raise ConversationError(f"after must be an offset (an integer), not {after!r}")
+        await self._run_record(member, conversation_id, run_id)
+        context = self._context
+        return follow_run(context.runtime, run_id, after, context.poll_interval)
+
+    async def cancel(self, member: Member, conversation_id: str, run_id: str | None = None) -> bool:
+        """Cancel the conversation's running run as `member` (with `run_id`: only if it is
+        that run); returns once it has ended, `False` when no such run was going."""
+        _, _, meta = await self._access.writable(member, conversation_id, "cancel runs")
+        if run_id is not None:
+            await self._check_run(conversation_id, meta, run_id)
+        active = await active_run(self._context.store, conversation_id)
+        if active is None or (run_id is not None and active.id != run_id):
+            return False
+        run = self._context.runtime.get_run(active.id)
+        if run is None:
+            # Executed by another process sharing the store, or by one that died.
+            return await self._cancel_elsewhere(active.id)
+        await self._stop(run)
+        return True
+
+    async def interrupt_executing(self) -> None:
+        """End every run this machine executes as a crash would, but at once (see
+        `Machine.interrupt_runs`); returns once every one has ended and been stored."""
+        running = [run for run in self._runs.values() if not run.done]
+        async with anyio.create_task_group() as group:
+            for run in running:
+                group.start_soon(self._stop, run, INTERRUPTED_REASON)
+
+    def cancel_executing(self) -> None:
+        """Cancel every run this machine executes, without waiting for their end (the
+        machine closes: it does not wait for a model that may never answer)."""
+        for run in list(self._runs.values()):
+            run.cancel()
+        self._runs.clear()
+
+    async def serve_cancel_requests(self) -> None:
+        """Stop the runs this machine executes when another process sharing the store
+        asks (the asker checked the member's rights); runs until cancelled."""
+        group = self._context.task_group()
+        notifications = self._context.runtime.notifications
+        with await notifications.subscribe(_CANCEL_TOPIC) as requests:
+            while True:
+                await requests.wait(3600.0)
+                _, run_ids = requests.take()
+                for run_id in run_ids:
+                    run = self._runs.get(run_id)
+                    if run is not None and not run.done and run_id not in self._stopping:
+                        self._stopping.add(run_id)
+                        group.start_soon(self._stop_for_another, run)
+
+    def _keep(self, run: Run) -> None:
+        if len(self._runs) >= _KEPT_RUNS:
+            for run_id in [key for key, kept in self._runs.items() if kept.done]:
+                del self._runs[run_id]
+        self._runs[run.id] = run
+
+    async def _run_record(self, member: Member, conversation_id: str, run_id: str) -> RunRecord:
+        _, _, meta = await self._access.visible(member, conversation_id)
+        return await self._check_run(conversation_id, meta, run_id)
+
+    async def _check_run(
+        self, conversation_id: str, meta: ConversationMeta, run_id: str
+    ) -> RunRecord:
+        """The run, when it is one of the conversation's and not dropped."""
+        store = self._context.store
+        record = await store.get_run(run_id) if isinstance(run_id, str) else None
+        if record is None or record.session_id != conversation_id or run_id in meta.dropped:
+            raise RunNotFoundError(f"conversation {conversation_id!r} has no run {run_id!r}")
+        return record
+
+    async def _drop_from(
+        self,
+        conversation_id: str,
+        meta: ConversationMeta,
+        runs: list[RunRecord],
+        replace_turn: str,
+    ) -> int:
+        """Drop the user turn `replace_turn` and every turn after it; returns the length
+        the transcript is cut to."""
+        index = next(
+            (i for i, run in enumerate(runs) if user_turn_id(run.id) == replace_turn), None
+        )
+        entry = meta.runs.get(runs[index].id) if index is not None else None
+        if index is None or entry is None:
+            raise TurnNotFoundError(
+                f"conversation {conversation_id!r} has no user turn {replace_turn!r}"
+            )
+        await self._context.store.truncate_transcript(conversation_id, entry.transcript_start)
+        for run in runs[index:]:
+            meta.dropped.append(run.id)
+            meta.runs.pop(run.id, None)
+            meta.partials.pop(run.id, None)
+        return entry.transcript_start
+
+    async def _repair(
+        self,
+        conversation_id: str,
+        meta: ConversationMeta,
+        runs: list[RunRecord],
+        transcript: list[Message],
+    ) -> int:
+        """Make the transcript show what the last run's turns show when it did not
+        complete (the engine saves a step only once it has finished): its prompt, and
+        what it had streamed. Returns how many messages were appended."""
+        if not runs or runs[-1].status == "completed":
+            return 0
+        last = runs[-1]
+        entry = meta.runs.get(last.id)
+        if entry is None:
+            return 0
+        store = self._context.store
+        partial = meta.partials.get(last.id, "")
+        added: list[Message] = []
+        if len(transcript) == entry.transcript_start:
+            events = await store.read_events(last.id, -1)
+            prompt = ""
+            if events and isinstance(events[0].event, TurnStart):
+                prompt = events[0].event.user_prompt
+            if entry.attachments:
+                shown = json.dumps({"attachments": list(entry.attachments)}, ensure_ascii=False)
+                prompt = f"<thread_context>\n{shown}\n</thread_context>\n\n{prompt}"
+            if last.status == "interrupted":
+                why = "the run was cancelled"
+            elif last.error == INTERRUPTED_REASON:
+                why = "the run was interrupted"
+            else:
+                why = f"the run failed: {last.error or 'unknown error'}"
+            added = [
+                UserMessage(content=prompt),
+                AssistantMessage(text=partial or f"(no answer: {why})"),
+            ]
+        elif partial and not isinstance(transcript[-1], AssistantMessage):
+            added = [AssistantMessage(text=partial)]
+        if added:
+            await store.append_transcript(conversation_id, added)
+        return len(added)
+
+    async def _cancel_elsewhere(self, run_id: str) -> bool:
+        """Ask the process executing a run to stop it, and wait for its end.
+
+        The request goes through the store's notifications, again every poll interval
+        until the run has ended (a notification may be lost); a process that died no
+        longer answers, and its run ends when its lease expires, which bounds the wait.
+        Without shared notifications (SQLite) no other process can be reached: `False`.
+        """
+        context = self._context
+        runtime = context.runtime
+        notifications = runtime.notifications
+        if not notifications.shared:
+            return False
+        bound = runtime.lease_duration + 2 * runtime.heartbeat_interval
+        ended_seen = False
+        stopped = f"stopped:{run_id}"
+        with await notifications.subscribe(f"run:{run_id}", stopped) as changes:
+            with anyio.move_on_after(bound):
+                while stopped not in changes.notified:
+                    changes.take()
+                    await notifications.publish([f"{_CANCEL_TOPIC}\n{run_id}"])
+                    record = await context.store.get_run(run_id)
+                    if record is None or record.status != "running":
+                        # Ended: the owner says so once it has kept what the run
+                        # streamed; a run ended otherwise (its process died) gets one
+                        # more look.
+                        if ended_seen:
+                            break
+                        ended_seen = True
+                    await changes.wait(context.poll_interval)
+        record = await context.store.get_run(run_id)
+        if record is not None:
+            context.changes.changed(record.session_id)
+        return record is None or record.status != "running"
+
+    async def _stop_for_another(self, run: Run) -> None:
+        try:
+            await self._stop(run)
+            await self._context.runtime.notifications.publish([f"stopped:{run.id}"])
+        finally:
+            self._stopping.discard(run.id)
+
+    async def _stop(self, run: Run, reason: str | None = None) -> None:
+        """Stop a run this machine executes and wait for its end; the text it had
+        streamed since its last complete part is kept with the conversation."""
+        context = self._context
+        run.cancel(reason=reason)
+        outcome = await run.wait()
+        partial = await _streamed(run)
+        stopped = outcome.status == "interrupted" or outcome.error == INTERRUPTED_REASON
+        if partial and stopped:
+            async with context.changes.lock(run.session_id):
+                session = await context.store.get_session(run.session_id)
+                if session is not None and is_conversation(session.metadata):
+                    meta = ConversationMeta.from_metadata(session.metadata)
+                    meta.partials[run.id] = partial
+                    await save_meta(context.store, session, meta)
+        context.changes.changed(run.session_id)
+
+
+def _busy(conversation_id: str) -> ConversationBusyError:
+    return ConversationBusyError(
+        f"conversation {conversation_id!r} has a run going: wait for it to end or cancel it"
+    )
+
+
+async def _streamed(run: Run) -> str:
+    """The text a run had streamed since its last complete part (its log is in memory)."""
+    buffer = OutputBuffer()
+    async for entry in run.entries():
+        part = part_of(entry.event)
+        if part is not None:
+            buffer.add(part)
+    return buffer.streamed
