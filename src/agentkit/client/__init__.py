@@ -10,7 +10,25 @@ a client is opened, not when this package is.
 server follow: the route table, the error codes and the event streams' format.
 """
 
-from agentkit.client._conversations import RemoteMachine
-from agentkit.client._rooms import RemoteRoomsClient
+from typing import TYPE_CHECKING
 
-__all__ = ["RemoteMachine", "RemoteRoomsClient"]
+from agentkit._internal.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from agentkit.client._conversations import RemoteMachine
+    from agentkit.client._rooms import RemoteRoomsClient
+
+_EXPORTS: dict[str, str] = {
+    "RemoteMachine": "agentkit.client._conversations",
+    "RemoteRoomsClient": "agentkit.client._rooms",
+}
+
+__all__ = [
+    "RemoteMachine",
+    "RemoteRoomsClient",
+]
+
+# Hidden from type checkers: a module `__getattr__` would make every misspelt name
+# imported from this package type as `Any` instead of an error.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)

@@ -13,58 +13,113 @@ in process, the services bound to that member. A conversation is a session of th
 the turns are views over the run logs. See the conversations guide (`docs/conversations.md`).
 """
 
-from agentkit.conversations._agent_service import AgentService
-from agentkit.conversations._agents import ROOL
-from agentkit.conversations._attachments import DEFAULT_ATTACHMENT_ROOTS
-from agentkit.conversations._client import (
-    Conversation,
-    ConversationClient,
-    StopWatch,
-    WatchCallback,
-)
-from agentkit.conversations._conversation_service import ConversationService
-from agentkit.conversations._errors import (
-    AccessDeniedError,
-    AgentExistsError,
-    AttachmentError,
-    ConversationBusyError,
-    ConversationError,
-    ConversationNotFoundError,
-    MachineAgentNotFoundError,
-    MemberError,
-    RunNotFoundError,
-    TurnNotFoundError,
-)
-from agentkit.conversations._local import LocalClient
-from agentkit.conversations._machine import Machine, default_machine_store
-from agentkit.conversations._members import Members
-from agentkit.conversations._models import (
-    AgentDefinition,
-    AgentInfo,
-    AttachmentPart,
-    ConversationDetails,
-    ConversationSummary,
-    ConversationView,
-    FinalEvent,
-    FinalStatus,
-    FollowEvent,
-    JsonPart,
-    Member,
-    OutputEvent,
-    Part,
-    PromptAccepted,
-    Role,
-    TextDeltaPart,
-    TextPart,
-    ToolCallPart,
-    ToolResultPart,
-    Turn,
-    TurnPart,
-    TurnStatus,
-    Visibility,
-)
-from agentkit.conversations._run_service import RunService
-from agentkit.conversations._turns import INTERRUPTED_REASON
+from typing import TYPE_CHECKING
+
+from agentkit._internal.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from agentkit.conversations._agent_service import AgentService
+    from agentkit.conversations._agents import ROOL
+    from agentkit.conversations._attachments import DEFAULT_ATTACHMENT_ROOTS
+    from agentkit.conversations._client import (
+        Conversation,
+        ConversationClient,
+        StopWatch,
+        WatchCallback,
+    )
+    from agentkit.conversations._conversation_service import ConversationService
+    from agentkit.conversations._errors import (
+        AccessDeniedError,
+        AgentExistsError,
+        AttachmentError,
+        ConversationBusyError,
+        ConversationError,
+        ConversationNotFoundError,
+        MachineAgentNotFoundError,
+        MemberError,
+        RunNotFoundError,
+        TurnNotFoundError,
+    )
+    from agentkit.conversations._local import LocalClient
+    from agentkit.conversations._machine import Machine, default_machine_store
+    from agentkit.conversations._members import Members
+    from agentkit.conversations._models import (
+        AgentDefinition,
+        AgentInfo,
+        AttachmentPart,
+        ConversationDetails,
+        ConversationSummary,
+        ConversationView,
+        FinalEvent,
+        FinalStatus,
+        FollowEvent,
+        JsonPart,
+        Member,
+        OutputEvent,
+        Part,
+        PromptAccepted,
+        Role,
+        TextDeltaPart,
+        TextPart,
+        ToolCallPart,
+        ToolResultPart,
+        Turn,
+        TurnPart,
+        TurnStatus,
+        Visibility,
+    )
+    from agentkit.conversations._run_service import RunService
+    from agentkit.conversations._turns import INTERRUPTED_REASON
+
+_EXPORTS: dict[str, str] = {
+    "AccessDeniedError": "agentkit.conversations._errors",
+    "AgentDefinition": "agentkit.conversations._models",
+    "AgentExistsError": "agentkit.conversations._errors",
+    "AgentInfo": "agentkit.conversations._models",
+    "AgentService": "agentkit.conversations._agent_service",
+    "AttachmentError": "agentkit.conversations._errors",
+    "AttachmentPart": "agentkit.conversations._models",
+    "Conversation": "agentkit.conversations._client",
+    "ConversationBusyError": "agentkit.conversations._errors",
+    "ConversationClient": "agentkit.conversations._client",
+    "ConversationDetails": "agentkit.conversations._models",
+    "ConversationError": "agentkit.conversations._errors",
+    "ConversationNotFoundError": "agentkit.conversations._errors",
+    "ConversationService": "agentkit.conversations._conversation_service",
+    "ConversationSummary": "agentkit.conversations._models",
+    "ConversationView": "agentkit.conversations._models",
+    "DEFAULT_ATTACHMENT_ROOTS": "agentkit.conversations._attachments",
+    "FinalEvent": "agentkit.conversations._models",
+    "FinalStatus": "agentkit.conversations._models",
+    "FollowEvent": "agentkit.conversations._models",
+    "INTERRUPTED_REASON": "agentkit.conversations._turns",
+    "JsonPart": "agentkit.conversations._models",
+    "LocalClient": "agentkit.conversations._local",
+    "Machine": "agentkit.conversations._machine",
+    "MachineAgentNotFoundError": "agentkit.conversations._errors",
+    "Member": "agentkit.conversations._models",
+    "MemberError": "agentkit.conversations._errors",
+    "Members": "agentkit.conversations._members",
+    "OutputEvent": "agentkit.conversations._models",
+    "Part": "agentkit.conversations._models",
+    "PromptAccepted": "agentkit.conversations._models",
+    "ROOL": "agentkit.conversations._agents",
+    "Role": "agentkit.conversations._models",
+    "RunNotFoundError": "agentkit.conversations._errors",
+    "RunService": "agentkit.conversations._run_service",
+    "StopWatch": "agentkit.conversations._client",
+    "TextDeltaPart": "agentkit.conversations._models",
+    "TextPart": "agentkit.conversations._models",
+    "ToolCallPart": "agentkit.conversations._models",
+    "ToolResultPart": "agentkit.conversations._models",
+    "Turn": "agentkit.conversations._models",
+    "TurnNotFoundError": "agentkit.conversations._errors",
+    "TurnPart": "agentkit.conversations._models",
+    "TurnStatus": "agentkit.conversations._models",
+    "Visibility": "agentkit.conversations._models",
+    "WatchCallback": "agentkit.conversations._client",
+    "default_machine_store": "agentkit.conversations._machine",
+}
 
 __all__ = [
     "DEFAULT_ATTACHMENT_ROOTS",
@@ -115,3 +170,8 @@ __all__ = [
     "WatchCallback",
     "default_machine_store",
 ]
+
+# Hidden from type checkers: a module `__getattr__` would make every misspelt name
+# imported from this package type as `Any` instead of an error.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)

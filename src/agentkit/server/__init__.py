@@ -11,11 +11,29 @@ side is [`RemoteMachine`][agentkit.client.RemoteMachine].
 Needs the `server` extra: `pip install 'typed-agentkit[server]'`.
 """
 
-from agentkit.server._app import DEFAULT_MAX_BODY_BYTES, create_app
-from agentkit.server._errors import ERROR_CODES
-from agentkit.server._extensions import ExtensionError, load_extension, running_extensions
-from agentkit.server._openapi import openapi_document
-from agentkit.server._serve import bind, serve, url_of
+from typing import TYPE_CHECKING
+
+from agentkit._internal.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from agentkit.server._app import DEFAULT_MAX_BODY_BYTES, create_app
+    from agentkit.server._errors import ERROR_CODES
+    from agentkit.server._extensions import ExtensionError, load_extension, running_extensions
+    from agentkit.server._openapi import openapi_document
+    from agentkit.server._serve import bind, serve, url_of
+
+_EXPORTS: dict[str, str] = {
+    "DEFAULT_MAX_BODY_BYTES": "agentkit.server._app",
+    "ERROR_CODES": "agentkit.server._errors",
+    "ExtensionError": "agentkit.server._extensions",
+    "bind": "agentkit.server._serve",
+    "create_app": "agentkit.server._app",
+    "load_extension": "agentkit.server._extensions",
+    "openapi_document": "agentkit.server._openapi",
+    "running_extensions": "agentkit.server._extensions",
+    "serve": "agentkit.server._serve",
+    "url_of": "agentkit.server._serve",
+}
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -29,3 +47,8 @@ __all__ = [
     "serve",
     "url_of",
 ]
+
+# Hidden from type checkers: a module `__getattr__` would make every misspelt name
+# imported from this package type as `Any` instead of an error.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)
