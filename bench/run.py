@@ -3,7 +3,7 @@
     python bench/run.py            # full run, writes bench/results.json, prints a table
     python bench/run.py --quick    # a few seconds: checks the benchmarks still run
 
-W1-W4 are defined in issue 2 (see docs/performance.md). Each workload is measured in the
+W1-W4 are defined in docs/performance.md. Each workload is measured in the
 same run as a hand-written bare asyncio loop doing the same work (the floor), and reported
 as a median over repetitions together with the ratio to that floor. W3 and W4 run in fresh
 subprocesses (import time, peak RSS).

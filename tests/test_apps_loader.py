@@ -685,7 +685,7 @@ def test_mcp_tools_of_a_declared_server_and_claude_names_do_not_warn(tmp_path: P
     assert load_agent_file(write(tmp_path, text)).warnings == ()
 
 
-# -- bounded inputs (issue 11, items 1, 4, 11 and 12) ----------------------------------
+# -- bounded inputs ----------------------------------
 
 import os  # noqa: E402
 import time  # noqa: E402
@@ -774,8 +774,8 @@ def test_messages_quoting_huge_keys_stay_readable(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_an_app_yaml_that_is_a_fifo_or_a_device_gets_an_honest_error(tmp_path: Path) -> None:
-    """It used to say 'no such file' (load_app) or 'no app.yaml in it' (validate), and an
-    agent file that was a FIFO blocked the loader forever."""
+    """Not 'no such file' (load_app) or 'no app.yaml in it' (validate), and an agent file
+    that is a FIFO never blocks the loader."""
     fifo_app = tmp_path / "fifo"
     fifo_app.mkdir()
     os.mkfifo(fifo_app / "app.yaml")

@@ -526,7 +526,7 @@ def test_load_definitions_collects_every_file_and_rejects_duplicate_ids(tmp_path
         load_definitions(tmp_path / "a.md")
 
 
-# -- bounded inputs (issue 11, items 1, 4, 11 and 12) ----------------------------------
+# -- bounded inputs ----------------------------------
 
 import os  # noqa: E402
 import time  # noqa: E402
@@ -565,7 +565,8 @@ def test_a_definition_over_one_mib_is_refused(tmp_path: Path) -> None:
 def test_a_definition_that_is_a_fifo_or_device_is_refused_without_blocking(
     tmp_path: Path,
 ) -> None:
-    """Reading a FIFO used to block the loader until something wrote to it."""
+    """A FIFO is refused, not read: reading it would block the loader until something
+    wrote to it."""
     os.mkfifo(tmp_path / "pipe.md")
     os.symlink("/dev/zero", tmp_path / "zero.md")
     (tmp_path / "good.md").write_text(doc("description: x"))

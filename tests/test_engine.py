@@ -950,7 +950,7 @@ async def test_a_reply_over_the_size_cap_ends_the_model_call_with_a_clear_error(
     async with Runtime(provider=_EndlessProvider(kind), tools=tools()) as runtime:
         runtime.limits = OutputLimits(reply_chars=4000)
         run = await runtime.start(SPEC, "go")
-        with anyio.fail_after(10):  # it used to stream forever
+        with anyio.fail_after(10):  # a model that never stops streaming is cut off
             outcome = await run.wait()
     assert outcome.status == "error"
     assert outcome.error.startswith("model call failed: the model's reply went over 4,000 ")

@@ -1,5 +1,5 @@
 """The in-memory store is bounded: idle sessions and ended runs are evicted, oldest first,
-past documented limits, and work in progress never is (issue 16, item 8)."""
+past documented limits, and work in progress never is."""
 
 from __future__ import annotations
 

@@ -528,7 +528,7 @@ async def test_anthropic_redacted_thinking_goes_back_unchanged_and_is_never_show
         await provider.aclose()
 
 
-# --- timeouts: seconds, not minutes (issue 11, item 9) ------------------------------------
+# --- timeouts: seconds, not minutes ------------------------------------
 
 TIMEOUT_VARS = ("AGENTKIT_PROVIDER_CONNECT_TIMEOUT", "AGENTKIT_PROVIDER_FIRST_BYTE_TIMEOUT",
                 "AGENTKIT_PROVIDER_READ_TIMEOUT", "AGENTKIT_PROVIDER_TOTAL_TIMEOUT")
@@ -625,7 +625,7 @@ async def test_a_stalled_server_times_out_in_seconds(
             await collect(provider.stream(_request()))
         elapsed = time.monotonic() - started
         await provider.aclose()
-    assert elapsed < 6, elapsed  # it used to take 600 s per attempt
+    assert elapsed < 6, elapsed  # not the client library's 600 s per attempt
     assert info.value.retryable and info.value.kind == "timeout"
     assert phrase in info.value.message, info.value.message
 
@@ -650,7 +650,7 @@ async def test_a_server_that_never_answers_fails_the_run_in_seconds(
     assert outcome.status == "error" and outcome.accounting.model_calls == 1
     assert "no response within 1 s" in (outcome.error or "")
     assert "AGENTKIT_PROVIDER_FIRST_BYTE_TIMEOUT" in (outcome.error or "")
-    assert elapsed < 8, elapsed  # two attempts of 1 s; it used to be 4 of 600 s
+    assert elapsed < 8, elapsed  # two attempts of 1 s, not 4 of 600 s
 
 
 def test_timeouts_come_from_arguments_then_the_environment_then_defaults(
@@ -699,7 +699,7 @@ def test_set_default_timeouts_is_what_a_command_line_calls(
     assert os.environ["AGENTKIT_PROVIDER_CONNECT_TIMEOUT"] == "2.0"  # nothing changed
 
 
-# --- what the server sent (issue 11, item 12) ---------------------------------------------
+# --- what the server sent ---------------------------------------------
 
 PAGE = (b"<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title>"
         b"<style>body { color: red }</style></head>\n<body><center><h1>502 Bad Gateway</h1>"

@@ -281,7 +281,7 @@ async def test_agent_without_runtime_is_a_tool_error(tmp_path: Path) -> None:
     assert "no runtime" in message
 
 
-# -- every hop passes the permission rule (issue 11, items 10 and 12) ------------------
+# -- every hop passes the permission rule ------------------
 
 import dataclasses  # noqa: E402
 

@@ -211,7 +211,7 @@ async def test_links_inside_the_working_directory_work(tmp_path: Path) -> None:
     assert (tmp_path / "real" / "new.txt").read_text() == "via link"
 
 
-# -- path rules decided on the file really opened; deep trees (issue 11, items 3, 12) ----
+# -- path rules decided on the file really opened; deep trees ----
 
 import contextlib  # noqa: E402
 import dataclasses  # noqa: E402

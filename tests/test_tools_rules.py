@@ -138,7 +138,7 @@ def test_a_specifier_on_a_tool_without_matcher_allows_nothing(ctx: ToolContext) 
     assert not entry_allows("WebSearch(anything)", search, {"query": "x"}, ctx)
 
 
-# -- commands are split into words as bash splits them (issue 11, items 2 and 13) --------
+# -- commands are split into words as bash splits them --------
 
 import subprocess  # noqa: E402
 
@@ -176,9 +176,10 @@ def bash_words(command: str) -> list[str]:
     ],
 )
 def test_command_rules_split_words_only_where_bash_does(command: str) -> None:
-    """`Bash(* --version)` used to allow these: Python's `str.split()` separated words at
-    `\\v`, `\\x1c`, U+00A0... where bash does not (or bash saw a comment or an escaped
-    blank), so bash ran `rm -rf victim` with one more argument."""
+    """`Bash(* --version)` allows none of these: Python's `str.split()` separates words at
+    `\\v`, `\\x1c`, U+00A0... where bash does not (or bash sees a comment or an escaped
+    blank), so a rule matched on those words would let bash run `rm -rf victim` with one more
+    argument."""
     assert not command_matches("* --version", command)
     assert not is_simple_command(command) or command.endswith("\\ --version")
 

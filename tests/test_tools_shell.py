@@ -230,7 +230,7 @@ def test_background_processes_die_with_the_interpreter(tmp_path: Path) -> None:
     assert not alive(pid)
 
 
-# -- nothing escapes by leaving the process group (issue 11, item 6) ---------------------
+# -- nothing escapes by leaving the process group ---------------------
 
 import secrets  # noqa: E402
 import sys  # noqa: E402
