@@ -942,23 +942,27 @@ def _attribute_spec(obj: Any, attribute: str, where: str, target: str) -> AgentS
 
 
 def _load_app_agent(root: Path, target: str) -> tuple[AgentSpec, Any]:
-    from agentkit.apps import load_app_for_cli
+    from agentkit.formats import format_named, install_runtime_hooks
 
+    apps = format_named("apps")
     try:
-        spec, app = load_app_for_cli(root, target)
+        runnable = apps.load_target(target, root)
     except (LookupError, ValueError) as exc:
         raise UsageError(str(exc)) from None
-    return spec, app
+    install_runtime_hooks(apps)
+    return runnable.spec, runnable
 
 
 def _load_definition(path: str) -> tuple[AgentSpec, Any]:
-    from agentkit.defs import load_definition_for_cli
+    from agentkit.formats import format_named, install_runtime_hooks
 
+    defs = format_named("defs")
     try:
-        spec, definition = load_definition_for_cli(Path(path))
+        runnable = defs.load_target(path, None)
     except (LookupError, ValueError, OSError) as exc:
         raise UsageError(str(exc)) from None
-    return spec, definition
+    install_runtime_hooks(defs)
+    return runnable.spec, runnable
 
 
 def _make_provider(args: argparse.Namespace) -> Provider:
@@ -1102,6 +1106,9 @@ def _make_runtime(
     if make is not None:
         runtime: Runtime = make(provider=provider, store=store, working_dir=working_dir)
         return runtime
+    from agentkit.formats import install_runtime_hooks
+
+    install_runtime_hooks()  # a spec from Python may be a bound definition
     return Runtime(provider=provider, store=store, agents=[spec], working_dir=working_dir)
 
 
