@@ -13,11 +13,11 @@ from agentkit.actions import ActionContext, ActionResult
 from agentkit.apps import (
     AgentRunner,
     App,
+    AppFormat,
     AppLoadError,
     ForeignAgentError,
     load_app,
     load_app_actions,
-    load_app_for_cli,
 )
 from agentkit.events import AgentMessage
 from agentkit.providers import ModelRequest
@@ -408,8 +408,9 @@ async def test_from_path_loads_the_app_and_its_actions() -> None:
     assert events[-1].type == "turn_end"
 
 
-async def test_load_app_for_cli_gives_the_spec_and_a_runtime_maker() -> None:
-    spec, app = load_app_for_cli(EXAMPLE, "research-app:sentinel")
+async def test_the_app_format_loads_a_target_with_its_spec_and_runtime_maker() -> None:
+    loaded = AppFormat().load_target("research-app:sentinel", EXAMPLE)
+    spec, app = loaded.spec, loaded.app
     assert spec is app.agent("sentinel").spec
     assert "research-app:notes_create" in app.actions
     provider = ScriptedProvider(
@@ -427,13 +428,14 @@ async def test_load_app_for_cli_gives_the_spec_and_a_runtime_maker() -> None:
     assert outcome.payload == {"decision": "IGNORE", "reason": "spam"}
 
 
-def test_load_app_for_cli_errors_are_value_or_lookup_errors(tmp_path: Path) -> None:
+def test_the_app_format_target_errors_are_value_or_lookup_errors(tmp_path: Path) -> None:
+    apps = AppFormat()
     with pytest.raises(LookupError, match="system:summon"):
-        load_app_for_cli(EXAMPLE, "assistant:explore")
+        apps.load_target("assistant:explore", EXAMPLE)
     with pytest.raises(LookupError, match="has no agent 'nobody'"):
-        load_app_for_cli(EXAMPLE, "research-app:nobody")
+        apps.load_target("research-app:nobody", EXAMPLE)
     with pytest.raises(ValueError, match=r"app\.yaml"):
-        load_app_for_cli(tmp_path, "x:y")
+        apps.load_target("x:y", tmp_path)
 
 
 def test_actions_module_without_register_is_a_load_error(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ import anyio.to_thread
 import pytest
 
 from agentkit import Runtime
-from agentkit.defs import bind, load_definition, run_claude_cli
+from agentkit.defs import bind, load_definition, register_runtime_hooks, run_claude_cli
 from agentkit.defs._claude_cli import CLAUDE_MIN_VERSION, claude_session_id, claude_version
 from agentkit.events import AgentMessage, to_wire
 from agentkit.testing import ScriptedProvider
@@ -145,6 +145,7 @@ def _processes_with(marker: str) -> list[int]:
 
 
 def _planner() -> Any:
+    register_runtime_hooks()  # runtimes run it through the claude-cli driver
     return bind(load_definition(EXAMPLES / "claude-planner.md"))
 
 

@@ -463,7 +463,7 @@ def test_an_unreadable_store_file_is_one_error_line(
 
 def _commands() -> dict[str, argparse.ArgumentParser]:
     """Every command's parser by its words (`""` for the top level, `"runs show"`, ...)."""
-    from agentkit.cli._main import _parser
+    from agentkit.cli._main import build_parser
 
     found: dict[str, argparse.ArgumentParser] = {}
 
@@ -474,7 +474,7 @@ def _commands() -> dict[str, argparse.ArgumentParser]:
                 for name, child in action.choices.items():
                     walk(f"{words} {name}".strip(), child)
 
-    walk("", _parser())
+    walk("", build_parser())
     return found
 
 

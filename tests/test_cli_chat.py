@@ -505,7 +505,7 @@ def test_a_new_chat_follows_the_run_still_going_and_ctrl_c_cancels_it(
 def test_the_printer_folds_tools_and_shows_structured_output_and_colours_on_a_terminal() -> None:
     import io
 
-    from agentkit.cli._chat import _Printer
+    from agentkit.cli._chat import ChatPrinter
     from agentkit.conversations import (
         FinalEvent,
         JsonPart,
@@ -527,7 +527,7 @@ def test_the_printer_folds_tools_and_shows_structured_output_and_colours_on_a_te
     ]
     events = [OutputEvent(offset=i, part=part) for i, part in enumerate(parts)]
     plain = io.StringIO()
-    printer = _Printer(plain, color=False)
+    printer = ChatPrinter(plain, color=False)
     for event in [*events, FinalEvent(offset=9, status="error", error="model\ndown")]:
         printer.event(event)
     lines = plain.getvalue().splitlines()
@@ -547,7 +547,7 @@ def test_the_printer_folds_tools_and_shows_structured_output_and_colours_on_a_te
     assert "\x1b" not in plain.getvalue()
 
     coloured = io.StringIO()
-    printer = _Printer(coloured, color=True)
+    printer = ChatPrinter(coloured, color=True)
     for event in [events[3], FinalEvent(offset=9, status="cancelled")]:
         printer.event(event)
     assert coloured.getvalue() == (

@@ -19,6 +19,7 @@ from agentkit.defs import (
     claude_session_id,
     load_definition,
     parse_definition,
+    register_runtime_hooks,
 )
 from agentkit.events import to_wire
 from agentkit.testing import ScriptedProvider, assert_stream_invariants
@@ -98,6 +99,7 @@ async def test_worker_runs_offline_with_every_host_capability(tmp_path: Path) ->
 
 
 async def test_claude_cli_definitions_run_through_the_runtime(tmp_path: Path) -> None:
+    register_runtime_hooks()  # the claude-cli driver, in every runtime
     script = fake_claude(tmp_path / "bin", REPLAY)
     spec = bind(load_definition(EXAMPLES / "claude-planner.md"))
     async with Runtime(
@@ -144,6 +146,7 @@ async def test_claude_cli_definitions_run_through_the_runtime(tmp_path: Path) ->
 
 
 async def test_a_missing_claude_ends_the_run_with_an_error(tmp_path: Path) -> None:
+    register_runtime_hooks()
     spec = bind(load_definition(EXAMPLES / "claude-planner.md"))
     async with Runtime(
         provider=ScriptedProvider([]),

@@ -9,7 +9,13 @@ from typing import Any
 import pytest
 
 from agentkit import AgentSpec, Runtime
-from agentkit.defs import HostCapabilities, ResumeError, bind, parse_definition
+from agentkit.defs import (
+    HostCapabilities,
+    ResumeError,
+    bind,
+    parse_definition,
+    register_runtime_hooks,
+)
 from agentkit.testing import ScriptedProvider
 from agentkit.tools import builtin_tools
 
@@ -62,6 +68,7 @@ Review carefully.
 
 
 async def test_a_changed_definition_is_refused_on_resume(tmp_path: Path) -> None:
+    register_runtime_hooks()  # the definitions' check on resume, in every runtime
     host = HostCapabilities.of(builtin_tools().names())
 
     def load(text: str) -> AgentSpec:

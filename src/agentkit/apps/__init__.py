@@ -9,9 +9,12 @@ assert spec.id == "research-app:researcher"
 ```
 
 See the apps guide (`docs/apps.md`) for the file format, validation and running agents.
+[`AppFormat`][agentkit.apps.AppFormat] is the package's agent format for
+[`agentkit.formats`][agentkit.formats].
 """
 
 from agentkit.apps._agent import load_agent_file
+from agentkit.apps._format import AppFormat, RunnableAppAgent
 from agentkit.apps._loader import load_app
 from agentkit.apps._model import STANDALONE_APP_ID, App, AppAgent, AppLoadError
 from agentkit.apps._resources import (
@@ -26,7 +29,6 @@ from agentkit.apps._runner import (
     ForeignAgentError,
     RunStream,
     load_app_actions,
-    load_app_for_cli,
 )
 from agentkit.apps._validate import ValidateUsageError, validate_paths
 
@@ -35,9 +37,11 @@ __all__ = [
     "AgentRunner",
     "App",
     "AppAgent",
+    "AppFormat",
     "AppLoadError",
     "ForeignAgentError",
     "RunStream",
+    "RunnableAppAgent",
     "SchemaName",
     "ValidateUsageError",
     "example_app_path",
@@ -45,7 +49,6 @@ __all__ = [
     "load_agent_file",
     "load_app",
     "load_app_actions",
-    "load_app_for_cli",
     "schema_path",
     "schema_text",
     "validate_paths",

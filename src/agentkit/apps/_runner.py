@@ -45,7 +45,6 @@ __all__ = [
     "ForeignAgentError",
     "RunStream",
     "load_app_actions",
-    "load_app_for_cli",
     "own_agent",
 ]
 
@@ -373,19 +372,3 @@ def _leaves(error: BaseException) -> list[BaseException]:
     if isinstance(error, BaseExceptionGroup):
         return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
     return [error]
-
-
-def load_app_for_cli(root: str | Path, target: str) -> tuple[AgentSpec, App]:
-    """What `agentkit run --app ROOT TARGET` runs: the app at `root` (with its actions
-    module) and the spec of its agent `target` (`<app-id>:<name>`).
-
-    The returned app's [`make_runtime`][agentkit.apps.App.make_runtime] builds the runtime.
-
-    Raises:
-        AppLoadError: (a `ValueError`) when the app or its actions module is invalid.
-        ForeignAgentError: (a `LookupError`) when `target` is not an agent of the app.
-    """
-    from ._loader import load_app
-
-    app = load_app_actions(load_app(root))
-    return own_agent(app, target), app

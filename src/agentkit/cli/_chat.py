@@ -19,17 +19,26 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
-from agentkit.cli._main import EXIT_FAILED, EXIT_OK, EXIT_SIGINT, UsageError, _make_provider
+from agentkit.cli._exit import EXIT_FAILED, EXIT_OK, EXIT_SIGINT, UsageError
+from agentkit.cli._help import (
+    DB_HELP,
+    HELP_FORMATTER,
+    PROVIDER_HELP,
+    SCRIPT_HELP,
+    add_provider_timeouts,
+    wrap_paragraphs,
+)
 from agentkit.cli._members import machine_store_location, open_machine_store
+from agentkit.cli._providers import make_provider
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
     from agentkit.conversations import ConversationClient, FollowEvent
 
-__all__ = ["chat_command"]
+__all__ = ["ChatPrinter", "add_chat_parser", "chat_command"]
 
 OpenClient = Callable[[], AbstractAsyncContextManager["ConversationClient"]]
 
@@ -38,7 +47,82 @@ _FOLD = 200
 """Longest tool line printed, in characters: a line is a glance at what happened."""
 
 
+def add_chat_parser(sub: Any) -> None:
+    """The `chat` command's arguments and help."""
+    chat = sub.add_parser(
+        "chat",
+        help="chat with a machine's agents in the terminal",
+        description=wrap_paragraphs(
+            "Chat in a conversation of a machine, as one of its members: a server "
+            "(--url, or $AGENTKIT_URL) or a machine's store opened here (--db, else the "
+            "default machine store). Without --conversation or --new, the conversations "
+            "are listed and you pick one by number, or type n (n NAME) for a new one.",
+            "Each line of standard input (a terminal or a pipe) is a prompt; the answer "
+            "streams to stdout: text as it comes, a line per tool call and result, "
+            "structured output as JSON, and [cancelled] or [error] REASON when the run "
+            "did not complete. The rest (the list, the '> ' prompt, errors) goes to "
+            "stderr. A run still going in the conversation is followed first. Ctrl-C "
+            "during an answer cancels its run; Ctrl-C at the prompt, a second one while "
+            "cancelling, /quit or the end of the input quits.",
+        ),
+        formatter_class=HELP_FORMATTER,
+        epilog="""\
+examples:
+  agentkit chat --url http://127.0.0.1:8400 --token $TOKEN --new "Notes"
+  AGENTKIT_URL=http://127.0.0.1:8400 AGENTKIT_TOKEN=$TOKEN agentkit chat
+  echo "Summarise /space/report.md" | agentkit chat --db machine.db --token $TOKEN \\
+      --new report --agent reviewer
+  agentkit chat --db machine.db --token $TOKEN --provider test --conversation ID
+
+exit codes:
+  0    the input ended or /quit
+  1    no conversation with the --conversation id visible to this member
+  2    usage or environment error: no token, a token that is no member's, a server or
+       store that cannot be reached, no provider configured (--db)
+  130  quit by Ctrl-C""",
+    )
+    chat.add_argument(
+        "--url",
+        metavar="URL",
+        help="the server, as 'agentkit serve' printed it (default: $AGENTKIT_URL)",
+    )
+    chat.add_argument(
+        "--token",
+        metavar="TOKEN",
+        help="the member's token from 'agentkit members add' (default: $AGENTKIT_TOKEN, "
+        "which other users of this computer cannot read in the process list)",
+    )
+    chat.add_argument(
+        "--db",
+        metavar="URL",
+        help="chat with the machine in this store, run here instead of by a server: "
+        + DB_HELP.removeprefix("the machine's store: "),
+    )
+    chat.add_argument(
+        "--conversation", metavar="ID", help="chat in this conversation (skips the list)"
+    )
+    chat.add_argument(
+        "--new",
+        metavar="NAME",
+        help="start a new conversation with this name (skips the list)",
+    )
+    chat.add_argument(
+        "--agent",
+        metavar="NAME",
+        default="rool",
+        help="the agent of a new conversation (default: rool, the machine's own)",
+    )
+    chat.add_argument(
+        "--provider",
+        metavar="NAME",
+        help="with a local machine (--db): " + PROVIDER_HELP,
+    )
+    chat.add_argument("--script", metavar="FILE", help=SCRIPT_HELP)
+    add_provider_timeouts(chat)
+
+
 def chat_command(args: argparse.Namespace) -> int:
+    """Run `agentkit chat` with parsed arguments; returns the exit code."""
     import anyio
 
     if args.url and args.db:
@@ -56,7 +140,7 @@ def chat_command(args: argparse.Namespace) -> int:
         open_client: OpenClient = functools.partial(_remote_client, url, token)
     else:
         open_client = _local_opener(args, token)
-    chat = _Chat(args, _Printer(sys.stdout, color=_wants_color()))
+    chat = _Chat(args, ChatPrinter(sys.stdout, color=_wants_color()))
     code: int = anyio.run(chat.main, open_client)
     if chat.reading:
         # A line is still being read in a worker thread (Ctrl-C at the prompt): a normal
@@ -97,7 +181,7 @@ def _local_opener(args: argparse.Namespace, token: str) -> OpenClient:
             f"no machine store at {machine_store_location(args.db)!r}: add a member first "
             "('agentkit members add NAME --role owner')"
         )
-    provider = _make_provider(args)
+    provider = make_provider(args)
 
     @contextlib.asynccontextmanager
     async def open_local() -> AsyncIterator[ConversationClient]:
@@ -130,7 +214,7 @@ class _Chat:
     the prompt, or while a run is being cancelled, quits with exit code 130.
     """
 
-    def __init__(self, args: argparse.Namespace, printer: _Printer) -> None:
+    def __init__(self, args: argparse.Namespace, printer: ChatPrinter) -> None:
         self.args = args
         self.out = printer
         self.reading = False  # a worker thread is blocked reading stdin
@@ -285,7 +369,7 @@ def _error(message: str) -> None:
 # --- printing an answer -----------------------------------------------------------------
 
 
-class _Printer:
+class ChatPrinter:
     """Writes a followed run: text as it streams, one dim line per tool call and result,
     structured output as indented JSON, and how the run ended unless it completed."""
 
@@ -296,6 +380,7 @@ class _Printer:
         self.mid_line = False  # the cursor is not at the start of a line
 
     def event(self, event: FollowEvent) -> None:
+        """Print one event of the followed run."""
         from agentkit.conversations import (
             FinalEvent,
             JsonPart,
@@ -334,6 +419,7 @@ class _Printer:
             self._line(json.dumps(part.value, ensure_ascii=False, indent=2), None)
 
     def end_line(self) -> None:
+        """End the line the cursor is on, if it is not at the start of one."""
         if self.mid_line:
             self._write("\n")
 

@@ -10,8 +10,9 @@ import argparse
 import contextlib
 import json
 import sys
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
+from agentkit.cli._help import DB_HELP, HELP_FORMATTER, add_list_format, wrap_paragraphs
 from agentkit.cli._output import print_table
 from agentkit.cli._store import StoreUsageError, open_cli_store
 
@@ -19,7 +20,13 @@ if TYPE_CHECKING:
     from agentkit.conversations import Role
     from agentkit.stores import Store
 
-__all__ = ["NO_SUCH_MEMBER", "machine_store_location", "members_command", "open_machine_store"]
+__all__ = [
+    "NO_SUCH_MEMBER",
+    "add_members_parser",
+    "machine_store_location",
+    "members_command",
+    "open_machine_store",
+]
 
 NO_SUCH_MEMBER = 1
 """Exit code of `members remove` when there is no member with that name."""
@@ -42,7 +49,111 @@ def open_machine_store(db: str | None, *, create: bool) -> Store | None:
     return open_cli_store(machine_store_location(db), create=create)
 
 
+def add_members_parser(sub: Any) -> None:
+    """The `members` command's arguments and help, with `add`, `list` and `remove`."""
+    members = sub.add_parser(
+        "members",
+        help="add, list or remove the members of a machine",
+        description=wrap_paragraphs(
+            "Manage the members of a machine (the people and programs that use it through "
+            "'agentkit serve' or 'agentkit chat'): each has a name, a role and a secret "
+            "token. These commands work on the machine's store directly, whether or not a "
+            "server runs on it.",
+            "Roles: owner (manages agents, creates conversations and prompts), editor "
+            "(creates conversations and prompts), viewer (reads shared conversations).",
+        ),
+        formatter_class=HELP_FORMATTER,
+        epilog="""\
+examples:
+  agentkit members add ada --role owner
+  TOKEN=$(agentkit members add ci-bot --role editor --db machine.db)
+  agentkit members list --format json
+  agentkit members remove ci-bot --db postgresql://agentkit@db.internal/agentkit
+
+exit codes:
+  0  done
+  1  remove: no member with this name (said on stderr)
+  2  usage or environment error: a name that is taken or not valid, an unknown role,
+     a store that cannot be opened or fails""",
+    )
+    members_sub = members.add_subparsers(
+        dest="members_command", title="commands", metavar="COMMAND", required=True
+    )
+    add = members_sub.add_parser(
+        "add",
+        help="add a member and print its token",
+        description=wrap_paragraphs(
+            "Add a member and print its secret token, alone on one line of stdout: the "
+            "only time it is shown (the store keeps its SHA-256 hash). Give it to the "
+            "member as AGENTKIT_TOKEN."
+        ),
+        formatter_class=HELP_FORMATTER,
+        epilog="""\
+examples:
+  agentkit members add ada --role owner
+  TOKEN=$(agentkit members add ci-bot --role editor --db machine.db)
+
+exit codes:
+  0  added (the token is on stdout)
+  2  the name is taken or not valid (1-100 letters, digits, '_', '.', '@', '-'), the
+     role is unknown, or the store cannot be opened""",
+    )
+    add.add_argument("name", metavar="NAME", help="the member's name, unique in the machine")
+    add.add_argument(
+        "--role",
+        required=True,
+        metavar="owner|editor|viewer",
+        help="owner: manages agents too; editor: creates conversations and prompts; "
+        "viewer: reads shared conversations",
+    )
+    add.add_argument("--db", metavar="URL", help=DB_HELP)
+
+    listing = members_sub.add_parser(
+        "list",
+        help="list the members and their roles",
+        description="List the members of the machine, oldest first: name and role.",
+        formatter_class=HELP_FORMATTER,
+        epilog="""\
+examples:
+  agentkit members list
+  agentkit members list --format json --db machine.db
+
+output:
+  text  a table: NAME ROLE
+  json  a JSON list of {"name", "role"}
+
+exit codes:
+  0  listed (a store that does not exist yet lists nothing)
+  2  usage or environment error (a store that cannot be read)""",
+    )
+    listing.add_argument("--db", metavar="URL", help=DB_HELP)
+    add_list_format(listing)
+
+    remove = members_sub.add_parser(
+        "remove",
+        help="remove a member",
+        description=wrap_paragraphs(
+            "Remove a member: its token is refused from its next request. Its "
+            "conversations stay (private ones are then visible to nobody)."
+        ),
+        formatter_class=HELP_FORMATTER,
+        epilog="""\
+examples:
+  agentkit members remove ci-bot
+  agentkit members remove ada --db postgresql://agentkit@db.internal/agentkit
+
+exit codes:
+  0  removed
+  1  no member with this name (said on stderr)
+  2  usage or environment error (a store that cannot be opened)""",
+    )
+    remove.add_argument("name", metavar="NAME", help="the member's name")
+    remove.add_argument("--db", metavar="URL", help=DB_HELP)
+
+
 def members_command(args: argparse.Namespace) -> int:
+    """Run `agentkit members add|list|remove` with parsed arguments; returns the exit
+    code."""
     import anyio
 
     from agentkit.conversations import MemberError

@@ -47,6 +47,7 @@ class EventPrinter:
             print(f"· {line}", file=self.err, flush=True)
 
     def event(self, event: AgentMessage) -> None:
+        """Print one event: a JSON line, or its text and status lines."""
         if self.fmt == "jsonl":
             from agentkit.events import to_wire
 

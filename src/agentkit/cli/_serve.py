@@ -11,12 +11,23 @@ import contextlib
 import logging
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from agentkit.cli._exit import UsageError
+from agentkit.cli._help import (
+    DB_HELP,
+    HELP_FORMATTER,
+    PROVIDER_HELP,
+    SCRIPT_HELP,
+    add_provider_timeouts,
+    wrap_paragraphs,
+)
+from agentkit.cli._providers import make_provider
 
 if TYPE_CHECKING:
     from agentkit.stores import Store
 
-__all__ = ["serve_command"]
+__all__ = ["add_serve_parser", "serve_command", "store_close"]
 
 
 class ServeError(Exception):
@@ -44,9 +55,119 @@ def _agent_sources(paths: list[str]) -> tuple[list[str], list[str]]:
     return definitions, apps
 
 
+def add_serve_parser(sub: Any) -> None:
+    """The `serve` command's arguments and help."""
+    serve = sub.add_parser(
+        "serve",
+        help="serve a machine over HTTP",
+        description=wrap_paragraphs(
+            "Serve a machine (its agents and conversations) over HTTP to its members, "
+            "who authenticate with their tokens ('agentkit members add'). The first line "
+            "on stdout is the URL it listens on. docs/server.md describes the API."
+        ),
+        formatter_class=HELP_FORMATTER,
+        epilog="""\
+examples:
+  agentkit serve --db machine.db
+  agentkit serve --port 0 --provider test
+  agentkit serve --db postgresql://agentkit@db.internal/agentkit --host 0.0.0.0 \\
+      --attachment-root /srv/space --agents agents/ --cors-origin https://app.example.com
+
+exit codes:
+  0    stopped (Ctrl-C, SIGTERM)
+  2    usage or environment error: bad arguments, no provider configured, a store
+       that cannot be opened""",
+    )
+    serve.add_argument("--db", metavar="URL", help=DB_HELP)
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="the address to listen on (default: 127.0.0.1, this machine only; 0.0.0.0 "
+        "for every interface)",
+    )
+    serve.add_argument(
+        "--port",
+        type=int,
+        default=8400,
+        help="the TCP port (default: 8400; 0 picks a free one, printed on the first line)",
+    )
+    serve.add_argument("--provider", metavar="NAME", help=PROVIDER_HELP)
+    serve.add_argument("--script", metavar="FILE", help=SCRIPT_HELP)
+    serve.add_argument(
+        "--attachment-root",
+        metavar="DIR",
+        action="append",
+        help="a folder attachments may come from and file tools may work in; repeat it "
+        "for several (default: /space and /rool-drive)",
+    )
+    serve.add_argument(
+        "--agents",
+        metavar="PATH",
+        action="append",
+        help="configured agents: an agent definition (.md), a folder of them, or an app "
+        "folder; repeat it for several. They are read-only for the members",
+    )
+    serve.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=1_048_576,
+        metavar="N",
+        help="the largest request body accepted, in bytes (default: 1048576, 1 MiB); a "
+        "larger one is refused with 413",
+    )
+    serve.add_argument(
+        "--cors-origin",
+        metavar="ORIGIN",
+        action="append",
+        help="a web origin (https://app.example.com) whose pages may call the API from a "
+        "browser; repeat it for several (default: none)",
+    )
+    serve.add_argument(
+        "--extension",
+        metavar="MODULE:FUNCTION",
+        action="append",
+        help="a function called with the machine at start-up, which may create rooms, set "
+        "grants and register room agents; its cleanup runs at shutdown (repeat it for "
+        "several; docs/rooms.md)",
+    )
+    serve.add_argument(
+        "--keepalive",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="seconds of silence after which an event stream gets a comment line, so "
+        "that proxies keep it open (default: 15)",
+    )
+    serve.add_argument(
+        "--heartbeat-interval",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="seconds between two renewals of the leases of the runs this server executes "
+        "(default: 5)",
+    )
+    serve.add_argument(
+        "--lease-duration",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="seconds a run's lease lasts: a run whose server died is ended as "
+        "interrupted once it expires, by the next server on the database (default: 30)",
+    )
+    serve.add_argument(
+        "--poll-interval",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="seconds between two reads of the database by a waiting reader, beside "
+        "PostgreSQL's notifications (which wake readers at once), and between two tries "
+        "of a standby room agent to take over from a server that died (default: 1)",
+    )
+    add_provider_timeouts(serve)
+
+
 def serve_command(args: argparse.Namespace) -> int:
     """Run `agentkit serve` with parsed arguments; returns the exit code."""
-    from agentkit.cli._main import UsageError, _make_provider
     from agentkit.conversations import DEFAULT_ATTACHMENT_ROOTS, Machine, default_machine_store
     from agentkit.stores import StoreError, open_store
 
@@ -85,7 +206,7 @@ def serve_command(args: argparse.Namespace) -> int:
             load_extension(path)  # an extension that cannot load fails before anything starts
     except ExtensionError as exc:
         raise UsageError(str(exc)) from None
-    provider = _make_provider(args)
+    provider = make_provider(args)
     try:
         definitions, apps = _agent_sources(args.agents or [])
     except ServeError as exc:

@@ -267,26 +267,19 @@ def _load_definitions(
     paths: Iterable[str | os.PathLike[str]], tools: ToolRegistry | None
 ) -> list[AgentSpec]:
     """Markdown definitions bound to the tools the machine's runtime offers."""
-    specs: list[AgentSpec] = []
     paths = list(paths)
-    if paths:
-        from agentkit.defs import HostCapabilities, bind, load_definition
-        from agentkit.tools import builtin_tools
+    if not paths:
+        return []
+    from agentkit.formats import load_agents
+    from agentkit.tools import builtin_tools
 
-        names = builtin_tools().names()  # the machine's runtime has them, and `tools`
-        host = HostCapabilities.of([*names, *(tools.names() if tools is not None else ())])
-        for path in paths:
-            specs.append(bind(load_definition(os.fspath(path)), host))
-    return specs
+    # The machine's runtime has the built-in tools, and `tools`.
+    names = [*builtin_tools().names(), *(tools.names() if tools is not None else ())]
+    return [spec for path in paths for spec in load_agents(path, format_name="defs", tools=names)]
 
 
 def _load_apps(paths: Iterable[str | os.PathLike[str]]) -> list[AgentSpec]:
-    specs: list[AgentSpec] = []
-    paths = list(paths)
-    if paths:
-        from agentkit.apps import load_app
+    """The agents of app folders (without their Python actions)."""
+    from agentkit.formats import load_agents
 
-        for path in paths:
-            app = load_app(os.fspath(path))
-            specs.extend(agent.spec for agent in app.agents.values())
-    return specs
+    return [spec for path in paths for spec in load_agents(path, format_name="apps")]

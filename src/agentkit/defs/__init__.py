@@ -4,6 +4,12 @@ Parse a definition with [`parse_definition`][agentkit.defs.parse_definition] or
 [`load_definition`][agentkit.defs.load_definition], bind it to a host with
 [`bind`][agentkit.defs.bind] to get an [`AgentSpec`][agentkit.spec.AgentSpec], and check a
 resumed session with [`check_resume`][agentkit.defs.check_resume].
+
+Importing the package registers nothing with the runtime: call
+[`register_runtime_hooks`][agentkit.defs.register_runtime_hooks] to let every `Runtime` run
+`claude-cli` specs and check resumed definition sessions (`agentkit run` and a `Machine`
+loading definitions do it themselves). [`DefinitionFormat`][agentkit.defs.DefinitionFormat]
+is the package's agent format for [`agentkit.formats`][agentkit.formats].
 """
 
 from agentkit.defs._auth import DEFAULT_AUTH_PROFILES, AuthKind, AuthProfile, AuthRegistry
@@ -23,13 +29,19 @@ from agentkit.defs._claude_cli import (
     find_claude,
     run_claude_cli,
 )
-from agentkit.defs._command import DefinitionRunner, load_definition_for_cli
 from agentkit.defs._fingerprint import (
     ResumeError,
     canonical_fields,
     check_resume,
     fingerprint,
     fingerprint_record,
+)
+from agentkit.defs._format import (
+    RUNTIME_DRIVERS,
+    SESSION_CHECKS,
+    DefinitionFormat,
+    RunnableDefinition,
+    register_runtime_hooks,
 )
 from agentkit.defs._models import HostModel, ModelAvailable, resolve_model
 from agentkit.defs._parser import (
@@ -54,11 +66,6 @@ from agentkit.defs._types import (
     RuntimeName,
 )
 from agentkit.defs._validate import DefinitionPathError, fingerprint_lines, validate_paths
-from agentkit.runtime import register_driver, register_session_check
-
-# The core runs `runtime: claude-cli` specs and checks resumed sessions through these.
-register_driver("claude-cli", claude_cli_driver)
-register_session_check("definition", check_resume)
 
 __all__ = [
     "CLAUDE_DISALLOWED",
@@ -68,6 +75,8 @@ __all__ = [
     "FIELDS",
     "RHO_CAPABILITIES",
     "RHO_REASONING",
+    "RUNTIME_DRIVERS",
+    "SESSION_CHECKS",
     "AuthKind",
     "AuthProfile",
     "AuthRegistry",
@@ -76,15 +85,16 @@ __all__ = [
     "ClaudeCliOutcome",
     "Definition",
     "DefinitionError",
+    "DefinitionFormat",
     "DefinitionModelPolicy",
     "DefinitionPathError",
-    "DefinitionRunner",
     "HostCapabilities",
     "HostModel",
     "ModelAvailable",
     "PromptMode",
     "Reasoning",
     "ResumeError",
+    "RunnableDefinition",
     "RuntimeName",
     "base_prompt",
     "bind",
@@ -100,10 +110,10 @@ __all__ = [
     "fingerprint_record",
     "frontmatter_schema",
     "load_definition",
-    "load_definition_for_cli",
     "load_definitions",
     "parse_definition",
     "platform_shell",
+    "register_runtime_hooks",
     "resolve_model",
     "run_claude_cli",
     "system_prompt",
