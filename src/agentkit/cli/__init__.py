@@ -5,6 +5,22 @@
 status. The commands are documented in the command-line guide (`docs/cli.md`).
 """
 
-from agentkit.cli._main import main
+from typing import TYPE_CHECKING
 
-__all__ = ["main"]
+from agentkit._internal.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from agentkit.cli._main import main
+
+_EXPORTS: dict[str, str] = {
+    "main": "agentkit.cli._main",
+}
+
+__all__ = [
+    "main",
+]
+
+# Hidden from type checkers: a module `__getattr__` would make every misspelt name
+# imported from this package type as `Any` instead of an error.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)

@@ -1,10 +1,12 @@
 """What adapters plug into the core: drivers by runtime name, and checks on resume.
 
 The core runs every `AgentSpec` whose `runtime` is `engine` itself. An adapter that brings
-another way of running a turn (the definitions adapter brings `claude-cli`) registers a
-driver under that name when it is imported; an adapter whose sessions must be checked
-before they are resumed (a Markdown definition that changed since) registers a check for
-the session metadata key it writes. The core names no adapter: it looks here.
+another way of running a turn (the definitions adapter brings `claude-cli`) has its driver
+registered under that name when asked to (`agentkit.defs.register_runtime_hooks()`, or
+loading an agent file through `agentkit.formats`), never as a side effect of an import; an
+adapter whose sessions must be checked before they are resumed (a Markdown definition that
+changed since) registers a check for the session metadata key it writes. The core names no
+adapter: it looks here.
 """
 
 from __future__ import annotations

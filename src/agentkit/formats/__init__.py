@@ -21,17 +21,35 @@ assert [d for d in validate_paths([Path(example_app_path())]) if d.severity == "
 ```
 """
 
-from agentkit.formats._format import AgentFormat, RunnableAgent
-from agentkit.formats._registry import (
-    BUILTIN_FORMATS,
-    format_named,
-    install_runtime_hooks,
-    load_agents,
-    load_target,
-    register_format,
-    registered_formats,
-    validate_paths,
-)
+from typing import TYPE_CHECKING
+
+from agentkit._internal.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from agentkit.formats._format import AgentFormat, RunnableAgent
+    from agentkit.formats._registry import (
+        BUILTIN_FORMATS,
+        format_named,
+        install_runtime_hooks,
+        load_agents,
+        load_target,
+        register_format,
+        registered_formats,
+        validate_paths,
+    )
+
+_EXPORTS: dict[str, str] = {
+    "AgentFormat": "agentkit.formats._format",
+    "BUILTIN_FORMATS": "agentkit.formats._registry",
+    "RunnableAgent": "agentkit.formats._format",
+    "format_named": "agentkit.formats._registry",
+    "install_runtime_hooks": "agentkit.formats._registry",
+    "load_agents": "agentkit.formats._registry",
+    "load_target": "agentkit.formats._registry",
+    "register_format": "agentkit.formats._registry",
+    "registered_formats": "agentkit.formats._registry",
+    "validate_paths": "agentkit.formats._registry",
+}
 
 __all__ = [
     "BUILTIN_FORMATS",
@@ -45,3 +63,8 @@ __all__ = [
     "registered_formats",
     "validate_paths",
 ]
+
+# Hidden from type checkers: a module `__getattr__` would make every misspelt name
+# imported from this package type as `Any` instead of an error.
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)

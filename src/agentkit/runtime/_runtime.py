@@ -585,7 +585,7 @@ class Runtime:
             return self._engine_driver
         raise NoDriverError(
             f"no driver for runtime {spec.runtime!r}: pass one in Runtime(drivers=...) or "
-            "import the adapter that registers it (agentkit.defs, for claude-cli)"
+            "register it (agentkit.defs.register_runtime_hooks(), for claude-cli)"
         )
 
     async def _engine_driver(self, request: TurnRequest) -> TurnOutcome:
