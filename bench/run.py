@@ -220,15 +220,20 @@ def _wall_ms(code: str, repeats: int) -> list[float]:
     return samples
 
 
+# What a program that runs agents imports: the package's names load on first use, so the
+# runtime's import is measured through the name, not the package.
+_RUNTIME_IMPORT = "from agentkit.runtime import Runtime"
+
+
 def bench_w3(quick: bool) -> list[dict[str, Any]]:
     repeats = 2 if quick else 21
     _wall_ms("import agentkit", 1)  # warm the bytecode cache
-    _wall_ms("import agentkit.runtime", 1)
+    _wall_ms(_RUNTIME_IMPORT, 1)
     ours, floor, full = [], [], []
     for _ in range(repeats):  # interleaved, as for W1
         ours += _wall_ms("import agentkit", 1)
         floor += _wall_ms("pass", 1)
-        full += _wall_ms("import agentkit.runtime", 1)
+        full += _wall_ms(_RUNTIME_IMPORT, 1)
     return [
         _row(
             "W3",
@@ -241,7 +246,7 @@ def bench_w3(quick: bool) -> list[dict[str, Any]]:
         ),
         _row(
             "W3b",
-            "python -c 'import agentkit.runtime' (engine, events, pydantic)",
+            "python -c 'from agentkit.runtime import Runtime' (engine, events, pydantic)",
             "ms",
             full,
             floor,
