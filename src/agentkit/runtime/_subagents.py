@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from agentkit.actions import ActionContext, ActionRegistry, ActionResult
+from agentkit.actions import ActionContext, ActionRegistry, ActionResult, RunHost
 from agentkit.engine import Emit
 from agentkit.errors import AgentkitError
 from agentkit.runtime._run import Run
@@ -16,11 +16,8 @@ from agentkit.spec import AgentSpec
 __all__ = ["SUMMON_ACTION", "SubagentHost", "run_action", "run_subagent"]
 
 
-class SubagentHost(Protocol):
+class SubagentHost(RunHost, Protocol):
     """What running actions and sub-agents needs of the runtime (a `Runtime` is one)."""
-
-    @property
-    def agents(self) -> Mapping[str, AgentSpec]: ...
 
     @property
     def actions(self) -> ActionRegistry: ...
@@ -41,25 +38,6 @@ class SubagentHost(Protocol):
         _depth: int = 0,
     ) -> Run: ...
 
-    async def run_action(
-        self,
-        action_id: str,
-        args: dict[str, Any],
-        *,
-        caller: str | None = None,
-        depth: int = 0,
-    ) -> ActionResult: ...
-
-    async def run_subagent(
-        self,
-        agent_id: str,
-        prompt: str,
-        *,
-        session_id: str | None = None,
-        forward: Emit | None = None,
-        depth: int = 1,
-        working_dir: Path | None = None,
-    ) -> ActionResult: ...
 
 SUMMON_ACTION = "system:summon"
 """The action that runs any registered agent (its arguments: `agentName`, `prompt`,
