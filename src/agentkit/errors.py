@@ -11,9 +11,10 @@ those keeps working. The errors are also importable from the module that raises 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentkit.diagnostics import Diagnostic
+if TYPE_CHECKING:
+    from agentkit.diagnostics import Diagnostic
 
 __all__ = [
     "AccessDeniedError",

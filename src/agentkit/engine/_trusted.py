@@ -13,6 +13,14 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
+from agentkit._internal.models import (
+    new_model,
+    set_dict,
+    set_extra,
+    set_fields_set,
+    set_private,
+    shared_fields_set,
+)
 from agentkit.events import (
     Accounting,
     Result,
@@ -33,68 +41,60 @@ from agentkit.messages import (
     UserMessage,
 )
 
-__all__: list[str] = []  # private helpers, imported by name
+__all__ = [
+    "assistant_message",
+    "result_event",
+    "session_init_event",
+    "text_delta_event",
+    "text_event",
+    "tool_result_event",
+    "tool_result_message",
+    "tool_use_event",
+    "trusted_model",
+    "turn_end_event",
+    "turn_start_event",
+    "user_message",
+]
 
 _E = TypeVar("_E", bound=BaseModel)
-_new = object.__new__
-# The slot setters of BaseModel's instance layout, called directly (cheaper than
-# object.__setattr__, which frozen models need anyway).
-_set_dict = BaseModel.__dict__["__dict__"].__set__
-_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
-_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
-_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
-
-
-_FIELDS_SETS: dict[frozenset[str], set[str]] = {}
-
-
-def _shared_fields_set(names: Any) -> set[str]:
-    """One `set` per distinct set of field names, shared by every trusted model built with
-    it. Models here are frozen, so nothing changes the set in place (`model_copy` copies
-    it first); sharing it spares each event (and the garbage collector) a set of its own."""
-    key = frozenset(names)
-    shared = _FIELDS_SETS.get(key)
-    if shared is None:
-        shared = _FIELDS_SETS[key] = set(key)
-    return shared
 
 
 def trusted_model(cls: type[_E], fields_set: Any, values: dict[str, Any]) -> _E:
     """`cls` with `values` (every field, in declaration order) and `fields_set` (the names
     the caller gave explicitly), exactly as validating those values would build it."""
-    return _build(cls, _shared_fields_set(fields_set), values)
+    return _build(cls, shared_fields_set(fields_set), values)
 
 
-def _build(cls: type[_E], shared_fields_set: set[str], values: dict[str, Any]) -> _E:
+def _build(cls: type[_E], fields_set: set[str], values: dict[str, Any]) -> _E:
     """`trusted_model` with the shared fields set already looked up (the builders below)."""
-    model = _new(cls)
-    _set_dict(model, values)
-    _set_fields_set(model, shared_fields_set)
-    _set_extra(model, None)
-    _set_private(model, None)
+    model = new_model(cls)
+    set_dict(model, values)
+    set_fields_set(model, fields_set)
+    set_extra(model, None)
+    set_private(model, None)
     return model
 
 
 def _given(cls: type[BaseModel]) -> set[str]:
     """The shared fields set of an event whose every field but `agent` and `type` is given."""
-    return _shared_fields_set(set(cls.model_fields) - {"agent", "type"})
+    return shared_fields_set(set(cls.model_fields) - {"agent", "type"})
 
 
 # Each builder checks the types of what it is given; anything unexpected takes the
 # validating constructor, which raises the error a caller would expect.
 
-_CONTENT_ONLY = _shared_fields_set(("content",))
+_CONTENT_ONLY = shared_fields_set(("content",))
 
 
 def text_delta_event(content: str) -> TextDelta:
     if type(content) is not str:
         return TextDelta(content=content)
     # _build, inlined: this runs once per streamed delta
-    delta = _new(TextDelta)
-    _set_dict(delta, {"agent": None, "type": "text_delta", "content": content})
-    _set_fields_set(delta, _CONTENT_ONLY)
-    _set_extra(delta, None)
-    _set_private(delta, None)
+    delta = new_model(TextDelta)
+    set_dict(delta, {"agent": None, "type": "text_delta", "content": content})
+    set_fields_set(delta, _CONTENT_ONLY)
+    set_extra(delta, None)
+    set_private(delta, None)
     return delta
 
 
@@ -203,19 +203,19 @@ _TEXT = _given(Text)
 _TOOL_USE = _given(ToolUse)
 _TOOL_RESULT = _given(ToolResult)
 _TURN_START_TRACED = _given(TurnStart)
-_TURN_START = _shared_fields_set(_TURN_START_TRACED - {"trace_parent"})
+_TURN_START = shared_fields_set(_TURN_START_TRACED - {"trace_parent"})
 _SESSION_INIT = _given(SessionInit)
 _TURN_END = _given(TurnEnd)
 _RESULT = _given(Result)
 
 
-_USER_FIELDS = _shared_fields_set(("content",))
+_USER_FIELDS = shared_fields_set(("content",))
 
 
-_ASSISTANT_FIELDS = _shared_fields_set(("thinking", "text", "tool_calls"))
+_ASSISTANT_FIELDS = shared_fields_set(("thinking", "text", "tool_calls"))
 
 
-_TOOL_RESULT_FIELDS = _shared_fields_set(("tool_call_id", "name", "content", "is_error"))
+_TOOL_RESULT_FIELDS = shared_fields_set(("tool_call_id", "name", "content", "is_error"))
 
 
 def user_message(content: str) -> UserMessage:

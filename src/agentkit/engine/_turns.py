@@ -155,7 +155,7 @@ class OfferCache:
         return len(self.entries)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class TurnResources:
     """What the turns of one runtime may use, and nothing else of it.
 

@@ -46,7 +46,7 @@ class RunGroup:
         self._group: TaskGroup | None = None
         self._services: TaskGroup | None = None
         self._service_tasks: list[Any] = []
-        self._tasks: set[Any] = set()  # the runs' asyncio tasks, while they run
+        self._tasks: dict[str, Any] = {}  # the runs' asyncio tasks by run id, while they run
         self._crashes: list[BaseException] = []
         self._host_scope: anyio.CancelScope | None = None
         self._host_task: Any = None
@@ -71,16 +71,20 @@ class RunGroup:
         self._group = anyio.create_task_group()
         await self._group.__aenter__()
 
-    def start(self, work: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> None:
-        """Run `work(*args)` as a run's task."""
+    def start(
+        self, run_id: str, work: Callable[..., Coroutine[Any, Any, None]], *args: Any
+    ) -> None:
+        """Run `work(*args)` as the task of run `run_id` (until `release(run_id)`)."""
         if self._group is None:
-            # asyncio keeps only weak references to its tasks: held here until done.
-            task = _aio.create_task(work(*args))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            # asyncio keeps only weak references to its tasks: held here until released.
+            self._tasks[run_id] = _aio.create_task(work(*args))
         else:
             # An explicit name spares anyio working one out from the function every time.
             self._group.start_soon(work, *args, name="agentkit run")
+
+    def release(self, run_id: str) -> None:
+        """The run has ended: its task is no longer held."""
+        self._tasks.pop(run_id, None)
 
     def passes_on(self, exc: BaseException) -> bool:
         """Whether a run's `BaseException` (not an error of its turn) is raised from the

@@ -19,11 +19,21 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from agentkit._internal.models import (
+    new_model,
+    set_dict,
+    set_extra,
+    set_fields_set,
+    set_private,
+    shared_fields_set,
+)
 from agentkit.engine import text_delta_event
 from agentkit.events import AgentMessage, TextDelta, from_wire, wire_json
 from agentkit.stores import EventEntry
 
 __all__ = ["RunLog"]
+
+_CONTENT_ONLY = shared_fields_set(("content",))  # the fields set of a text delta
 
 # An item of the log: an event; a text delta as its `str` content; or, once the log is
 # closed, an event as its wire JSON (`bytes`).
@@ -164,7 +174,13 @@ class _Cursor:
                 self._next = index + 1
                 item = events[index]
                 if type(item) is str:
-                    event: Any = text_delta_event(item)
+                    # `text_delta_event`, inlined: a streamed answer is mostly deltas, and
+                    # this is what a reader pays per delta.
+                    event: Any = new_model(TextDelta)
+                    set_dict(event, {"agent": None, "type": "text_delta", "content": item})
+                    set_fields_set(event, _CONTENT_ONLY)
+                    set_extra(event, None)
+                    set_private(event, None)
                 elif type(item) is bytes:
                     event = from_wire(item)
                 else:

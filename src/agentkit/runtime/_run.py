@@ -334,16 +334,6 @@ async def execute(
     if telemetry is not None:
         telemetry.enter()
     store = executor.store
-
-    async def save_step(messages: list[Message]) -> None:
-        await run._save_unsaved(
-            functools.partial(store.append_step, run.session_id, messages, run.id)
-        )
-
-    async def flush() -> None:
-        if run._unsaved:
-            await run._save_unsaved(functools.partial(store.append_events, run.id))
-
     relayed = run._relay is not None
     request = TurnRequest(
         spec=run.spec,
@@ -357,8 +347,8 @@ async def execute(
         emit_delta=run._delta_relayed if relayed else run._log.append_delta,
         resources=executor.resources(),
         save_messages=functools.partial(store.append_transcript, run.session_id),
-        flush=flush,
-        save_step=save_step,
+        flush=functools.partial(_flush, run, store),
+        save_step=functools.partial(_save_step, run, store),
         depth=depth,
         telemetry=telemetry,
     )
@@ -402,6 +392,15 @@ async def execute(
             await _finish(run, executor, request, outcome, interrupted, started, telemetry)
     if crash is not None:
         group.crashed(crash)
+
+
+async def _save_step(run: Run, store: Store, messages: list[Message]) -> None:
+    await run._save_unsaved(functools.partial(store.append_step, run.session_id, messages, run.id))
+
+
+async def _flush(run: Run, store: Store) -> None:
+    if run._unsaved:
+        await run._save_unsaved(functools.partial(store.append_events, run.id))
 
 
 async def _finish(

@@ -228,6 +228,7 @@ class Runtime:
         self._leases: LeaseKeeper | None = None
         self._relay: LiveRelay | None = None
         self._offers = OfferCache()  # what each spec is offered, kept between turns
+        self._resources: TurnResources | None = None  # see _turn_resources
         self.tracer_provider = tracer_provider
         self.meter_provider = meter_provider
         self.capture_content = capture_content
@@ -296,7 +297,12 @@ class Runtime:
             self._relay = LiveRelay(notifications)
             services += [notifications.run, self._relay.run]
         await self._group.enter(services)
-        runs = self._runs
+        runs, group = self._runs, self._group
+
+        def release(run_id: str) -> None:
+            runs.pop(run_id, None)
+            group.release(run_id)
+
         self._executor = RunExecutor(
             store=self.store,
             owner=self.instance_id,
@@ -305,7 +311,7 @@ class Runtime:
             resources=self._turn_resources,
             price=self._priced,
             stop_processes=self._stop_processes,
-            release=lambda run_id: runs.pop(run_id, None),
+            release=release,
         )
         self._running = True
         return self
@@ -508,7 +514,9 @@ class Runtime:
             attach_relay(run, self._relay.add)
         # The turn's request is built when the run takes its first step: a run waiting for
         # its turn holds as little as it can (ten thousand may be waiting at once).
-        self._group.start(execute, run, self._executor, system, user, resumed, _depth, telemetry)
+        self._group.start(
+            run.id, execute, run, self._executor, system, user, resumed, _depth, telemetry
+        )
         return run
 
     def stream(
@@ -559,13 +567,26 @@ class Runtime:
     # --- the run task -----------------------------------------------------------------
 
     def _turn_resources(self) -> TurnResources:
-        """What a turn of this runtime may use, as it is configured now."""
+        """What a turn of this runtime may use, as it is configured now: one object shared
+        by its turns until an attribute it holds is given another value."""
         limits = self.limits
         if limits is None:
             # The environment's, read once per runtime (`os.environ` lookups that miss cost
             # an exception each), when its first turn starts.
             limits = self.limits = OutputLimits.from_env()
-        return TurnResources(
+        kept = self._resources
+        if (
+            kept is not None
+            and kept.tools is self.tools
+            and kept.actions is self.actions
+            and kept.permission_handler is self.permission_handler
+            and kept.services is self.services
+            and kept.limits is limits
+            and kept.retry is self.retry
+            and kept.default_max_turns == self.default_max_turns
+        ):
+            return kept
+        kept = self._resources = TurnResources(
             tools=self.tools,
             actions=self.actions,
             host=self,
@@ -576,6 +597,7 @@ class Runtime:
             default_max_turns=self.default_max_turns,
             offers=self._offers,
         )
+        return kept
 
     def _driver_for(self, spec: AgentSpec) -> Driver:
         driver = self.drivers.get(spec.runtime) or registered_driver(spec.runtime)

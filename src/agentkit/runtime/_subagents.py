@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentkit.actions import ActionContext, ActionRegistry, ActionResult, RunHost
 from agentkit.engine import Emit
@@ -13,30 +13,31 @@ from agentkit.errors import AgentkitError
 from agentkit.runtime._run import Run
 from agentkit.spec import AgentSpec
 
-__all__ = ["SUMMON_ACTION", "SubagentHost", "run_action", "run_subagent"]
+__all__ = ["SUMMON_ACTION", "run_action", "run_subagent"]
 
+if TYPE_CHECKING:
+    # For the type checker only: a protocol class would cost its import time for nothing.
+    class SubagentHost(RunHost, Protocol):
+        """What running actions and sub-agents needs of the runtime (a `Runtime` is one)."""
 
-class SubagentHost(RunHost, Protocol):
-    """What running actions and sub-agents needs of the runtime (a `Runtime` is one)."""
+        @property
+        def actions(self) -> ActionRegistry: ...
 
-    @property
-    def actions(self) -> ActionRegistry: ...
+        @property
+        def services(self) -> Mapping[str, Any]: ...
 
-    @property
-    def services(self) -> Mapping[str, Any]: ...
+        @property
+        def max_subagent_depth(self) -> int: ...
 
-    @property
-    def max_subagent_depth(self) -> int: ...
-
-    async def start(
-        self,
-        agent: AgentSpec | str,
-        prompt: str,
-        *,
-        session_id: str | None = None,
-        working_dir: str | Path | None = None,
-        _depth: int = 0,
-    ) -> Run: ...
+        async def start(
+            self,
+            agent: AgentSpec | str,
+            prompt: str,
+            *,
+            session_id: str | None = None,
+            working_dir: str | Path | None = None,
+            _depth: int = 0,
+        ) -> Run: ...
 
 
 SUMMON_ACTION = "system:summon"

@@ -33,21 +33,23 @@ if TYPE_CHECKING:
     from agentkit.providers import ModelRequest
     from agentkit.runtime._run import Run, RunOutcome
 
-__all__ = ["CAPTURE_CONTENT_ENV", "RunTelemetry", "TelemetrySettings", "run_telemetry"]
+__all__ = ["CAPTURE_CONTENT_ENV", "RunTelemetry", "run_telemetry"]
 
+if TYPE_CHECKING:
+    # For the type checker only: a protocol class would cost its import time for nothing.
+    class TelemetrySettings(Protocol):
+        """Where a runtime sends its telemetry (a `Runtime` is one): `None` providers mean the
+        global ones, `capture_content` `None` means the environment decides."""
 
-class TelemetrySettings(Protocol):
-    """Where a runtime sends its telemetry (a `Runtime` is one): `None` providers mean the
-    global ones, `capture_content` `None` means the environment decides."""
+        @property
+        def tracer_provider(self) -> Any: ...
 
-    @property
-    def tracer_provider(self) -> Any: ...
+        @property
+        def meter_provider(self) -> Any: ...
 
-    @property
-    def meter_provider(self) -> Any: ...
+        @property
+        def capture_content(self) -> bool | None: ...
 
-    @property
-    def capture_content(self) -> bool | None: ...
 
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 """Set to `true` to record prompts, completions and tool arguments and results on spans."""

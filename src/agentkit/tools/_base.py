@@ -10,7 +10,6 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 from agentkit.actions import ToolContext
 from agentkit.errors import ToolError
 from agentkit.spec import Effect
-from agentkit.tools._signature import Signature, is_async, make_caller, parse_docstring
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -281,6 +280,10 @@ def function_tool(
     tool_name = name or getattr(fn, "__name__", "")
     if not tool_name or tool_name == "<lambda>":
         raise TypeError(f"{fn!r} has no usable name: give the tool one with name=")
+    # Imported here: pydantic's model machinery and anyio's threads are needed only by
+    # tools made from functions, so importing the tools costs none of it.
+    from agentkit.tools._signature import Signature, is_async, make_caller, parse_docstring
+
     coroutine = is_async(fn)
     if inspect.isasyncgenfunction(fn) or inspect.isgeneratorfunction(fn):
         raise TypeError(f"tool {tool_name!r}: a generator function cannot be a tool")
