@@ -18,6 +18,7 @@ from agentkit.providers import register_provider
 from agentkit.spec import ModelSelection
 from agentkit.stores import MemoryStore
 from agentkit.testing import ScriptedProvider
+from support.paths import ROOT
 
 pytestmark = pytest.mark.anyio
 
@@ -191,9 +192,8 @@ def test_the_command_line_takes_a_model_string(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    root = Path(__file__).resolve().parent.parent
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENTKIT_", "OPENAI_"))}
-    env.update(PYTHONPATH=str(root), AGENTKIT_STORE=str(tmp_path / "cli.db"))
+    env.update(PYTHONPATH=str(ROOT), AGENTKIT_STORE=str(tmp_path / "cli.db"))
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -201,7 +201,7 @@ def test_the_command_line_takes_a_model_string(tmp_path: Path) -> None:
             capture_output=True,
             text=True,
             env=env,
-            cwd=root,
+            cwd=ROOT,
             timeout=120,
         )
 

@@ -8,8 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from support.paths import ROOT, SRC
+
 HERE = Path(__file__).resolve().parent
-SRC = HERE.parent / "src"
 
 
 def _mypy(path: Path, cache: Path) -> subprocess.CompletedProcess[str]:
@@ -45,7 +46,7 @@ def test_misspelt_keywords_and_wrong_output_uses_are_type_errors(tmp_path: Path)
 def _first_example() -> str:
     import re
 
-    page = (HERE.parent / "docs" / "python-agents.md").read_text(encoding="utf-8")
+    page = (ROOT / "docs" / "python-agents.md").read_text(encoding="utf-8")
     found = re.search(r"^```python\n(.*?)^```", page, re.S | re.M)
     assert found is not None
     return found.group(1)

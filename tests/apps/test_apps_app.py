@@ -9,9 +9,7 @@ import pytest
 
 from agentkit.apps import App, AppLoadError, example_app_path, load_app
 from agentkit.diagnostics import Diagnostic
-
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "examples" / "research-app"
+from support.app_files import APP, APP_CASES, EXAMPLE_APP
 
 AGENT = """\
 name: {name}
@@ -20,13 +18,6 @@ tier: small
 permissionMode: default
 tools: [Read]
 systemPromptPrefix: You are {name}.
-"""
-
-APP = """\
-formatVersion: 2
-id: demo
-agents:
-  - agents/one.yaml
 """
 
 
@@ -77,116 +68,6 @@ def test_unknown_agent_lookup_is_a_key_error(tmp_path: Path) -> None:
     app = load_app(make_app(tmp_path))
     with pytest.raises(KeyError, match="no agent 'other:one'"):
         app.agent("other:one")
-
-
-# (case id, app.yaml text, line, column, field, fragment)
-APP_CASES: list[tuple[str, str, int, int, str, str]] = [
-    (
-        "format-missing",
-        APP.replace("formatVersion: 2\n", ""),
-        1,
-        1,
-        "formatVersion",
-        "required field is missing",
-    ),
-    (
-        "format-1",
-        APP.replace("formatVersion: 2", "formatVersion: 1"),
-        1,
-        16,
-        "formatVersion",
-        "must be 2, not an integer (1)",
-    ),
-    (
-        "format-string",
-        APP.replace("formatVersion: 2", "formatVersion: '2'"),
-        1,
-        16,
-        "formatVersion",
-        "must be 2, not '2'",
-    ),
-    (
-        "format-bool",
-        APP.replace("formatVersion: 2", "formatVersion: true"),
-        1,
-        16,
-        "formatVersion",
-        "must be 2",
-    ),
-    ("id-missing", APP.replace("id: demo\n", ""), 1, 1, "id", "required field is missing"),
-    ("id-colon", APP.replace("id: demo", "id: demo:x"), 2, 5, "id", "must not contain ':'"),
-    ("id-upper", APP.replace("id: demo", "id: Demo"), 2, 5, "id", "invalid app id 'Demo'"),
-    ("id-double-hyphen", APP.replace("id: demo", "id: de--mo"), 2, 5, "id", "invalid app id"),
-    ("id-trailing-hyphen", APP.replace("id: demo", "id: demo-"), 2, 5, "id", "invalid app id"),
-    ("id-number", APP.replace("id: demo", "id: 7"), 2, 5, "id", "must be a string"),
-    ("agents-missing", "formatVersion: 2\nid: demo\n", 1, 1, "agents", "required field is missing"),
-    (
-        "agents-string",
-        "formatVersion: 2\nid: demo\nagents: agents/one.yaml\n",
-        3,
-        9,
-        "agents",
-        "must be a list",
-    ),
-    ("agents-item-number", APP + "  - 3\n", 5, 5, "agents[1]", "must be a relative file path"),
-    (
-        "agents-parent",
-        APP + "  - ../outside.yaml\n",
-        5,
-        5,
-        "agents[1]",
-        "must not leave the app folder",
-    ),
-    (
-        "agents-inner-parent",
-        APP + "  - agents/../../x.yaml\n",
-        5,
-        5,
-        "agents[1]",
-        "must not leave the app folder",
-    ),
-    (
-        "agents-absolute",
-        APP + "  - /etc/agent.yaml\n",
-        5,
-        5,
-        "agents[1]",
-        "must be a path relative to the app folder",
-    ),
-    ("agents-home", APP + "  - ~/agent.yaml\n", 5, 5, "agents[1]", "relative"),
-    (
-        "agents-missing-file",
-        APP + "  - agents/two.yaml\n",
-        5,
-        5,
-        "agents[1]",
-        "agent file 'agents/two.yaml' not found",
-    ),
-    ("agents-folder", APP + "  - agents\n", 5, 5, "agents[1]", "is a folder"),
-    (
-        "agents-listed-twice",
-        APP + "  - agents/one.yaml\n",
-        5,
-        5,
-        "agents[1]",
-        "listed twice (first as agents[0])",
-    ),
-    ("name-not-string", APP + "name: [x]\n", 5, 7, "name", "must be a string"),
-    ("description-not-string", APP + "description: 3\n", 5, 14, "description", "must be a string"),
-    (
-        "version-number",
-        APP + "version: 1.0\n",
-        5,
-        10,
-        "version",
-        "must be a string, not a number (1.0); quote it",
-    ),
-    ("version-space", APP + "version: 1 0\n", 5, 10, "version", "without spaces"),
-    ("unknown-key", APP + "agnets: []\n", 5, 1, "agnets", "did you mean 'agents'"),
-    ("duplicate-key", APP + "id: other\n", 5, 1, "id", "duplicate key 'id'"),
-    ("syntax", APP + "  - [\n", 6, 1, "(root)", "YAML syntax error"),
-    ("not-mapping", "- a\n", 1, 1, "(root)", "must be a mapping"),
-]
 
 
 @pytest.mark.parametrize(
@@ -355,7 +236,7 @@ def test_warnings_of_a_valid_app_are_kept(tmp_path: Path) -> None:
 
 
 def test_the_documented_example_app_loads() -> None:
-    app = load_app(EXAMPLE)
+    app = load_app(EXAMPLE_APP)
     assert app.id == "research-app"
     researcher, sentinel = app.agent("researcher").spec, app.agent("sentinel").spec
     assert researcher.id == "research-app:researcher"
@@ -372,7 +253,7 @@ def test_the_documented_example_app_loads() -> None:
 
 
 def test_the_example_app_ships_with_the_package() -> None:
-    assert example_app_path().resolve() == EXAMPLE.resolve()
+    assert example_app_path().resolve() == EXAMPLE_APP.resolve()
     assert (example_app_path() / "app.yaml").is_file()
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cli_support import ROOT, agentkit
+from support.cli import agentkit
+from support.paths import ROOT
 
 EXAMPLE = ROOT / "examples" / "research-app"
 

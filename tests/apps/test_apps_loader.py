@@ -10,16 +10,7 @@ from agentkit.apps import AppLoadError, load_agent_file
 from agentkit.diagnostics import Diagnostic
 from agentkit.errors import LoadError
 from agentkit.spec import AgentSpec, ModelSelection
-
-GOOD = """\
-name: researcher
-description: Researches a topic
-tier: medium
-permissionMode: acceptEdits
-maxTurns: 30
-tools: [Read]
-systemPromptPrefix: You research.
-"""
+from support.app_files import AGENT_CASES, GOOD_AGENT, good_agent_with
 
 
 def write(tmp_path: Path, text: str, name: str = "agent.yaml") -> Path:
@@ -38,372 +29,10 @@ def errors_of(tmp_path: Path, text: str) -> list[Diagnostic]:
     return errors
 
 
-def replace(line_prefix: str, new: str | None) -> str:
-    """GOOD with the line starting with `line_prefix` replaced (or dropped)."""
-    lines = []
-    for line in GOOD.splitlines():
-        if line.startswith(line_prefix):
-            if new is not None:
-                lines.append(new)
-        else:
-            lines.append(line)
-    return "\n".join(lines) + "\n"
-
-
-# (case id, file text, line, column, field, message fragment)
-CASES: list[tuple[str, str, int, int, str, str]] = [
-    # unknown fields
-    ("unknown-field", GOOD + "colour: red\n", 8, 1, "colour", "unknown field 'colour'"),
-    ("typo-suggests", GOOD + "descripton: x\n", 8, 1, "descripton", "did you mean 'description'"),
-    ("non-string-key", GOOD + "1: x\n", 8, 1, "1", "keys must be strings"),
-    # name
-    ("name-missing", replace("name:", None), 1, 1, "name", "required field is missing"),
-    ("name-colon", replace("name:", "name: app:researcher"), 1, 7, "name", "must not contain ':'"),
-    ("name-space", replace("name:", "name: my agent"), 1, 7, "name", "invalid agent name"),
-    ("name-leading-dash", replace("name:", "name: -x"), 1, 7, "name", "invalid agent name"),
-    ("name-not-string", replace("name:", "name: 12"), 1, 7, "name", "must be a string"),
-    ("name-empty", replace("name:", "name: ''"), 1, 7, "name", "must not be empty"),
-    ("name-null", replace("name:", "name:"), 1, 1, "name", "must be a string, not null"),
-    # description
-    ("description-missing", replace("description:", None), 1, 1, "description", "required"),
-    (
-        "description-empty",
-        replace("description:", 'description: " "'),
-        2,
-        14,
-        "description",
-        "must not be empty",
-    ),
-    (
-        "description-list",
-        replace("description:", "description: [a]"),
-        2,
-        14,
-        "description",
-        "must be a string, not a list",
-    ),
-    # tier / model
-    ("tier-missing", replace("tier:", None), 1, 1, "tier", "required field is missing"),
-    (
-        "tier-bad",
-        replace("tier:", "tier: huge"),
-        3,
-        7,
-        "tier",
-        "must be one of large, medium or small, not 'huge'",
-    ),
-    ("tier-number", replace("tier:", "tier: 1"), 3, 7, "tier", "not an integer (1)"),
-    (
-        "model-bad",
-        replace("tier:", "model: gpt-4"),
-        3,
-        8,
-        "model",
-        "must be one of opus, sonnet or haiku",
-    ),
-    ("model-and-tier", GOOD + "model: opus\n", 8, 1, "model", "'model' and 'tier' are both set"),
-    # reasoningEffort
-    (
-        "effort-bad",
-        GOOD + "reasoningEffort: medium\n",
-        8,
-        18,
-        "reasoningEffort",
-        "must be one of low, high or xhigh",
-    ),
-    # systemPromptPrefix
-    (
-        "prompt-missing",
-        replace("systemPromptPrefix:", None),
-        1,
-        1,
-        "systemPromptPrefix",
-        "required field is missing",
-    ),
-    (
-        "prompt-empty",
-        replace("systemPromptPrefix:", "systemPromptPrefix: ''"),
-        7,
-        21,
-        "systemPromptPrefix",
-        "must not be empty",
-    ),
-    (
-        "prompt-mapping",
-        replace("systemPromptPrefix:", "systemPromptPrefix: {a: 1}"),
-        7,
-        21,
-        "systemPromptPrefix",
-        "must be a string, not a mapping",
-    ),
-    # tools
-    ("tools-missing", replace("tools:", None), 1, 1, "tools", "required field is missing"),
-    ("tools-string", replace("tools:", "tools: Read"), 6, 8, "tools", "must be a list"),
-    (
-        "tools-item-number",
-        replace("tools:", "tools: [Read, 3]"),
-        6,
-        15,
-        "tools[1]",
-        "must be a non-empty string",
-    ),
-    (
-        "tools-empty-specifier",
-        replace("tools:", "tools: [Read, Bash()]"),
-        6,
-        15,
-        "tools[1]",
-        "invalid tool entry 'Bash()'",
-    ),
-    (
-        "tools-bad-name",
-        replace("tools:", "tools: ['Web Fetch']"),
-        6,
-        9,
-        "tools[0]",
-        "invalid tool entry",
-    ),
-    (
-        "tools-duplicate",
-        replace("tools:", "tools:\n  - Read\n  - Read"),
-        8,
-        5,
-        "tools[1]",
-        "listed twice",
-    ),
-    # actions
-    (
-        "actions-not-canonical",
-        GOOD + "actions: [notes_create]\n",
-        8,
-        11,
-        "actions[0]",
-        "not a canonical '<app-id>:<name>' action id",
-    ),
-    (
-        "actions-bad-app",
-        GOOD + "actions: ['Notes:create']\n",
-        8,
-        11,
-        "actions[0]",
-        "not a canonical",
-    ),
-    ("actions-not-list", GOOD + "actions: '*'\n", 8, 10, "actions", "must be a list"),
-    ("actions-duplicate", GOOD + "actions: [a:b, a:b]\n", 8, 16, "actions[1]", "listed twice"),
-    # permissionMode
-    (
-        "permission-missing",
-        replace("permissionMode:", None),
-        1,
-        1,
-        "permissionMode",
-        "required field is missing",
-    ),
-    (
-        "permission-bad",
-        replace("permissionMode:", "permissionMode: yolo"),
-        4,
-        17,
-        "permissionMode",
-        "must be one of acceptEdits, bypassPermissions or default",
-    ),
-    # maxTurns
-    (
-        "maxturns-zero",
-        replace("maxTurns:", "maxTurns: 0"),
-        5,
-        11,
-        "maxTurns",
-        "must be a positive integer, not 0",
-    ),
-    (
-        "maxturns-negative",
-        replace("maxTurns:", "maxTurns: -3"),
-        5,
-        11,
-        "maxTurns",
-        "must be a positive integer",
-    ),
-    (
-        "maxturns-bool",
-        replace("maxTurns:", "maxTurns: true"),
-        5,
-        11,
-        "maxTurns",
-        "not a boolean (true)",
-    ),
-    ("maxturns-string", replace("maxTurns:", "maxTurns: '30'"), 5, 11, "maxTurns", "not '30'"),
-    (
-        "maxturns-float",
-        replace("maxTurns:", "maxTurns: 30.5"),
-        5,
-        11,
-        "maxTurns",
-        "not a number (30.5)",
-    ),
-    # allowedSubagents
-    (
-        "subagents-not-canonical",
-        GOOD + "allowedSubagents: [explore]\n",
-        8,
-        20,
-        "allowedSubagents[0]",
-        "write '<app-id>:explore'",
-    ),
-    (
-        "subagents-star",
-        GOOD + "allowedSubagents: ['*']\n",
-        8,
-        20,
-        "allowedSubagents[0]",
-        "not a canonical",
-    ),
-    (
-        "subagents-not-list",
-        GOOD + "allowedSubagents: a:b\n",
-        8,
-        19,
-        "allowedSubagents",
-        "must be a list",
-    ),
-    # outputSchema
-    (
-        "schema-not-mapping",
-        GOOD + "outputSchema: [1]\n",
-        8,
-        15,
-        "outputSchema",
-        "must be a JSON Schema mapping",
-    ),
-    (
-        "schema-bad-type",
-        GOOD + "outputSchema:\n  type: object\n  properties:\n    x: {type: strin}\n",
-        11,
-        15,
-        "outputSchema.properties.x.type",
-        "not a valid JSON Schema: 'strin' is not one of",
-    ),
-    (
-        "schema-bad-required",
-        GOOD + "outputSchema:\n  type: object\n  required: x\n",
-        10,
-        13,
-        "outputSchema.required",
-        "not a valid JSON Schema",
-    ),
-    (
-        "schema-date",
-        GOOD + "outputSchema:\n  default: 2024-01-01\n",
-        9,
-        12,
-        "outputSchema.default",
-        "a date is not a JSON value",
-    ),
-    (
-        "schema-int-key",
-        GOOD + "outputSchema:\n  properties:\n    1: {type: string}\n",
-        10,
-        5,
-        "outputSchema.properties",
-        "key 1 is not a string",
-    ),
-    # mcpServers
-    ("mcp-not-mapping", GOOD + "mcpServers: [a]\n", 8, 13, "mcpServers", "must be a mapping"),
-    (
-        "mcp-server-not-mapping",
-        GOOD + "mcpServers:\n  fs: npx\n",
-        9,
-        7,
-        "mcpServers.fs",
-        "must be a mapping",
-    ),
-    (
-        "mcp-unknown-key",
-        GOOD + "mcpServers:\n  fs: {command: npx, port: 1}\n",
-        9,
-        22,
-        "mcpServers.fs.port",
-        "unknown field 'port'",
-    ),
-    (
-        "mcp-stdio-no-command",
-        GOOD + "mcpServers:\n  fs: {args: [x]}\n",
-        9,
-        7,
-        "mcpServers.fs.command",
-        "required field is missing (type: stdio)",
-    ),
-    (
-        "mcp-http-no-url",
-        GOOD + "mcpServers:\n  web: {type: http}\n",
-        9,
-        8,
-        "mcpServers.web.url",
-        "required field is missing (type: http)",
-    ),
-    (
-        "mcp-bad-type",
-        GOOD + "mcpServers:\n  web: {type: ws, url: x}\n",
-        9,
-        15,
-        "mcpServers.web.type",
-        "must be one of stdio, http or sse",
-    ),
-    (
-        "mcp-stdio-with-url",
-        GOOD + "mcpServers:\n  fs: {command: npx, url: http://x}\n",
-        9,
-        22,
-        "mcpServers.fs.url",
-        "a stdio server does not take 'url'",
-    ),
-    (
-        "mcp-env-not-string",
-        GOOD + "mcpServers:\n  fs:\n    command: npx\n    env: {A: 1}\n",
-        11,
-        14,
-        "mcpServers.fs.env.A",
-        "must be a string",
-    ),
-    # networkDiscovery / codeBacked
-    (
-        "network-not-bool",
-        GOOD + "networkDiscovery: 'yes'\n",
-        8,
-        19,
-        "networkDiscovery",
-        "must be true or false",
-    ),
-    ("codebacked-not-bool", GOOD + "codeBacked: 1\n", 8, 13, "codeBacked", "must be true or false"),
-    # the file itself
-    ("yaml-syntax", GOOD + "tools: [Read\nx: 1\n", 9, 2, "(root)", "YAML syntax error"),
-    ("top-level-list", "- a\n- b\n", 1, 1, "(root)", "must be a mapping of fields, not a list"),
-    ("empty-file", "", 1, 1, "(root)", "must be a mapping of fields, not null"),
-    ("duplicate-key", GOOD + "tier: small\n", 8, 1, "tier", "duplicate key 'tier'"),
-    ("two-documents", GOOD + "---\nname: b\n", 8, 1, "(root)", "expected a single document"),
-    (
-        "tagged-value",
-        replace("name:", "name: !custom a"),
-        1,
-        7,
-        "name",
-        "not a value tagged !custom",
-    ),
-    (
-        "schema-nan",
-        GOOD + "outputSchema: {type: number, maximum: .nan}\n",
-        8,
-        39,
-        "outputSchema.maximum",
-        "nan is not a JSON number",
-    ),
-]
-
-
 @pytest.mark.parametrize(
     ("text", "line", "column", "field", "fragment"),
-    [case[1:] for case in CASES],
-    ids=[case[0] for case in CASES],
+    [case[1:] for case in AGENT_CASES],
+    ids=[case[0] for case in AGENT_CASES],
 )
 def test_each_rule_reports_its_exact_location(
     tmp_path: Path, text: str, line: int, column: int, field: str, fragment: str
@@ -416,7 +45,7 @@ def test_each_rule_reports_its_exact_location(
 
 
 def test_good_file_loads_into_an_agent_spec(tmp_path: Path) -> None:
-    agent = load_agent_file(write(tmp_path, GOOD), app_id="research-app")
+    agent = load_agent_file(write(tmp_path, GOOD_AGENT), app_id="research-app")
     assert agent.id == "research-app:researcher"
     assert agent.spec == AgentSpec(
         id="research-app:researcher",
@@ -433,12 +62,12 @@ def test_good_file_loads_into_an_agent_spec(tmp_path: Path) -> None:
 
 
 def test_standalone_agent_gets_app_id_local(tmp_path: Path) -> None:
-    assert load_agent_file(write(tmp_path, GOOD)).spec.id == "local:researcher"
+    assert load_agent_file(write(tmp_path, GOOD_AGENT)).spec.id == "local:researcher"
 
 
 def test_invalid_app_id_argument_is_rejected(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="invalid app id"):
-        load_agent_file(write(tmp_path, GOOD), app_id="Bad:Id")
+        load_agent_file(write(tmp_path, GOOD_AGENT), app_id="Bad:Id")
 
 
 def test_every_field_maps_onto_the_spec(tmp_path: Path) -> None:
@@ -498,7 +127,7 @@ systemPromptPrefix: |
     ("legacy", "tier"), [("opus", "large"), ("sonnet", "medium"), ("haiku", "small")]
 )
 def test_legacy_model_maps_to_tier(tmp_path: Path, legacy: str, tier: str) -> None:
-    agent = load_agent_file(write(tmp_path, replace("tier:", f"model: {legacy}")))
+    agent = load_agent_file(write(tmp_path, good_agent_with("tier:", f"model: {legacy}")))
     assert agent.spec.model.tier == tier
 
 
@@ -525,7 +154,7 @@ systemPromptPrefix: hi
 
 
 def test_every_duplicate_key_is_reported(tmp_path: Path) -> None:
-    text = GOOD + "tier: small\noutputSchema:\n  type: object\n  type: string\n"
+    text = GOOD_AGENT + "tier: small\noutputSchema:\n  type: object\n  type: string\n"
     errors = errors_of(tmp_path, text)
     assert [(d.line, d.column, d.field) for d in errors] == [
         (8, 1, "tier"),
@@ -535,7 +164,7 @@ def test_every_duplicate_key_is_reported(tmp_path: Path) -> None:
 
 
 def test_error_string_is_file_line_col_field_message(tmp_path: Path) -> None:
-    (error,) = errors_of(tmp_path, replace("tier:", "tier: huge"))
+    (error,) = errors_of(tmp_path, good_agent_with("tier:", "tier: huge"))
     assert str(error) == (
         f"{tmp_path / 'agent.yaml'}:3:7: tier: must be one of large, medium or small, not 'huge'"
     )
@@ -551,14 +180,16 @@ def warnings_of(tmp_path: Path, text: str) -> list[tuple[int, int, str]]:
 
 
 def test_max_turns_below_30_warns(tmp_path: Path) -> None:
-    assert warnings_of(tmp_path, replace("maxTurns:", "maxTurns: 29")) == [(5, 11, "maxTurns")]
-    assert warnings_of(tmp_path, replace("maxTurns:", "maxTurns: 30")) == []
-    assert warnings_of(tmp_path, replace("maxTurns:", None)) == []
+    assert warnings_of(tmp_path, good_agent_with("maxTurns:", "maxTurns: 29")) == [
+        (5, 11, "maxTurns")
+    ]
+    assert warnings_of(tmp_path, good_agent_with("maxTurns:", "maxTurns: 30")) == []
+    assert warnings_of(tmp_path, good_agent_with("maxTurns:", None)) == []
 
 
 @pytest.mark.parametrize("tool", ["WebFetch", "WebSearch", "Bash", "'Bash(curl *)'"])
 def test_bypass_permissions_with_outside_world_tools_warns(tmp_path: Path, tool: str) -> None:
-    text = replace("permissionMode:", "permissionMode: bypassPermissions")
+    text = good_agent_with("permissionMode:", "permissionMode: bypassPermissions")
     text = text.replace("tools: [Read]", f"tools: [Read, {tool}]")
     assert warnings_of(tmp_path, text) == [(6, 15, "tools[1]")]
     (warning,) = load_agent_file(tmp_path / "agent.yaml").warnings
@@ -566,20 +197,22 @@ def test_bypass_permissions_with_outside_world_tools_warns(tmp_path: Path, tool:
         warning.message
     )
     # the same tools without bypassPermissions are fine
-    assert warnings_of(tmp_path, GOOD.replace("tools: [Read]", f"tools: [Read, {tool}]")) == []
+    assert (
+        warnings_of(tmp_path, GOOD_AGENT.replace("tools: [Read]", f"tools: [Read, {tool}]")) == []
+    )
 
 
 def test_bypass_permissions_with_read_only_tools_does_not_warn(tmp_path: Path) -> None:
-    text = replace("permissionMode:", "permissionMode: bypassPermissions")
+    text = good_agent_with("permissionMode:", "permissionMode: bypassPermissions")
     assert warnings_of(tmp_path, text.replace("[Read]", "[Read, Grep, Glob]")) == []
 
 
 def test_star_actions_warns(tmp_path: Path) -> None:
-    assert warnings_of(tmp_path, GOOD + 'actions: ["*"]\n') == [(8, 11, "actions[0]")]
+    assert warnings_of(tmp_path, GOOD_AGENT + 'actions: ["*"]\n') == [(8, 11, "actions[0]")]
 
 
 def test_warnings_ride_along_with_errors(tmp_path: Path) -> None:
-    path = write(tmp_path, replace("maxTurns:", "maxTurns: 5") + "bogus: 1\n")
+    path = write(tmp_path, good_agent_with("maxTurns:", "maxTurns: 5") + "bogus: 1\n")
     with pytest.raises(AppLoadError) as info:
         load_agent_file(path)
     assert [(d.field, d.severity) for d in info.value.diagnostics] == [
@@ -592,7 +225,7 @@ def test_warnings_ride_along_with_errors(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ anchors and aliases
 
-ALIAS_BOMB = GOOD + "outputSchema:\n  $defs:\n    a0: &a0 {type: string}\n" + "".join(
+ALIAS_BOMB = GOOD_AGENT + "outputSchema:\n  $defs:\n    a0: &a0 {type: string}\n" + "".join(
     f"    a{i}: &a{i} {{allOf: [{', '.join([f'*a{i - 1}'] * 9)}]}}\n" for i in range(1, 9)
 )
 
@@ -659,7 +292,9 @@ systemPromptPrefix: p
 
 
 def test_tool_names_the_runtime_would_not_offer_are_warnings(tmp_path: Path) -> None:
-    text = replace("tools:", 'tools: [Raed, read_file, process, "Bash(git *)", "mcp__x__y"]')
+    text = good_agent_with(
+        "tools:", 'tools: [Raed, read_file, process, "Bash(git *)", "mcp__x__y"]'
+    )
     agent = load_agent_file(write(tmp_path, text))
     found = [(d.line, d.column, d.field, d.severity) for d in agent.warnings]
     assert found == [
@@ -680,7 +315,7 @@ def test_tool_names_the_runtime_would_not_offer_are_warnings(tmp_path: Path) -> 
 
 
 def test_mcp_tools_of_a_declared_server_and_claude_names_do_not_warn(tmp_path: Path) -> None:
-    text = replace("tools:", 'tools: [Read, WebFetch, "Bash(git *)", mcp__db__query]')
+    text = good_agent_with("tools:", 'tools: [Read, WebFetch, "Bash(git *)", mcp__db__query]')
     text += "mcpServers:\n  db: {command: ./server}\n"
     assert load_agent_file(write(tmp_path, text)).warnings == ()
 
@@ -709,7 +344,7 @@ def load_errors(path: Path) -> list[Diagnostic]:
 @pytest.mark.parametrize("depth", [MAX_NESTING + 1, 500, 10_000, 50_000])
 def test_deep_flow_nesting_is_refused_at_its_position(tmp_path: Path, depth: int) -> None:
     """A flow list nested 50,000 deep grew past 9.9 GB; 500 deep gave a traceback."""
-    path = write(tmp_path, GOOD + "outputSchema: " + "[" * depth + "]" * depth + "\n")
+    path = write(tmp_path, GOOD_AGENT + "outputSchema: " + "[" * depth + "]" * depth + "\n")
     (error,) = load_errors(path)
     assert error.line == 8
     assert error.column == len("outputSchema: ") + MAX_NESTING  # the 65th level's `[`
@@ -718,7 +353,9 @@ def test_deep_flow_nesting_is_refused_at_its_position(tmp_path: Path, depth: int
 
 def test_deep_block_nesting_is_refused_at_its_position(tmp_path: Path) -> None:
     lines = [f"{'  ' * i}k{i}:" for i in range(200)]
-    path = write(tmp_path, GOOD + "outputSchema:\n" + "\n".join(f"  {x}" for x in lines) + " 1\n")
+    path = write(
+        tmp_path, GOOD_AGENT + "outputSchema:\n" + "\n".join(f"  {x}" for x in lines) + " 1\n"
+    )
     (error,) = load_errors(path)
     assert "levels deep" in error.message
     assert error.field.startswith("outputSchema.k0.k1")
@@ -727,14 +364,14 @@ def test_deep_block_nesting_is_refused_at_its_position(tmp_path: Path) -> None:
 
 def test_nesting_at_the_limit_is_accepted_by_the_reader(tmp_path: Path) -> None:
     depth = MAX_NESTING - 1  # the file's own mapping is one level
-    path = write(tmp_path, GOOD + "outputSchema: " + "[" * depth + "]" * depth + "\n")
+    path = write(tmp_path, GOOD_AGENT + "outputSchema: " + "[" * depth + "]" * depth + "\n")
     errors = load_errors(path)  # not a valid JSON Schema, but read
     assert all("levels deep" not in e.message for e in errors)
 
 
 def test_a_file_over_one_mib_is_refused_before_parsing(tmp_path: Path) -> None:
     """A 52 MB agent file took 117 s and 0.93 GB."""
-    path = write(tmp_path, GOOD + "description: " + "x" * MAX_FILE_BYTES + "\n")
+    path = write(tmp_path, GOOD_AGENT + "description: " + "x" * MAX_FILE_BYTES + "\n")
     (error,) = load_errors(path)
     assert (error.line, error.column) == (0, 0)
     assert "larger than 1,048,576 bytes" in error.message
@@ -742,12 +379,12 @@ def test_a_file_over_one_mib_is_refused_before_parsing(tmp_path: Path) -> None:
 
 def test_too_many_keys_are_refused_quickly(tmp_path: Path) -> None:
     """300,000 keys in 3 MB took 94 s; within 1 MiB the key count is capped."""
-    path = write(tmp_path, GOOD + "outputSchema: [" + "1," * 400_000 + "1]\n")
+    path = write(tmp_path, GOOD_AGENT + "outputSchema: [" + "1," * 400_000 + "1]\n")
     (error,) = load_errors(path)
     assert f"at most {MAX_NODES:,}" in error.message
     assert error.field.startswith("outputSchema[")
     keys = "".join(f"  k{i}: {i}\n" for i in range(MAX_NODES // 2 - 20))
-    near = write(tmp_path, GOOD + "outputSchema:\n" + keys, "near.yaml")
+    near = write(tmp_path, GOOD_AGENT + "outputSchema:\n" + keys, "near.yaml")
     started = time.monotonic()
     agent = load_agent_file(near)  # just under the limit: loads, and stays fast
     assert time.monotonic() - started < 10
@@ -756,18 +393,20 @@ def test_too_many_keys_are_refused_quickly(tmp_path: Path) -> None:
 
 def test_max_turns_with_5000_digits_is_a_clean_error(tmp_path: Path) -> None:
     """It used to end in Python's 'Exceeds the limit (4300 digits)' ValueError traceback."""
-    path = write(tmp_path, replace("maxTurns:", "maxTurns: " + "9" * 5000))
+    path = write(tmp_path, good_agent_with("maxTurns:", "maxTurns: " + "9" * 5000))
     (error,) = load_errors(path)
     assert (error.line, error.field) == (5, "maxTurns")
     assert "numbers may have at most" in error.message
-    quoted = write(tmp_path, replace("maxTurns:", "maxTurns: '" + "9" * 5000 + "'"), "q.yaml")
+    quoted = write(
+        tmp_path, good_agent_with("maxTurns:", "maxTurns: '" + "9" * 5000 + "'"), "q.yaml"
+    )
     (error,) = load_errors(quoted)
     assert error.field == "maxTurns" and "positive integer" in error.message
     assert "(5,000 characters)" in error.message and len(error.message) < 200
 
 
 def test_messages_quoting_huge_keys_stay_readable(tmp_path: Path) -> None:
-    path = write(tmp_path, GOOD + "k" * 1000 + ": 1\n")
+    path = write(tmp_path, GOOD_AGENT + "k" * 1000 + ": 1\n")
     (error,) = load_errors(path)
     assert "unknown field" in error.message and len(str(error)) < 1300
 
@@ -849,11 +488,11 @@ def test_an_output_schema_whose_refs_loop_is_refused_at_load(tmp_path: Path) -> 
         "outputSchema: {$defs: {a: {$ref: '#/$defs/b'}, b: {$ref: '#/$defs/a'}}, "
         "$ref: '#/$defs/a'}\n"
     )
-    (error,) = load_errors(write(tmp_path, GOOD + looping))
+    (error,) = load_errors(write(tmp_path, GOOD_AGENT + looping))
     assert (error.line, error.field) == (8, "outputSchema")
     assert "loop back to themselves" in error.message
     tree = (
         "outputSchema: {$defs: {node: {type: object, properties: {children: {type: array, "
         "items: {$ref: '#/$defs/node'}}}}}, $ref: '#/$defs/node'}\n"
     )
-    assert load_agent_file(write(tmp_path, GOOD + tree, "tree.yaml")).spec.output_schema
+    assert load_agent_file(write(tmp_path, GOOD_AGENT + tree, "tree.yaml")).spec.output_schema

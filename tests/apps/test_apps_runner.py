@@ -29,8 +29,8 @@ from agentkit.testing import (
     ScriptedProvider,
     assert_stream_invariants,
 )
+from support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "research-app"
 
 pytestmark = pytest.mark.anyio

@@ -19,8 +19,7 @@ from agentkit.apps import (
     schema_text,
 )
 from agentkit.apps._yaml import to_plain
-from test_apps_app import APP, APP_CASES, EXAMPLE
-from test_apps_loader import CASES, GOOD
+from support.app_files import AGENT_CASES, APP, APP_CASES, EXAMPLE_APP, GOOD_AGENT
 
 # rules only the loader can check: YAML itself, the file system, meta-schema validity
 LOADER_ONLY = {
@@ -80,12 +79,12 @@ def test_schemas_are_valid_draft_7() -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        GOOD,
+        GOOD_AGENT,
         FULL,
-        GOOD.replace("tier: medium", "model: opus"),
-        GOOD + "reasoningEffort: low\n",
-        (EXAMPLE / "agents" / "researcher.yaml").read_text(),
-        (EXAMPLE / "agents" / "sentinel.yaml").read_text(),
+        GOOD_AGENT.replace("tier: medium", "model: opus"),
+        GOOD_AGENT + "reasoningEffort: low\n",
+        (EXAMPLE_APP / "agents" / "researcher.yaml").read_text(),
+        (EXAMPLE_APP / "agents" / "sentinel.yaml").read_text(),
     ],
     ids=["good", "full", "legacy-model", "effort", "researcher", "sentinel"],
 )
@@ -98,8 +97,8 @@ def test_valid_agent_files_validate(tmp_path: Path, text: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    [c[1] for c in CASES if c[0] not in LOADER_ONLY],
-    ids=[c[0] for c in CASES if c[0] not in LOADER_ONLY],
+    [c[1] for c in AGENT_CASES if c[0] not in LOADER_ONLY],
+    ids=[c[0] for c in AGENT_CASES if c[0] not in LOADER_ONLY],
 )
 def test_invalid_agent_files_fail_the_schema(text: str) -> None:
     assert errors("agent", text) != []
@@ -107,7 +106,11 @@ def test_invalid_agent_files_fail_the_schema(text: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    [APP, (EXAMPLE / "app.yaml").read_text(), APP + "name: Demo\ndescription: x\nversion: 1.0.0\n"],
+    [
+        APP,
+        (EXAMPLE_APP / "app.yaml").read_text(),
+        APP + "name: Demo\ndescription: x\nversion: 1.0.0\n",
+    ],
     ids=["minimal", "example", "full"],
 )
 def test_valid_app_files_validate(text: str) -> None:
@@ -124,8 +127,8 @@ def test_invalid_app_files_fail_the_schema(text: str) -> None:
 
 
 def test_model_and_tier_together_fail_the_schema() -> None:
-    assert errors("agent", GOOD + "model: opus\n") != []
-    assert errors("agent", GOOD.replace("tier: medium\n", "")) != []
+    assert errors("agent", GOOD_AGENT + "model: opus\n") != []
+    assert errors("agent", GOOD_AGENT.replace("tier: medium\n", "")) != []
 
 
 def test_schema_text_all_is_one_object_with_both_schemas() -> None:
@@ -155,7 +158,7 @@ def test_schema_text_single_schema_and_file() -> None:
 def test_loader_and_schema_agree_on_max_turns(tmp_path: Path, value: str, valid: bool) -> None:
     # JSON has one number type: 30.0 is an integer to every JSON Schema validator, so the
     # loader reads it as 30 too
-    text = GOOD.replace("maxTurns: 30", f"maxTurns: {value}")
+    text = GOOD_AGENT.replace("maxTurns: 30", f"maxTurns: {value}")
     path = tmp_path / "agent.yaml"
     path.write_text(text, encoding="utf-8")
     assert (errors("agent", text) == []) is valid
@@ -173,7 +176,7 @@ def test_loader_and_schema_agree_on_format_version(tmp_path: Path, value: str, v
     assert (errors("app", text) == []) is valid
     (tmp_path / "app.yaml").write_text(text, encoding="utf-8")
     (tmp_path / "agents").mkdir()
-    (tmp_path / "agents" / "one.yaml").write_text(GOOD, encoding="utf-8")
+    (tmp_path / "agents" / "one.yaml").write_text(GOOD_AGENT, encoding="utf-8")
     if valid:
         assert load_app(tmp_path).id == "demo"
     else:

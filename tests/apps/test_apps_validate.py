@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from agentkit.apps import ValidateUsageError, validate_paths
+from support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "research-app"
 
 AGENT = """\

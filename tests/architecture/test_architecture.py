@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from support.paths import ROOT, SRC
+
 grimp = pytest.importorskip("grimp", reason="the dev extra installs import-linter")
 
-ROOT = Path(__file__).resolve().parent.parent
-SRC = ROOT / "src"
 LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from support.paths import SRC
+
 pytestmark = pytest.mark.anyio
 
-SRC = Path(__file__).resolve().parent.parent / "src"
 
 
 def test_mypy_still_sees_a_misspelt_name_imported_from_a_lazy_package(tmp_path: Path) -> None:

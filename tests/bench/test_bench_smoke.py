@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from support.paths import ROOT, SRC
 
 
 def test_quick_benchmark_run_reports_every_workload(tmp_path: Path) -> None:
     output = tmp_path / "results.json"
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")])
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "run.py"), "--quick", "--output", str(output)],
         env=env,
@@ -42,7 +42,7 @@ def test_quick_benchmark_run_reports_every_workload(tmp_path: Path) -> None:
 
 def _quick(script: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")])
     return subprocess.run(
         [sys.executable, str(ROOT / "bench" / script), "--quick", *args],
         env=env,

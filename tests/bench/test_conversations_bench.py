@@ -9,13 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from support.paths import ROOT, SRC
 
 
 def test_quick_conversations_bench_reports_every_measure(tmp_path: Path) -> None:
     output = tmp_path / "conversations.json"
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")])
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench" / "conversations.py"), "--quick", "--json", output],
         env=env,

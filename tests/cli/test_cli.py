@@ -17,7 +17,8 @@ from typing import Any
 import anyio
 import pytest
 
-from cli_support import ROOT, agentkit
+from support.cli import agentkit
+from support.paths import ROOT
 
 HELLO = ("run", "examples.hello:agent", "hi", "--provider", "test")
 """The example agent, run offline with the test provider."""
@@ -335,7 +336,7 @@ def test_sigterm_ends_the_run_kills_its_processes_records_it_and_exits_143(
 async def test_the_first_stop_signal_stops_the_run_once_and_the_handler_is_restored(
     signum: int,
 ) -> None:
-    # (A second signal ends the process at once: tests/test_local_cli.py sends it.)
+    # (A second signal ends the process at once: tests/cli/test_local_cli.py sends it.)
     from agentkit._internal.signals import watch_stop_signals
 
     before = signal.getsignal(signum)

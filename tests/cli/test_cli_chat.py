@@ -18,7 +18,7 @@ import anyio
 import pytest
 
 from agentkit.conversations import AgentDefinition, Machine
-from cli_support import agentkit
+from support.cli import agentkit
 
 SLEEP = {"tool_calls": [{"name": "Bash", "input": {"command": "sleep 30"}}]}
 """A scripted response whose run lasts until it is cancelled."""

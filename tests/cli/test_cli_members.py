@@ -12,7 +12,7 @@ import pytest
 
 from agentkit.conversations import Member, Members
 from agentkit.stores import open_store
-from cli_support import agentkit
+from support.cli import agentkit
 
 
 @pytest.fixture

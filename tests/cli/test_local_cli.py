@@ -10,15 +10,14 @@ import json
 import signal
 import subprocess
 import time
-from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 
 from agentkit.providers import local_model_available
+from support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 APP = ["--app", "examples/research-app"]
 SENTINEL_SCHEMA = {
     "type": "object",

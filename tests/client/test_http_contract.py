@@ -24,10 +24,11 @@ from agentkit.client.contract import (
     encode_event,
     rooms_exception,
 )
+from support.paths import SRC
 
 pytest.importorskip("starlette", reason="the server extra installs starlette")
 
-SRC = Path(__file__).resolve().parent.parent / "src" / "agentkit"
+PACKAGE = SRC / "agentkit"
 
 # Operations no remote client calls: the open ones, cancelling one run by its id (the
 # clients cancel whichever is running), the room agents' progress (shown by the web UI) and
@@ -49,7 +50,7 @@ def _table() -> set[tuple[str, str]]:
 def _client_operations() -> set[Operation]:
     """The operations the remote clients' modules name (imported from the contract)."""
     found = set()
-    for module in (SRC / "client").glob("*.py"):
+    for module in (PACKAGE / "client").glob("*.py"):
         tree = ast.parse(module.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module == "agentkit.client.contract":
@@ -119,7 +120,7 @@ def _strings(module: Path) -> list[str]:
 
 @pytest.mark.parametrize(
     "module",
-    sorted([*(SRC / "server").glob("*.py"), *(SRC / "client").glob("*.py")]),
+    sorted([*(PACKAGE / "server").glob("*.py"), *(PACKAGE / "client").glob("*.py")]),
     ids=lambda path: f"{path.parent.name}/{path.name}",
 )
 def test_no_path_is_written_outside_the_route_table(module: Path) -> None:

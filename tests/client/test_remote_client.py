@@ -15,9 +15,8 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
-from anyio.abc import SocketStream, TaskGroup, TaskStatus
+from anyio.abc import TaskGroup, TaskStatus
 
-from _serve_process import ServeProcess, ServerPool
 from agentkit.client import RemoteMachine
 from agentkit.client.contract import SseEvent, SseParser
 from agentkit.conversations import (
@@ -40,6 +39,8 @@ from agentkit.conversations import (
 )
 from agentkit.stores import open_store
 from agentkit.testing import ConversationConformance
+from support.proxy import dropping_proxy
+from support.serve_process import ServeProcess, ServerPool
 
 # --- servers and the conformance host ---------------------------------------------------------
 
@@ -112,70 +113,6 @@ class TestRemoteClient(ConversationConformance):
             server.terminate()
 
 
-# --- a TCP proxy that drops its connections on demand -----------------------------------------
-
-
-class DroppingProxy:
-    """Forwards loopback connections to `target_port`; `drop()` closes every open one,
-    `refuse()` stops listening as well."""
-
-    def __init__(self, target_port: int) -> None:
-        self._target = target_port
-        self._scopes: set[anyio.CancelScope] = set()
-        self._listening = anyio.CancelScope()
-        self.port = 0
-        self.connections = 0
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    async def serve(self, *, task_status: TaskStatus[None]) -> None:
-        with self._listening:
-            listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
-            async with listener:
-                self.port = listener.extra(anyio.abc.SocketAttribute.local_port)
-                task_status.started()
-                await listener.serve(self._handle)
-
-    def drop(self) -> None:
-        for scope in self._scopes:
-            scope.cancel()
-
-    def refuse(self) -> None:
-        self._listening.cancel()
-        self.drop()
-
-    async def _handle(self, client: SocketStream) -> None:
-        self.connections += 1
-        with anyio.CancelScope() as scope:
-            self._scopes.add(scope)
-            try:
-                upstream = await anyio.connect_tcp("127.0.0.1", self._target)
-                async with client, upstream, anyio.create_task_group() as group:
-                    group.start_soon(_pipe, client, upstream, group)
-                    group.start_soon(_pipe, upstream, client, group)
-            finally:
-                self._scopes.discard(scope)
-
-
-async def _pipe(source: SocketStream, sink: SocketStream, group: TaskGroup) -> None:
-    closed = (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError)
-    with contextlib.suppress(*closed):
-        async for chunk in source:
-            await sink.send(chunk)
-    group.cancel_scope.cancel()  # one side closed: close both
-
-
-@contextlib.asynccontextmanager
-async def _proxy(server: ServeProcess) -> AsyncIterator[DroppingProxy]:
-    proxy = DroppingProxy(server.port)
-    async with anyio.create_task_group() as group:
-        await group.start(proxy.serve)
-        yield proxy
-        group.cancel_scope.cancel()
-
-
 async def _until(predicate: Callable[[], bool], limit: float = 30) -> None:
     with anyio.fail_after(limit):
         while not predicate():  # noqa: ASYNC110 (a watch callback sets no event)
@@ -198,7 +135,7 @@ async def _member(
 async def test_follow_reconnects_after_a_drop(server: ServeProcess) -> None:
     """A follower whose connection drops mid-run reconnects and yields every remaining
     event exactly once: what a follower with no drop yields, event for event."""
-    async with _member(server) as direct, _proxy(server) as proxy:
+    async with _member(server) as direct, dropping_proxy(server.port) as proxy:
         token = await server.add_member(_name("proxied"), "editor")
         async with RemoteMachine(proxy.url, token) as proxied:
             conversation = await direct.create_conversation(visibility="shared")
@@ -229,7 +166,7 @@ async def test_follow_reconnects_after_a_drop(server: ServeProcess) -> None:
 
 @pytest.mark.anyio
 async def test_follow_gives_up_when_the_server_stays_away(server: ServeProcess) -> None:
-    async with _member(server) as direct, _proxy(server) as proxy:
+    async with _member(server) as direct, dropping_proxy(server.port) as proxy:
         token = await server.add_member(_name("proxied"), "editor")
         async with RemoteMachine(proxy.url, token, reconnect_timeout=0.5) as proxied:
             conversation = await direct.create_conversation(visibility="shared")
@@ -248,7 +185,7 @@ async def test_follow_gives_up_when_the_server_stays_away(server: ServeProcess) 
 async def test_watch_reconnects_after_a_drop(server: ServeProcess) -> None:
     """A watch whose connection drops goes on by itself, delivering no view twice in a
     row and no second `loading` view, and ends with the saved turns."""
-    async with _member(server) as direct, _proxy(server) as proxy:
+    async with _member(server) as direct, dropping_proxy(server.port) as proxy:
         token = await server.add_member(_name("proxied"), "editor")
         async with RemoteMachine(proxy.url, token) as proxied:
             conversation = await direct.create_conversation(visibility="shared")

@@ -1,6 +1,6 @@
 """A machine in its own process, for the restart tests.
 
-python tests/conversations_child.py STORE_URL ROOT
+python tests/conversations/conversations_child.py STORE_URL ROOT
     adds the owner `ada` (first time), creates a conversation, completes one run
     (`say first`), starts a second one that never finishes (`hang`), prints
     `<conversation id> <run id>` once it is accepted, and waits to be killed.

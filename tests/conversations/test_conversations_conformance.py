@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from tests._pg import postgres_url as pg_schema_url
 
 from agentkit.conversations import ConversationClient, Role
 from agentkit.testing import (
@@ -17,6 +16,7 @@ from agentkit.testing import (
     MachineHost,
     conversation_conformance,
 )
+from support.pg import postgres_url as pg_schema_url
 
 
 class TestLocalClient(ConversationConformance):

@@ -25,10 +25,11 @@ from agentkit.conversations import (
 )
 from agentkit.stores import SQLiteStore
 from agentkit.testing import ScriptedProvider, conformance_provider
+from support.paths import ROOT
 
 pytestmark = pytest.mark.anyio
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = ROOT / "examples"
 
 
 async def _collect(stream: AsyncIterator[FollowEvent]) -> list[FollowEvent]:

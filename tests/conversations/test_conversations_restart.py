@@ -13,7 +13,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-from tests._pg import postgres_url
 
 from agentkit.conversations import (
     INTERRUPTED_REASON,
@@ -24,6 +23,8 @@ from agentkit.conversations import (
 )
 from agentkit.runtime._lease import INTERRUPTED_REASON as CORE_REASON
 from agentkit.testing import conformance_provider
+from support.paths import SRC
+from support.pg import postgres_url
 
 pytestmark = pytest.mark.anyio
 
@@ -53,7 +54,7 @@ async def _until(predicate: Callable[[], bool]) -> None:
 def _killed_child(store_url: str, root: Path) -> tuple[str, str]:
     """Run the child until its second run streams, then SIGKILL it."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent / "src"), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")])
     child = subprocess.Popen(
         [sys.executable, str(CHILD), store_url, str(root)],
         stdout=subprocess.PIPE,

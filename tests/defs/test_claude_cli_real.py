@@ -3,7 +3,7 @@
 The CLI (`@anthropic-ai/claude-code` from npm) is installed by `.ci/run` under
 `.ci/node/claude-code` (and the last release too old for agentkit under
 `.ci/node/claude-code-old`); `AGENTKIT_TEST_CLAUDE` / `AGENTKIT_TEST_CLAUDE_OLD` name
-other copies. The CLI talks to `tests/anthropic_loopback.py` on 127.0.0.1 through
+other copies. The CLI talks to `tests/support/anthropic_loopback.py` on 127.0.0.1 through
 `ANTHROPIC_BASE_URL` with a dummy `ANTHROPIC_API_KEY`; telemetry, error reporting, the
 auto-updater and other nonessential traffic are switched off, and `HTTPS_PROXY` /
 `HTTP_PROXY` point at a loopback proxy that refuses everything and records any attempt,
@@ -27,9 +27,9 @@ from agentkit.defs import bind, load_definition, register_runtime_hooks, run_cla
 from agentkit.defs._claude_cli import CLAUDE_MIN_VERSION, claude_session_id, claude_version
 from agentkit.events import AgentMessage, to_wire
 from agentkit.testing import ScriptedProvider
-from anthropic_loopback import AnthropicLoopback, Reply, SinkProxy, text, tool_use
+from support.anthropic_loopback import AnthropicLoopback, Reply, SinkProxy, text, tool_use
+from support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "defs"
 
 

@@ -3,8 +3,6 @@ claude command line."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from agentkit.defs import (
@@ -20,8 +18,9 @@ from agentkit.defs import (
     resolve_model,
 )
 from agentkit.spec import ModelSelection
+from support.paths import ROOT
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "defs"
+EXAMPLES = ROOT / "examples" / "defs"
 EVERYTHING = HostCapabilities.of(
     ["read_file", "list_dir", "bash", "grep", "edit", "write", "agent", "agents"], shell="bash"
 )

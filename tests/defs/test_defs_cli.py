@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cli_support import ROOT, agentkit
-from test_defs_claude_cli import REPLAY, fake_claude, seen
+from support.claude_cli import REPLAY, fake_claude, seen
+from support.cli import agentkit
+from support.paths import ROOT
 
 EXAMPLES = ROOT / "examples" / "defs"
 

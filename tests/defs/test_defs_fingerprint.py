@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 import pytest
 
@@ -19,8 +18,9 @@ from agentkit.defs import (
     load_definition,
     parse_definition,
 )
+from support.paths import ROOT
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "defs"
+EXAMPLES = ROOT / "examples" / "defs"
 
 VECTORS = {
     "security-review": (

@@ -18,8 +18,9 @@ from agentkit.defs import (
     parse_definition,
 )
 from agentkit.errors import LoadError
+from support.paths import ROOT
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "defs"
+EXAMPLES = ROOT / "examples" / "defs"
 
 
 def doc(*lines: str, body: str = "Body.") -> str:

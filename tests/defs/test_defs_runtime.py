@@ -24,10 +24,11 @@ from agentkit.defs import (
 from agentkit.events import to_wire
 from agentkit.testing import ScriptedProvider, assert_stream_invariants
 from agentkit.tools import Tool, ToolContext, ToolRegistry
-from test_defs_claude_cli import INIT, REPLAY, RESULT, fake_claude, seen
+from support.claude_cli import INIT, REPLAY, RESULT, fake_claude, seen
+from support.paths import ROOT
 
 pytestmark = pytest.mark.anyio
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "defs"
+EXAMPLES = ROOT / "examples" / "defs"
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}}
 
 

@@ -13,8 +13,8 @@ from agentkit.defs import (
     fingerprint_lines,
     validate_paths,
 )
+from support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "defs"
 
 

@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
+from support.paths import ROOT
+
 pytest.importorskip("mkdocs", reason="the dev extra installs mkdocs")
 pytest.importorskip("mkdocstrings_handlers.python", reason="the dev extra installs it")
 
-ROOT = Path(__file__).resolve().parent.parent
 API = ROOT / "docs" / "api"
 PRIVATE = re.compile(r"(?<![\w.])_[A-Za-z]\w*|\._[A-Za-z]\w*")
 

@@ -15,7 +15,8 @@ from typing import Any
 import anyio
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from support.paths import ROOT
+
 FENCE = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 SH_FENCE = re.compile(r"^```sh\n(.*?)^```", re.S | re.M)
 
@@ -55,7 +56,7 @@ def _server_for(code: str, folder: Path, monkeypatch: pytest.MonkeyPatch) -> Ite
     if "AGENTKIT_URL" not in code:
         yield
         return
-    from tests._served import served
+    from support.served import served
 
     with served(folder / "server", provider="test") as server:
         monkeypatch.setenv("AGENTKIT_URL", server.url)

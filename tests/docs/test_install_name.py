@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from support.paths import ROOT, SRC
+
 DISTRIBUTION = "typed-agentkit"
 
 # `pip install agentkit`, `pip install 'agentkit[x]'`, `pip install -U "agentkit>=1"`, ...:
@@ -24,7 +25,7 @@ WRONG_EXTRA = re.compile(r"""(?<![\w-])agentkit\[""")
 
 def _texts() -> list[Path]:
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-    sources = sorted((ROOT / "src").rglob("*.py"))
+    sources = sorted(SRC.rglob("*.py"))
     return pages + sources
 
 

@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from support.paths import ROOT
+
 SH_FENCE = re.compile(r"^```sh\n(.*?)^```", re.S | re.M)
 
 

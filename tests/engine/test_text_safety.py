@@ -16,13 +16,12 @@ from agentkit.actions import ActionRegistry, ActionResult
 from agentkit.stores import MemoryStore, SQLiteStore
 from agentkit.testing import ScriptedProvider
 from agentkit.tools import Tool, ToolContext, ToolError, ToolRegistry
-from runs_support import SPEC, one_call
+from support.runs import SPEC, one_call
 
 pytestmark = pytest.mark.anyio
 
 _ESCAPED = json.loads('"caf\\udce9.txt"')  # what a model's JSON escape "\udce9" parses to
 
-SRC = Path(__file__).resolve().parent.parent / "src"
 
 
 def _touch_latin1_name(directory: Path) -> None:

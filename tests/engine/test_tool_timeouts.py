@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -10,11 +9,10 @@ import pytest
 
 from agentkit import Runtime
 from agentkit.tools import ToolContext
-from runs_support import SPEC, one_call, tool_registry
+from support.runs import SPEC, one_call, tool_registry
 
 pytestmark = pytest.mark.anyio
 
-SRC = Path(__file__).resolve().parent.parent / "src"
 
 
 async def test_a_tool_timeout_respects_a_shielded_section() -> None:

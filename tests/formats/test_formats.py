@@ -31,8 +31,8 @@ from agentkit.formats import (
     validate_paths,
 )
 from agentkit.tools import builtin_tools
+from support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 APP = ROOT / "examples" / "research-app"
 DEFS = ROOT / "examples" / "defs"
 

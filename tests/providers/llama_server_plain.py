@@ -2,7 +2,8 @@
 `local` provider loads its model (see `agentkit.providers._local._PlainBuffers`: where
 llama.cpp was built on a CPU with AMX, its AMX kernels crash on the first decode).
 
-Run as `python tests/llama_server_plain.py --model ... --port ...` with `src` on PYTHONPATH.
+Run as `python tests/providers/llama_server_plain.py --model ... --port ...` with `src` on
+PYTHONPATH.
 """
 
 from __future__ import annotations

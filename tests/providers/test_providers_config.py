@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -24,8 +23,8 @@ from agentkit.providers import (
     estimate_cost,
     local_model_available,
 )
+from support.paths import SRC
 
-SRC = Path(__file__).resolve().parents[1] / "src"
 ENV_VARS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AGENTKIT_PROVIDER", "AGENTKIT_BASE_URL",
             "AGENTKIT_API_KEY", "AGENTKIT_MODEL", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
 

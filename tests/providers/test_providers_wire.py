@@ -1,5 +1,5 @@
 """Wire-format tests: each provider, through its official client, against a loopback
-server replaying byte-exact SSE streams of its API (tests/data/providers/<api>/)."""
+server replaying byte-exact SSE streams of its API (tests/support/data/providers/<api>/)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -42,11 +41,12 @@ from agentkit.testing._provider_conformance import (
     run_conformance_scenario,
     split_inside_utf8,
 )
+from support.paths import DATA
 
 pytest.importorskip("anthropic", reason="the 'anthropic' extra is not installed")
 pytest.importorskip("openai", reason="the 'openai' extra is not installed")
 
-DATA = Path(__file__).parent / "data" / "providers"
+DATA = DATA / "providers"
 
 
 

@@ -13,9 +13,6 @@ from pathlib import Path
 import anyio
 import pytest
 from anyio.abc import TaskGroup, TaskStatus
-from tests._pg import postgres_url
-from tests._served import Served, served
-from tests.test_remote_client import _proxy
 
 from agentkit.client import RemoteMachine, RemoteRoomsClient
 from agentkit.conversations import Members
@@ -37,6 +34,9 @@ from agentkit.testing import (
     register_test_agent,
     rooms_conformance,
 )
+from support.pg import postgres_url
+from support.proxy import dropping_proxy
+from support.served import Served, served
 
 EXTENSION = "agentkit.testing:rooms_conformance_extension"
 
@@ -148,7 +148,7 @@ async def test_subscribe_reconnects_after_a_drop(server: Served) -> None:
     port = int(server.url.rsplit(":", 1)[1])
     async with (
         RemoteRoomsHost.open(server) as host,
-        _proxy(_Port(port)) as proxy,  # type: ignore[arg-type]
+        dropping_proxy(port) as proxy,
     ):
         direct = await host.client("ada", "editor")
         room = await direct.create_room("drops")
@@ -179,13 +179,6 @@ async def test_subscribe_reconnects_after_a_drop(server: Served) -> None:
     assert proxy.connections - before >= 2, "the subscriber did not reconnect"
     assert [e.position for e in seen] == list(range(1, 31))
     assert [e.payload for e in seen] == list(range(30))
-
-
-class _Port:
-    """What `_proxy` needs of a server: its port."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
 
 
 # --- the runner outside pytest --------------------------------------------------------------

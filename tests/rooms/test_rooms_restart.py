@@ -15,15 +15,15 @@ import anyio
 import pytest
 
 from agentkit.rooms import EventInput, Rooms
+from support.paths import SUPPORT
 
-ROOT = Path(__file__).resolve().parent.parent
 ROOM = "restarts"
 
 
 @contextmanager
 def _host(db: Path) -> Iterator[subprocess.Popen[str]]:
     process = subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "_rooms_process.py"), str(db), ROOM],
+        [sys.executable, str(SUPPORT / "rooms_process.py"), str(db), ROOM],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -1,10 +1,10 @@
 """A process that runs one agent on a shared store, for the durable-runs tests.
 
-python tests/durable_child.py STORE_URL hang PROMPT
+python tests/runtime/durable_child.py STORE_URL hang PROMPT
     starts a run whose model call never answers, prints `<run id> <session id>` once
     `start` has returned, and waits to be killed.
 
-python tests/durable_child.py STORE_URL race SESSION_ID GO_FILE
+python tests/runtime/durable_child.py STORE_URL race SESSION_ID GO_FILE
     waits until GO_FILE exists, starts a run on SESSION_ID whose model call takes a
     second, and prints `started` and then `completed`, or `busy` when the store refused
     it because the session had a run going.

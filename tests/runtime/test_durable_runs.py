@@ -35,12 +35,12 @@ from agentkit.stores import (
     open_store,
 )
 from agentkit.testing import FunctionProvider, ScriptedProvider, assert_stream_invariants
+from support.paths import DATA, SRC
 
 pytestmark = pytest.mark.anyio
 
 HERE = Path(__file__).resolve().parent
-SRC = HERE.parent / "src"
-FIXTURES = HERE / "data" / "store_v1"
+FIXTURES = DATA / "store_v1"
 CHILD = HERE / "durable_child.py"
 PG_DSN = os.environ.get("AGENTKIT_TEST_POSTGRES_DSN")
 PG_SKIP = "AGENTKIT_TEST_POSTGRES_DSN is not set (e.g. postgresql://postgres@127.0.0.1:5432/test)"
@@ -87,7 +87,7 @@ async def store(store_url: str) -> AsyncIterator[Store]:
 
 
 def _child(*args: str) -> subprocess.Popen[str]:
-    """`tests/durable_child.py` with `args`, in a process of its own."""
+    """`tests/runtime/durable_child.py` with `args`, in a process of its own."""
     return subprocess.Popen(
         [sys.executable, str(CHILD), *args],
         stdout=subprocess.PIPE,

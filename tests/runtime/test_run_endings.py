@@ -3,7 +3,6 @@ log can be read back afterwards."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -13,11 +12,10 @@ from agentkit import AgentSpec, Runtime
 from agentkit.events import ModelUsage
 from agentkit.testing import ScriptedProvider
 from agentkit.tools import Tool, ToolContext, ToolRegistry
-from runs_support import SPEC, one_call, tool_registry
+from support.runs import SPEC, one_call, tool_registry
 
 pytestmark = pytest.mark.anyio
 
-SRC = Path(__file__).resolve().parent.parent / "src"
 
 
 async def test_a_finished_run_with_a_tool_that_returned_none_can_be_read() -> None:

@@ -18,10 +18,11 @@ from agentkit.defs import (
 )
 from agentkit.testing import ScriptedProvider
 from agentkit.tools import builtin_tools
+from support.paths import SUPPORT
 
 pytestmark = pytest.mark.anyio
 
-SERVER = str(Path(__file__).with_name("tools_mcp_server.py"))
+SERVER = str(SUPPORT / "tools_mcp_server.py")
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:

@@ -4,7 +4,6 @@ asyncio it may be left from another task than the one that entered it."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -17,7 +16,6 @@ from agentkit.tools import Tool, ToolContext, ToolRegistry
 
 pytestmark = pytest.mark.anyio
 
-SRC = Path(__file__).resolve().parent.parent / "src"
 
 
 class _SlowCreateRun(MemoryStore):

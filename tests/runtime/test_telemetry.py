@@ -12,6 +12,8 @@ from typing import Any
 import anyio
 import pytest
 
+from support.paths import SRC
+
 pytest.importorskip("opentelemetry.sdk")
 
 from opentelemetry.sdk.metrics import MeterProvider
@@ -30,7 +32,6 @@ from agentkit.tools import Tool, ToolContext, ToolRegistry
 
 pytestmark = pytest.mark.anyio
 
-SRC = Path(__file__).resolve().parent.parent / "src"
 
 ADD = {
     "type": "object",

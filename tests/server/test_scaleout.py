@@ -21,8 +21,6 @@ from typing import Any
 import anyio
 import pytest
 
-from _pg import postgres_url
-from _serve_process import ServeProcess
 from agentkit.client import RemoteMachine
 from agentkit.conversations import (
     ConversationClient,
@@ -36,6 +34,8 @@ from agentkit.conversations import (
 )
 from agentkit.rooms import EventInput
 from agentkit.testing import conformance_provider
+from support.pg import postgres_url
+from support.serve_process import ServeProcess
 
 pytestmark = pytest.mark.postgres
 
@@ -49,7 +49,7 @@ SERVE_ARGS = [
     "--poll-interval",
     str(POLL),
     "--extension",
-    "_scaleout_extension:setup",
+    "support.scaleout_extension:setup",
 ]
 TIMEOUT = 30.0
 

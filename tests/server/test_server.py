@@ -7,7 +7,6 @@ speak HTTP themselves, so that the wire format other languages rely on is what i
 
 from __future__ import annotations
 
-import json
 import signal
 import socket
 import subprocess
@@ -19,36 +18,11 @@ from typing import Any
 
 import httpx
 import pytest
-from tests._served import Served, served
+
+from support.http_api import bearer, sse_events
+from support.served import Served, served
 
 INTERRUPTED = "interrupted: its process stopped"
-
-
-def _auth(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
-
-
-def _sse(response: httpx.Response) -> Iterator[dict[str, Any]]:
-    """The events of an SSE response: `{"id", "event", "data"}`; comments skipped."""
-    event: dict[str, Any] = {}
-    data: list[str] = []
-    for line in response.iter_lines():
-        if line == "":
-            if data or event:
-                event["data"] = json.loads("\n".join(data)) if data else None
-                yield event
-            event, data = {}, []
-        elif line.startswith(":"):
-            continue
-        else:
-            field, _, value = line.partition(":")
-            value = value.removeprefix(" ")
-            if field == "data":
-                data.append(value)
-            elif field == "id":
-                event["id"] = int(value)
-            else:
-                event[field] = value
 
 
 def _follow(
@@ -60,10 +34,10 @@ def _follow(
     limit: int | None = None,
 ) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
-    with client.stream("GET", url, headers={**_auth(token), **(headers or {})}) as response:
+    with client.stream("GET", url, headers={**bearer(token), **(headers or {})}) as response:
         assert response.status_code == 200, response.read()
         assert response.headers["content-type"].startswith("text/event-stream")
-        for event in _sse(response):
+        for event in sse_events(response):
             events.append(event)
             if limit is not None and len(events) >= limit:
                 break
@@ -83,14 +57,14 @@ def http(server: Served) -> Iterator[httpx.Client]:
 
 
 def _conversation(http: httpx.Client, token: str, **body: Any) -> str:
-    response = http.post("/v1/conversations", json=body, headers=_auth(token))
+    response = http.post("/v1/conversations", json=body, headers=bearer(token))
     assert response.status_code == 201, response.text
     return str(response.json()["id"])
 
 
 def _prompt(http: httpx.Client, token: str, conversation: str, prompt: str) -> str:
     response = http.post(
-        f"/v1/conversations/{conversation}/runs", json={"prompt": prompt}, headers=_auth(token)
+        f"/v1/conversations/{conversation}/runs", json={"prompt": prompt}, headers=bearer(token)
     )
     assert response.status_code == 202, response.text
     return str(response.json()["run_id"])
@@ -140,73 +114,73 @@ def test_every_route_but_two_needs_a_member_token(server: Served, http: httpx.Cl
         assert missing.status_code == 401, (method, path)
         assert missing.json()["error"]["code"] == "unauthorized"
         assert missing.headers["www-authenticate"] == "Bearer"
-        wrong = http.request(method, path, headers=_auth("not-a-token"))
+        wrong = http.request(method, path, headers=bearer("not-a-token"))
         assert wrong.status_code == 401
     token = server.add_member("ada", "owner")
-    assert http.get("/v1/me", headers=_auth(token)).json() == {"name": "ada", "role": "owner"}
+    assert http.get("/v1/me", headers=bearer(token)).json() == {"name": "ada", "role": "owner"}
 
 
 def test_conversation_routes(server: Served, http: httpx.Client) -> None:
     token = server.add_member("ada", "owner")
-    created = http.post("/v1/conversations", json={"name": "Notes"}, headers=_auth(token))
+    created = http.post("/v1/conversations", json={"name": "Notes"}, headers=bearer(token))
     assert created.status_code == 201
     conversation = created.json()
     assert conversation["name"] == "Notes" and conversation["visibility"] == "private"
     assert created.headers["location"] == f"/v1/conversations/{conversation['id']}"
     cid = conversation["id"]
-    listed = http.get("/v1/conversations", headers=_auth(token)).json()["conversations"]
+    listed = http.get("/v1/conversations", headers=bearer(token)).json()["conversations"]
     assert [row["id"] for row in listed] == [cid]
     patched = http.patch(
         f"/v1/conversations/{cid}",
         json={"name": "Renamed", "visibility": "shared"},
-        headers=_auth(token),
+        headers=bearer(token),
     )
     assert patched.status_code == 200
     assert (patched.json()["name"], patched.json()["visibility"]) == ("Renamed", "shared")
     run_id = _prompt(http, token, cid, "say hello there")
     events = _follow(http, _events_url(cid, run_id), token)
     assert events[-1]["event"] == "completed"
-    turns = http.get(f"/v1/conversations/{cid}/turns", headers=_auth(token)).json()["turns"]
+    turns = http.get(f"/v1/conversations/{cid}/turns", headers=bearer(token)).json()["turns"]
     assert [turn["role"] for turn in turns] == ["user", "agent"]
     assert turns[1]["parts"] == [{"type": "text", "text": "hello there"}]
-    details = http.get(f"/v1/conversations/{cid}", headers=_auth(token)).json()
+    details = http.get(f"/v1/conversations/{cid}", headers=bearer(token)).json()
     assert details["turns"] == turns and details["is_running"] is False
-    assert http.delete(f"/v1/conversations/{cid}", headers=_auth(token)).status_code == 204
-    gone = http.get(f"/v1/conversations/{cid}", headers=_auth(token))
+    assert http.delete(f"/v1/conversations/{cid}", headers=bearer(token)).status_code == 204
+    gone = http.get(f"/v1/conversations/{cid}", headers=bearer(token))
     assert gone.status_code == 404
     assert gone.json()["error"]["code"] == "conversation_not_found"
 
 
 def test_invalid_input_names_the_field(server: Served, http: httpx.Client) -> None:
     token = server.add_member("ada", "owner")
-    bad = http.post("/v1/conversations", json={"visibility": "public"}, headers=_auth(token))
+    bad = http.post("/v1/conversations", json={"visibility": "public"}, headers=bearer(token))
     assert bad.status_code == 422
     assert bad.json()["error"]["code"] == "invalid"
     assert bad.json()["error"]["field"] == "visibility"
-    typo = http.post("/v1/conversations", json={"nmae": "x"}, headers=_auth(token))
+    typo = http.post("/v1/conversations", json={"nmae": "x"}, headers=bearer(token))
     assert typo.status_code == 422 and typo.json()["error"]["field"] == "nmae"
     not_json = http.post(
         "/v1/conversations",
         content=b"{nope",
-        headers={**_auth(token), "content-type": "application/json"},
+        headers={**bearer(token), "content-type": "application/json"},
     )
     assert not_json.status_code == 400 and not_json.json()["error"]["code"] == "bad_request"
     text = http.post(
         "/v1/conversations",
         content=b"name=x",
-        headers={**_auth(token), "content-type": "text/plain"},
+        headers={**bearer(token), "content-type": "text/plain"},
     )
     assert text.status_code == 415
     cid = _conversation(http, token)
     huge = http.post(
         f"/v1/conversations/{cid}/runs",
         json={"prompt": "x" * 1_100_000},
-        headers=_auth(token),
+        headers=bearer(token),
     )
     assert huge.status_code == 413 and huge.json()["error"]["code"] == "body_too_large"
-    after = http.get(_events_url(cid, "r"), params={"after": "soon"}, headers=_auth(token))
+    after = http.get(_events_url(cid, "r"), params={"after": "soon"}, headers=bearer(token))
     assert after.status_code in (404, 422)
-    unknown = http.get("/v1/nothing-here", headers=_auth(token))
+    unknown = http.get("/v1/nothing-here", headers=bearer(token))
     assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "not_found"
 
 
@@ -216,50 +190,50 @@ def test_hidden_and_missing_conversations_look_the_same(server: Served, http: ht
     viewer = server.add_member("vic", "viewer")
     cid = _conversation(http, ada)  # private to ada
     hidden = [
-        http.get(f"/v1/conversations/{cid}", headers=_auth(bob)),
-        http.get(f"/v1/conversations/{cid}/turns", headers=_auth(bob)),
-        http.patch(f"/v1/conversations/{cid}", json={"name": "x"}, headers=_auth(bob)),
-        http.post(f"/v1/conversations/{cid}/runs", json={"prompt": "hi"}, headers=_auth(bob)),
-        http.get(f"/v1/conversations/{cid}/watch", headers=_auth(bob)),
+        http.get(f"/v1/conversations/{cid}", headers=bearer(bob)),
+        http.get(f"/v1/conversations/{cid}/turns", headers=bearer(bob)),
+        http.patch(f"/v1/conversations/{cid}", json={"name": "x"}, headers=bearer(bob)),
+        http.post(f"/v1/conversations/{cid}/runs", json={"prompt": "hi"}, headers=bearer(bob)),
+        http.get(f"/v1/conversations/{cid}/watch", headers=bearer(bob)),
     ]
-    http.delete(f"/v1/conversations/{cid}", headers=_auth(ada))
-    missing = http.get(f"/v1/conversations/{cid}", headers=_auth(ada))
+    http.delete(f"/v1/conversations/{cid}", headers=bearer(ada))
+    missing = http.get(f"/v1/conversations/{cid}", headers=bearer(ada))
     for response in hidden:
         assert response.status_code == 404
         assert response.content == missing.content
     shared = _conversation(http, ada, visibility="shared")
-    assert http.get(f"/v1/conversations/{shared}", headers=_auth(viewer)).status_code == 200
-    denied = http.patch(f"/v1/conversations/{shared}", json={"name": "x"}, headers=_auth(viewer))
+    assert http.get(f"/v1/conversations/{shared}", headers=bearer(viewer)).status_code == 200
+    denied = http.patch(f"/v1/conversations/{shared}", json={"name": "x"}, headers=bearer(viewer))
     assert denied.status_code == 403 and denied.json()["error"]["code"] == "access_denied"
-    denied = http.post(f"/v1/conversations/{shared}/cancel", headers=_auth(viewer))
+    denied = http.post(f"/v1/conversations/{shared}/cancel", headers=bearer(viewer))
     assert denied.status_code == 403
 
 
 def test_agents_routes(server: Served, http: httpx.Client) -> None:
     owner = server.add_member("ada", "owner")
     editor = server.add_member("bob", "editor")
-    names = [a["name"] for a in http.get("/v1/agents", headers=_auth(owner)).json()["agents"]]
+    names = [a["name"] for a in http.get("/v1/agents", headers=bearer(owner)).json()["agents"]]
     assert names[0] == "rool"
     body = {"description": "Reviews", "instructions": "Be brief."}
-    assert http.put("/v1/agents/reviewer", json=body, headers=_auth(editor)).status_code == 403
+    assert http.put("/v1/agents/reviewer", json=body, headers=bearer(editor)).status_code == 403
     created = http.put(
-        "/v1/agents/reviewer", json=body, headers={**_auth(owner), "If-None-Match": "*"}
+        "/v1/agents/reviewer", json=body, headers={**bearer(owner), "If-None-Match": "*"}
     )
     assert created.status_code == 201 and created.json()["source"] == "machine"
     again = http.put(
-        "/v1/agents/reviewer", json=body, headers={**_auth(owner), "If-None-Match": "*"}
+        "/v1/agents/reviewer", json=body, headers={**bearer(owner), "If-None-Match": "*"}
     )
     assert again.status_code == 409 and again.json()["error"]["code"] == "agent_exists"
     replaced = http.put(
-        "/v1/agents/reviewer", json={**body, "description": "R2"}, headers=_auth(owner)
+        "/v1/agents/reviewer", json={**body, "description": "R2"}, headers=bearer(owner)
     )
     assert replaced.status_code == 200 and replaced.json()["description"] == "R2"
-    absent = http.put("/v1/agents/nobody", json=body, headers={**_auth(owner), "If-Match": "*"})
+    absent = http.put("/v1/agents/nobody", json=body, headers={**bearer(owner), "If-Match": "*"})
     assert absent.status_code == 404 and absent.json()["error"]["code"] == "agent_not_found"
-    rool = http.delete("/v1/agents/rool", headers=_auth(owner))
+    rool = http.delete("/v1/agents/rool", headers=bearer(owner))
     assert rool.status_code == 409 and rool.json()["error"]["code"] == "agent_protected"
-    assert http.delete("/v1/agents/reviewer", headers=_auth(owner)).status_code == 204
-    assert http.delete("/v1/agents/reviewer", headers=_auth(owner)).status_code == 404
+    assert http.delete("/v1/agents/reviewer", headers=bearer(owner)).status_code == 204
+    assert http.delete("/v1/agents/reviewer", headers=bearer(owner)).status_code == 404
 
 
 # --- runs and their streams ------------------------------------------------------------------
@@ -315,17 +289,17 @@ def test_cancel_busy_and_the_cancelled_stream(server: Served, http: httpx.Client
     token = server.add_member("ada", "owner")
     cid = _conversation(http, token)
     run_id = _prompt(http, token, cid, "hang")
-    busy = http.post(f"/v1/conversations/{cid}/runs", json={"prompt": "hi"}, headers=_auth(token))
+    busy = http.post(f"/v1/conversations/{cid}/runs", json={"prompt": "hi"}, headers=bearer(token))
     assert busy.status_code == 409 and busy.json()["error"]["code"] == "conversation_busy"
-    other = http.post(f"/v1/conversations/{cid}/runs/nope/cancel", headers=_auth(token))
+    other = http.post(f"/v1/conversations/{cid}/runs/nope/cancel", headers=bearer(token))
     assert other.status_code == 404 and other.json()["error"]["code"] == "run_not_found"
-    cancelled = http.post(f"/v1/conversations/{cid}/runs/{run_id}/cancel", headers=_auth(token))
+    cancelled = http.post(f"/v1/conversations/{cid}/runs/{run_id}/cancel", headers=bearer(token))
     assert cancelled.status_code == 202 and cancelled.json() == {"cancelled": True}
     events = _follow(http, _events_url(cid, run_id), token)
     assert events[-1]["event"] == "cancelled"
-    again = http.post(f"/v1/conversations/{cid}/runs/{run_id}/cancel", headers=_auth(token))
+    again = http.post(f"/v1/conversations/{cid}/runs/{run_id}/cancel", headers=bearer(token))
     assert again.json() == {"cancelled": False}
-    turns = http.get(f"/v1/conversations/{cid}/turns", headers=_auth(token)).json()["turns"]
+    turns = http.get(f"/v1/conversations/{cid}/turns", headers=bearer(token)).json()["turns"]
     assert turns[1]["status"] == "cancelled"
     assert turns[1]["parts"] == [{"type": "text", "text": "partial answer"}]
 
@@ -334,10 +308,10 @@ def test_watch_streams_views(server: Served, http: httpx.Client) -> None:
     token = server.add_member("ada", "owner")
     cid = _conversation(http, token)
     views: list[dict[str, Any]] = []
-    with http.stream("GET", f"/v1/conversations/{cid}/watch", headers=_auth(token)) as response:
+    with http.stream("GET", f"/v1/conversations/{cid}/watch", headers=bearer(token)) as response:
         assert response.status_code == 200
         prompted = False
-        for event in _sse(response):
+        for event in sse_events(response):
             assert event["event"] == "view"
             views.append(event["data"])
             if not prompted and not event["data"]["loading"]:
@@ -356,13 +330,13 @@ def test_keepalive_comments_on_an_idle_stream(tmp_path: Path) -> None:
             cid = _conversation(http, token)
             run_id = _prompt(http, token, cid, "hang")
             lines: list[str] = []
-            with http.stream("GET", _events_url(cid, run_id), headers=_auth(token)) as response:
+            with http.stream("GET", _events_url(cid, run_id), headers=bearer(token)) as response:
                 for line in response.iter_lines():
                     lines.append(line)
                     if lines.count(": keep-alive") >= 2:
                         break
             assert lines[0] == ": stream"
-            http.post(f"/v1/conversations/{cid}/cancel", headers=_auth(token))
+            http.post(f"/v1/conversations/{cid}/cancel", headers=bearer(token))
 
 
 def test_no_cors_headers_unless_configured(tmp_path: Path) -> None:
@@ -388,8 +362,8 @@ def test_sigterm_ends_runs_in_flight_as_interrupted(tmp_path: Path) -> None:
             cid = _conversation(http, token)
             run_id = _prompt(http, token, cid, "hang")
             events: list[dict[str, Any]] = []
-            with http.stream("GET", _events_url(cid, run_id), headers=_auth(token)) as response:
-                for event in _sse(response):
+            with http.stream("GET", _events_url(cid, run_id), headers=bearer(token)) as response:
+                for event in sse_events(response):
                     events.append(event)
                     if len(events) == 1:
                         server.process.send_signal(signal.SIGTERM)
@@ -398,7 +372,7 @@ def test_sigterm_ends_runs_in_flight_as_interrupted(tmp_path: Path) -> None:
         assert server.process.wait(30) == 0
         assert server.process.stdout is not None
     with served(tmp_path) as again, httpx.Client(base_url=again.url, timeout=30) as http:
-        turns = http.get(f"/v1/conversations/{cid}/turns", headers=_auth(token)).json()["turns"]
+        turns = http.get(f"/v1/conversations/{cid}/turns", headers=bearer(token)).json()["turns"]
         assert [t["role"] for t in turns] == ["user", "agent"]
         assert turns[0]["parts"] == [{"type": "text", "text": "hang"}]
         assert turns[1]["status"] == "interrupted" and turns[1]["error"] == INTERRUPTED
@@ -423,7 +397,7 @@ def test_sigkill_mid_run_then_restart(tmp_path: Path) -> None:
             http, _events_url(cid, run_id), token, headers={"Last-Event-ID": str(seen[-1]["id"])}
         )
         assert rest[-1]["event"] == "error" and rest[-1]["data"]["error"] == INTERRUPTED
-        turns = http.get(f"/v1/conversations/{cid}/turns", headers=_auth(token)).json()["turns"]
+        turns = http.get(f"/v1/conversations/{cid}/turns", headers=bearer(token)).json()["turns"]
         assert [t["status"] for t in turns] == [
             "completed",
             "completed",

@@ -20,7 +20,8 @@ from typing import Any
 
 import httpx
 import pytest
-from tests._served import CONFORMANCE, ROOT, Served, served
+
+from support.served import CONFORMANCE, ROOT, Served, served
 
 CHROMIUM = (
     os.environ.get("AGENTKIT_TEST_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"

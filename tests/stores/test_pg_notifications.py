@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator, Iterator
 
 import anyio
 import pytest
-from tests._pg import dsn, postgres_url
 
 from agentkit.stores import PostgresStore, open_store
 from agentkit.stores._pg_listen import PostgresNotifications
+from support.pg import dsn, postgres_url
 
 pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
 

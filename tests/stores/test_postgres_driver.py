@@ -14,7 +14,6 @@ from typing import Any
 import anyio
 import pytest
 
-import test_stores
 from agentkit.events import Text
 from agentkit.providers import UserMessage
 from agentkit.stores import (
@@ -31,9 +30,7 @@ from agentkit.stores import (
     StoreLocationError,
     open_store,
 )
-
-PG_DSN = test_stores.PG_DSN
-pg_schema = test_stores.pg_schema  # the fixture: a fresh schema for each test, like the suite's
+from support.pg import PG_DSN
 
 
 @pytest.fixture

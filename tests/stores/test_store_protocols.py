@@ -22,6 +22,7 @@ from agentkit.stores import (
     SQLiteStore,
     Store,
 )
+from support.paths import SRC
 
 HERE = Path(__file__).resolve().parent
 PARTS = [SessionStore, RunStore, RoomStore]
@@ -81,7 +82,7 @@ def test_every_backend_is_every_part_for_mypy(tmp_path: Path) -> None:
         ],
         capture_output=True,
         text=True,
-        env={**os.environ, "MYPYPATH": str(HERE.parent / "src")},
+        env={**os.environ, "MYPYPATH": str(SRC)},
         cwd=HERE,
         timeout=300,
     )

@@ -36,12 +36,12 @@ from agentkit.stores import (
     _migrations,
     open_store,
 )
+from support.paths import DATA, SRC
 
 pytestmark = pytest.mark.anyio
 
 HERE = Path(__file__).resolve().parent
-SRC = HERE.parent / "src"
-FIXTURES = HERE / "data" / "store_v1"
+FIXTURES = DATA / "store_v1"
 PG_DSN = os.environ.get("AGENTKIT_TEST_POSTGRES_DSN")
 PG_SKIP = "AGENTKIT_TEST_POSTGRES_DSN is not set (e.g. postgresql://postgres@127.0.0.1:5432/test)"
 

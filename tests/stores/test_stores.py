@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 import time
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -34,11 +33,8 @@ from agentkit.stores import (
     open_store,
 )
 from agentkit.testing._store_conformance import STORE_CHECKS, StoreConformance, store_conformance
-
-SRC = Path(__file__).resolve().parents[1] / "src"
-PG_DSN = os.environ.get("AGENTKIT_TEST_POSTGRES_DSN")
-PG_SKIP = "AGENTKIT_TEST_POSTGRES_DSN is not set (e.g. postgresql://postgres@127.0.0.1:5432/test)"
-
+from support.paths import SRC
+from support.pg import PG_DSN
 
 # --- the conformance suite against every backend -----------------------------------------
 
@@ -65,19 +61,6 @@ class TestSQLiteMemoryStore(StoreConformance):
         store = SQLiteStore(":memory:")
         yield store
         await store.aclose()
-
-
-@pytest.fixture
-def pg_schema() -> Iterator[str]:
-    """A fresh PostgreSQL schema for one test, dropped afterwards."""
-    if not PG_DSN:
-        pytest.skip(PG_SKIP)
-    import psycopg
-
-    schema = f"agentkit_test_{uuid.uuid4().hex[:16]}"
-    yield schema
-    with psycopg.connect(PG_DSN, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 @pytest.mark.postgres

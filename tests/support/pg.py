@@ -11,6 +11,11 @@ from urllib.parse import quote
 
 import pytest
 
+PG_DSN = os.environ.get("AGENTKIT_TEST_POSTGRES_DSN")
+"""The test database's DSN; without one, the PostgreSQL tests are skipped."""
+PG_SKIP = "AGENTKIT_TEST_POSTGRES_DSN is not set (e.g. postgresql://postgres@127.0.0.1:5432/test)"
+"""Why they are skipped."""
+
 
 def dsn() -> str:
     """The test database's DSN (the test is skipped without one)."""

@@ -17,12 +17,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from agentkit.conversations import Role
+from support.paths import SRC, TESTS
 
-SRC = Path(__file__).resolve().parent.parent / "src"
 _START_TIMEOUT = 60.0
 
-
-TESTS = Path(__file__).resolve().parent
 
 
 class ServeProcess:
@@ -38,7 +36,7 @@ class ServeProcess:
         self._stdout = folder / "stdout.txt"
         self._stderr = folder / "stderr.txt"
         env = dict(os.environ)
-        # The tests' folder too: extensions and providers of the tests live there.
+        # The tests' folder too: the extensions of the tests import as `support.*`.
         env["PYTHONPATH"] = os.pathsep.join(
             [str(SRC), str(TESTS), env.get("PYTHONPATH", "")]
         ).rstrip(os.pathsep)

@@ -17,9 +17,9 @@ import anyio
 
 from agentkit.conversations import Members, Role
 from agentkit.stores import open_store
+from support.paths import ROOT
 
 CONFORMANCE = "agentkit.testing:conformance_provider"
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass

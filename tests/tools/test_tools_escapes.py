@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentkit.tools import FetchPolicy, Sandbox, ToolError, command_matches, entry_allows
-from tools_support import REGISTRY, call_error, local_server, make_ctx
+from support.tools import REGISTRY, call_error, local_server, make_ctx
 
 SECRET = "TOP SECRET outside the working directory"
 

@@ -21,7 +21,7 @@ from agentkit.tools import (
     address_refusal,
     fetch_url,
 )
-from tools_support import REGISTRY, call, call_error, local_server, make_ctx
+from support.tools import REGISTRY, call, call_error, local_server, make_ctx
 
 LOCAL = FetchPolicy(allow_private=True)
 

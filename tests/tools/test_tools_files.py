@@ -15,7 +15,7 @@ from agentkit.tools import (
     builtin_tools,
 )
 from agentkit.tools._files import READ_DEFAULT_LINES
-from tools_support import REGISTRY, call, call_error, make_ctx
+from support.tools import REGISTRY, call, call_error, make_ctx
 
 PAIRS = [
     ("Read", "read_file"),

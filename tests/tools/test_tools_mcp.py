@@ -23,11 +23,12 @@ from agentkit.tools import (
     mcp_tools,
     parse_mcp_servers,
 )
-from tools_support import make_ctx
+from support.paths import SUPPORT
+from support.tools import make_ctx
 
 pytest.importorskip("mcp", reason="the 'mcp' extra is not installed")
 
-SERVER = str(Path(__file__).with_name("tools_mcp_server.py"))
+SERVER = str(SUPPORT / "tools_mcp_server.py")
 
 
 def stdio_config(**env: str) -> dict[str, object]:

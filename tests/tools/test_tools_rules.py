@@ -15,7 +15,7 @@ from agentkit.tools import (
     is_simple_command,
     path_matches,
 )
-from tools_support import REGISTRY, make_ctx
+from support.tools import REGISTRY, make_ctx
 
 
 def tool(name: str) -> Tool:

@@ -25,7 +25,7 @@ from agentkit.tools import (
     entry_allows,
     path_matches,
 )
-from tools_support import REGISTRY, call, make_ctx
+from support.tools import REGISTRY, call, make_ctx
 
 EVIL_REGEX = "(a*)*b"
 EVIL_GLOB = "*a" * 8 + "*b"

@@ -15,10 +15,11 @@ from agentkit.permissions import Allow, PermissionDecision, PermissionRequest
 from agentkit.runtime import Runtime
 from agentkit.testing import ScriptedProvider
 from agentkit.tools import mcp_tools
+from support.paths import SUPPORT
 
 pytestmark = pytest.mark.anyio
 
-SERVER = str(Path(__file__).with_name("tools_mcp_server.py"))
+SERVER = str(SUPPORT / "tools_mcp_server.py")
 
 
 def call(name: str, **arguments: Any) -> dict[str, Any]:

@@ -18,7 +18,8 @@ from agentkit.tools import (
     process_tool,
 )
 from agentkit.tools._shell import PROCESS_OUTPUT_CAP, SHELL_OUTPUT_CAP
-from tools_support import REGISTRY, call, call_error, make_ctx
+from support.paths import SRC
+from support.tools import REGISTRY, call, call_error, make_ctx
 
 
 def alive(pid: int) -> bool:
@@ -212,14 +213,13 @@ def test_background_processes_die_with_the_interpreter(tmp_path: Path) -> None:
         "    print(out.split('pid ')[1].split(')')[0], flush=True)\n"
         "anyio.run(main)\n"
     )
-    src = Path(__file__).resolve().parent.parent / "src"
     done = subprocess.run(
         [sys.executable, str(script)],
         cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=60,
-        env={**os.environ, "PYTHONPATH": str(src)},
+        env={**os.environ, "PYTHONPATH": str(SRC)},
     )
     assert done.returncode == 0, done.stderr
     pid = int(done.stdout.strip())

@@ -1,4 +1,4 @@
-"""Checked by `mypy --strict` in tests/test_agent_typing.py: every line marked `error`
+"""Checked by `mypy --strict` in tests/agent/test_agent_typing.py: every line marked `error`
 must be one."""
 
 from agentkit import Agent

@@ -1,4 +1,4 @@
-"""Checked by `mypy --strict` in tests/test_agent_typing.py (never imported by pytest)."""
+"""Checked by `mypy --strict` in tests/agent/test_agent_typing.py (never imported by pytest)."""
 
 from typing import Any, assert_type
 

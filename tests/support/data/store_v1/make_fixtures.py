@@ -5,13 +5,14 @@ This script was run once with agentkit at commit 1e81fbe (store schema version 1
 version without migrations); its outputs are committed beside it and must not be
 regenerated with later code, or they would stop being version-1 databases:
 
-    python tests/data/store_v1/make_fixtures.py [POSTGRES_DSN]
+    python tests/support/data/store_v1/make_fixtures.py [POSTGRES_DSN]
 
 - `v1.sqlite`: a SQLite database.
 - `v1.postgres.sql`: `pg_dump --inserts` of the same content in the schema
   `agentkit_v1_fixture` (plain SQL, loadable through psycopg).
 
-Content (see `EXPECTED` in tests/test_store_migrations.py):
+Content (checked by `test_a_version_1_database_upgrades_with_nothing_lost` in
+tests/runtime/test_durable_runs.py):
 - session `s-done` (agent `fixture:agent`): two completed runs made by a real Runtime with the
   scripted provider, the second a resume with a tool call;
 - session `s-dead`: a run left `running` with only its first events, as a process killed
