@@ -392,7 +392,7 @@ def test_too_many_keys_are_refused_quickly(tmp_path: Path) -> None:
 
 
 def test_max_turns_with_5000_digits_is_a_clean_error(tmp_path: Path) -> None:
-    """It used to end in Python's 'Exceeds the limit (4300 digits)' ValueError traceback."""
+    """A located error, never Python's 'Exceeds the limit (4300 digits)' ValueError traceback."""
     path = write(tmp_path, good_agent_with("maxTurns:", "maxTurns: " + "9" * 5000))
     (error,) = load_errors(path)
     assert (error.line, error.field) == (5, "maxTurns")

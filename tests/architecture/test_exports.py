@@ -4,8 +4,8 @@ module its `__module__` is, or the public package its private `__module__` is in
 exports it.
 
 (`__module__` itself keeps naming the private module: pydantic and `typing` resolve a class's
-string annotations in `sys.modules[cls.__module__]`, so a class renamed into its package
-could no longer build its schema.)"""
+string annotations in `sys.modules[cls.__module__]`, so a class whose `__module__` named its
+package could not build its schema.)"""
 
 from __future__ import annotations
 

@@ -253,7 +253,7 @@ def test_ctrl_c_ends_the_run_properly_and_exits_130(
         assert "interrupted" in err
 
 
-# --- SIGTERM (issue 11, item 5) ---------------------------------------------------------
+# --- SIGTERM --------------------------------------------------------------------------------
 
 
 def _process_gone(pid: int) -> bool:
@@ -352,7 +352,7 @@ async def test_the_first_stop_signal_stops_the_run_once_and_the_handler_is_resto
     assert signal.getsignal(signum) == before
 
 
-# --- messages without `:0:0` (issue 17, item 6) -----------------------------------------
+# --- diagnostics without a position: no `:0:0` ----------------------------------------------
 
 
 def test_a_diagnostic_without_a_position_names_only_the_file() -> None:
@@ -374,7 +374,7 @@ def test_an_app_folder_without_app_yaml_has_no_position_noise(
     assert ":0:0" not in done.stderr and "Traceback" not in done.stderr
 
 
-# --- no tracebacks for users' mistakes and environment problems (issue 11, item 11) -----
+# --- no tracebacks for users' mistakes and environment problems -----------------------------
 
 
 def _research_app(tmp_path: Path, max_turns: str) -> Path:
@@ -459,7 +459,7 @@ def test_an_unreadable_store_file_is_one_error_line(
         assert done.stderr.startswith("agentkit: error: ") and "Traceback" not in done.stderr
 
 
-# --- help (issue 17, item 6) -------------------------------------------------------------
+# --- help -----------------------------------------------------------------------------------
 
 
 def _commands() -> dict[str, argparse.ArgumentParser]:
@@ -518,7 +518,7 @@ def test_provider_help_names_every_provider_and_the_environment_rule(
     assert "'-' reads it from standard input" in text
 
 
-# --- the prompt from standard input (issue 17, item 6) ---------------------------------
+# --- the prompt from standard input ---------------------------------------------------------
 
 
 def _run_with_stdin(
@@ -555,7 +555,7 @@ def test_a_stdin_prompt_that_is_empty_or_not_utf8_is_a_usage_error(
     assert message in done.stderr.decode() and b"Traceback" not in done.stderr
 
 
-# --- TARGET forms (issue 17, item 6) ----------------------------------------------------
+# --- TARGET forms ---------------------------------------------------------------------------
 
 
 def _agent_file(folder: Path) -> Path:
@@ -574,7 +574,7 @@ def test_a_python_file_path_with_an_attribute_is_a_target(
     python: str, cli_env: dict[str, str], tmp_path: Path, how: str
 ) -> None:
     path = _agent_file(tmp_path / "agents")
-    # `myagent.py:agent` used to say "No module named 'myagent.py'".
+    # `myagent.py:agent` names a file and an attribute, never a module `myagent.py`.
     target, cwd = {
         "here": ("myagent.py:agent", path.parent),
         "relative": ("agents/myagent.py:agent", tmp_path),
@@ -606,7 +606,7 @@ def test_a_target_that_names_nothing_says_what_to_write(
     assert message in done.stderr and "Traceback" not in done.stderr
 
 
-# --- sessions, runs, runs show (issue 17, item 6) ---------------------------------------
+# --- sessions, runs, runs show --------------------------------------------------------------
 
 
 def _store_with_two_sessions(
@@ -738,7 +738,7 @@ def test_store_commands_read_the_store_run_writes_by_default_and_with_store(
     assert len(_json(agentkit(python, env, "runs", "--format", "json"))) == 1
 
 
-# --- docs/cli.md (issue 17, items 6 and 7) ------------------------------------------------
+# --- docs/cli.md ----------------------------------------------------------------------------
 
 
 def test_the_cli_page_documents_every_command_and_option() -> None:
@@ -766,7 +766,7 @@ def test_validate_json_is_one_object_as_documented(
         assert '{"valid": ..., "diagnostics": [...]}' in text, page
 
 
-# --- provider timeouts on the command line (issue 11, item 9) ----------------------------
+# --- provider timeouts on the command line --------------------------------------------------
 
 
 def test_a_bad_provider_timeout_is_one_error_line(python: str, cli_env: dict[str, str]) -> None:

@@ -1,8 +1,8 @@
 """The API reference, as mkdocs builds it: every public class with its fields and their
 types, the `agentkit` page with its public names, and nothing private.
 
-A newcomer guessed `event.text` (the field is `content`) because the `agentkit.events` page
-listed the event classes without their fields; these tests read the built HTML.
+A page that lists the event classes without their fields leaves a reader guessing
+`event.text` (the field is `content`); these tests read the built HTML.
 """
 
 from __future__ import annotations

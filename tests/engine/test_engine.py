@@ -835,7 +835,7 @@ async def test_a_tool_timeout_holds_while_the_tool_waits_on_a_worker_thread() ->
     finally:
         release.set()  # the abandoned thread ends now, not in 30 s
     assert outcome.ok and outcome.text == "done"
-    # 1 s timeout, 1 s grace for shielded cleanup; it used to wait for the thread (30 s).
+    # 1 s timeout and 1 s grace for shielded cleanup, not the 30 s the thread would take.
     assert elapsed < 6, elapsed
     [result] = [e async for e in run.events() if e.type == "tool_result"]
     assert result.is_error and result.output == "blocking timed out after 1 seconds"
@@ -848,7 +848,7 @@ async def test_a_huge_tool_output_is_cut_to_its_head_with_a_note_everywhere() ->
     from agentkit.runtime import OutputLimits
 
     async def flood(arguments: dict[str, Any], context: Any) -> str:
-        return "x" * 20_000_000  # 20 MB: it used to reach the model, events and store whole
+        return "x" * 20_000_000  # 20 MB: the model, the events and the store get its head only
 
     spec = AgentSpec(id="demo:f", tools=("flood",), permission_mode="bypassPermissions")
     registry = ToolRegistry([Tool("flood", "Floods.", {"type": "object"}, flood)])

@@ -1,8 +1,8 @@
 """Runaway patterns: a model's regex or glob must never freeze the process.
 
-`(a*)*b` against 34 `a`s backtracks for hours inside `re`, which holds the GIL; globs were
-translated to such regexes too. Grep now runs its regex in a child process that is killed
-on timeout or cancellation, and globs use a matcher without backtracking.
+`(a*)*b` against 34 `a`s backtracks for hours inside `re`, which holds the GIL, and a glob
+translated to a regex can do the same. So Grep runs its regex in a child process that is
+killed on timeout or cancellation, and globs use a matcher without backtracking.
 """
 
 from __future__ import annotations
