@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from support.paths import ROOT, SRC
+from support.pg import PG_DSN, PG_SKIP
 
 
 def test_quick_benchmark_run_reports_every_workload(tmp_path: Path) -> None:
@@ -68,10 +69,6 @@ def test_quick_rooms_benchmark_reports_every_measure(tmp_path: Path) -> None:
         assert data[key]["events_per_s"] > 0 and data[key]["floor_rows_per_s"] > 0
     assert data["sqlite/1/paced"]["latency_p50_ms"] > 0
     assert data["idle"]["heap_per_worker_bytes"] > 0
-
-
-PG_DSN = os.environ.get("AGENTKIT_TEST_POSTGRES_DSN")
-PG_SKIP = "AGENTKIT_TEST_POSTGRES_DSN is not set (e.g. postgresql://postgres@127.0.0.1:5432/test)"
 
 
 @pytest.mark.skipif(PG_DSN is None, reason=PG_SKIP)

@@ -36,14 +36,13 @@ from agentkit.stores import (
 )
 from agentkit.testing import FunctionProvider, ScriptedProvider, assert_stream_invariants
 from support.paths import DATA, SRC
+from support.pg import PG_DSN, PG_SKIP
 
 pytestmark = pytest.mark.anyio
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = DATA / "store_v1"
 CHILD = HERE / "durable_child.py"
-PG_DSN = os.environ.get("AGENTKIT_TEST_POSTGRES_DSN")
-PG_SKIP = "AGENTKIT_TEST_POSTGRES_DSN is not set (e.g. postgresql://postgres@127.0.0.1:5432/test)"
 SPEC = AgentSpec(id="demo:durable", system_prompt="You are durable.")
 ALL_VERSIONS = [m.version for m in _migrations.MIGRATIONS]
 

@@ -37,13 +37,12 @@ from agentkit.stores import (
     open_store,
 )
 from support.paths import DATA, SRC
+from support.pg import PG_DSN, PG_SKIP
 
 pytestmark = pytest.mark.anyio
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = DATA / "store_v1"
-PG_DSN = os.environ.get("AGENTKIT_TEST_POSTGRES_DSN")
-PG_SKIP = "AGENTKIT_TEST_POSTGRES_DSN is not set (e.g. postgresql://postgres@127.0.0.1:5432/test)"
 
 
 def _pg_schema() -> Iterator[str]:
