@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parent.parent / "src"
+from support.paths import SRC
 
 
 @pytest.fixture(params=["asyncio", "trio"])

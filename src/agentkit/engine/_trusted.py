@@ -4,7 +4,7 @@ Validating a pydantic model costs microseconds; a run builds a dozen events and 
 from values the engine made itself. Each builder here checks the types of what it is given
 and builds the model exactly as validation would (same `__dict__`, same fields set);
 anything unexpected takes the validating constructor instead, which raises the error a
-caller would expect. `tests/test_bench_fastpaths.py` proves the two paths equal.
+caller would expect. `tests/engine/test_bench_fastpaths.py` proves the two paths equal.
 """
 
 from __future__ import annotations

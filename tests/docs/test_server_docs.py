@@ -1,0 +1,81 @@
+"""The shell sessions of docs/server.md and docs/rooms.md run as written, against a real
+`agentkit serve`."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from support.paths import ROOT
+
+SH_FENCE = re.compile(r"^```sh\n(.*?)^```", re.S | re.M)
+
+
+def _section(page: str, heading: str) -> str:
+    start = page.index(f"\n## {heading}\n")
+    end = page.find("\n## ", start + 1)
+    return page[start : end if end != -1 else None]
+
+
+def _run_session(page_name: str, heading: str, folder: Path) -> str:
+    """The page's `sh` blocks under `heading`, run in order by one bash, in `folder`, with
+    the repository's root importable (`examples.*`), as a reader in a checkout would."""
+    page = (ROOT / "docs" / page_name).read_text(encoding="utf-8")
+    blocks = SH_FENCE.findall(_section(page, heading))
+    assert len(blocks) >= 2 and "agentkit serve" in blocks[0]
+    script = "set -euo pipefail\n" + "\n".join(blocks)
+    bin_dir = str(Path(sys.executable).parent)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(ROOT),
+    }
+    for name in ("AGENTKIT_PROVIDER", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+        env.pop(name, None)
+    process = subprocess.Popen(
+        ["bash", "-c", script],
+        cwd=folder,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # the server it starts in the background dies with it
+    )
+    try:
+        out, err = process.communicate(timeout=90)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, 9)
+    assert process.returncode == 0, f"{out}\n{err}"
+    return out
+
+
+def test_the_curl_session_runs(tmp_path: Path) -> None:
+    out = _run_session("server.md", "A session with curl", tmp_path)
+    assert '{"status":"ok"}' in out
+    assert "event: completed" in out
+    events = (tmp_path / "events.txt").read_text()
+    assert events.startswith(": stream\n")
+
+
+def test_the_rooms_extension_session_runs(tmp_path: Path) -> None:
+    out = _run_session("rooms.md", "Over HTTP, and extensions", tmp_path)
+    assert '"positions":[1]' in out
+    assert out.rstrip().endswith("4 words")
+
+
+def test_the_pages_name_every_route() -> None:
+    from agentkit.server import openapi_document
+
+    pages = {
+        name: (ROOT / "docs" / name).read_text(encoding="utf-8")
+        for name in ("server.md", "rooms.md")
+    }
+    for path, operations in openapi_document()["paths"].items():
+        page = pages["rooms.md" if path.startswith("/v1/rooms") else "server.md"]
+        for method in operations:
+            route = f"`{method.upper()} {path}"
+            assert route + "`" in page or route + "?" in page, (method, path)

@@ -1,7 +1,0 @@
-"""Checked by `mypy --strict` in tests/test_agent_typing.py: every line marked `error`
-must be one."""
-
-from agentkit import Agent
-
-Agent("test", instrutions="x")  # error
-Agent("test", output_type=int).run_sync("x").output.upper()  # error
