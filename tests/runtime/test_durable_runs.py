@@ -10,11 +10,9 @@ import sqlite3
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import anyio
 import pytest
@@ -36,7 +34,7 @@ from agentkit.stores import (
 )
 from agentkit.testing import FunctionProvider, ScriptedProvider, assert_stream_invariants
 from support.paths import DATA, SRC
-from support.pg import PG_DSN, PG_SKIP
+from support.pg import PG_DSN, new_schema, schema_url
 
 pytestmark = pytest.mark.anyio
 
@@ -47,26 +45,6 @@ SPEC = AgentSpec(id="demo:durable", system_prompt="You are durable.")
 ALL_VERSIONS = [m.version for m in _migrations.MIGRATIONS]
 
 
-def _pg_schema() -> Iterator[str]:
-    if not PG_DSN:
-        pytest.skip(PG_SKIP)
-    import psycopg
-
-    schema = f"agentkit_test_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(PG_DSN, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    yield schema
-    with psycopg.connect(PG_DSN, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-
-
-def _pg_url(schema: str) -> str:
-    """The DSN with `schema` first on the search path: what another process would use."""
-    assert PG_DSN
-    separator = "&" if "?" in PG_DSN else "?"
-    return f"{PG_DSN}{separator}options={quote(f'-csearch_path={schema}')}"
-
-
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A store location that several processes can share: a SQLite file or a PostgreSQL
@@ -74,8 +52,8 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield str(tmp_path / "durable.db")
         return
-    for schema in _pg_schema():
-        yield _pg_url(schema)
+    with new_schema() as schema:
+        yield schema_url(schema)
 
 
 @pytest.fixture
@@ -355,9 +333,9 @@ def v1_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     if request.param == "sqlite":
         yield str(_sqlite_fixture(tmp_path))
         return
-    for schema in _pg_schema():
+    with new_schema() as schema:
         _pg_fixture(schema)
-        yield _pg_url(schema)
+        yield schema_url(schema)
 
 
 async def _versions(store: Store) -> list[int]:

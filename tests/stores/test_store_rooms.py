@@ -15,7 +15,6 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import quote
 
 import anyio
 import pytest
@@ -37,32 +36,12 @@ from agentkit.stores import (
     open_store,
 )
 from support.paths import DATA, SRC
-from support.pg import PG_DSN, PG_SKIP
+from support.pg import PG_DSN, new_schema, schema_url
 
 pytestmark = pytest.mark.anyio
 
 HERE = Path(__file__).resolve().parent
 FIXTURES = DATA / "store_v1"
-
-
-def _pg_schema() -> Iterator[str]:
-    if not PG_DSN:
-        pytest.skip(PG_SKIP)
-    import psycopg
-
-    schema = f"agentkit_test_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(PG_DSN, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    yield schema
-    with psycopg.connect(PG_DSN, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-
-
-def _pg_url(schema: str) -> str:
-    """The DSN with `schema` first on the search path: what another process would use."""
-    assert PG_DSN
-    separator = "&" if "?" in PG_DSN else "?"
-    return f"{PG_DSN}{separator}options={quote(f'-csearch_path={schema}')}"
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -71,8 +50,8 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield str(tmp_path / "rooms.db")
         return
-    for schema in _pg_schema():
-        yield _pg_url(schema)
+    with new_schema() as schema:
+        yield schema_url(schema)
 
 
 def _versions(url: str) -> list[int]:
@@ -359,11 +338,11 @@ async def test_sqlite_typed_reads_use_the_type_index(tmp_path: Path) -> None:
 async def test_postgres_typed_reads_use_the_type_index() -> None:
     """`type` is COLLATE "C", so `LIKE 'chat.%'` is a range of the type index whatever the
     database's locale."""
-    for schema in _pg_schema():
+    with new_schema() as schema:
         await _fill_for_plans(PostgresStore(PG_DSN or "", schema=schema))
         import psycopg
 
-        with psycopg.connect(_pg_url(schema), autocommit=True) as conn:
+        with psycopg.connect(schema_url(schema), autocommit=True) as conn:
             conn.execute("ANALYZE agentkit_room_events")
             for where in ("type = ANY(ARRAY['chat.message', 't5.x'])", "type LIKE 'chat.%'"):
                 plan = conn.execute(
@@ -417,7 +396,7 @@ def _reference(types: list[str], patterns: list[str]) -> list[int]:
 @pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def kind(request: pytest.FixtureRequest) -> Iterator[str]:
     if request.param == "postgres":
-        for schema in _pg_schema():
+        with new_schema() as schema:
             yield f"postgres:{schema}"
         return
     yield str(request.param)

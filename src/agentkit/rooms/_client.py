@@ -24,6 +24,7 @@ from agentkit.rooms._models import (
     RoleOf,
     RoomAgentDescriptor,
     RoomInfo,
+    RoomLog,
     check_position,
     publication,
 )
@@ -34,8 +35,6 @@ from agentkit.stores import (
     RoomGrant,
     RoomNotFoundError,
     RoomRecord,
-    Store,
-    Subscription,
 )
 
 __all__ = ["LocalRoomsClient", "RoomsClient"]
@@ -46,14 +45,8 @@ EVERY_MEMBER = "member:*"
 _OWNERS = "owners"
 
 
-class ClientHost(Protocol):
+class ClientHost(RoomLog, Protocol):
     """What a member's in-process client needs of its host (the `Rooms` host is one)."""
-
-    @property
-    def store(self) -> Store: ...
-
-    @property
-    def poll_interval(self) -> float: ...
 
     @property
     def role_of(self) -> RoleOf | None: ...
@@ -63,17 +56,6 @@ class ClientHost(Protocol):
     async def remove_agent(self, room_id: str, agent_id: str) -> None: ...
 
     async def info(self, room: RoomRecord) -> RoomInfo: ...
-
-    async def changes(self, room_id: str) -> Subscription: ...
-
-    async def commit(
-        self,
-        room_id: str,
-        inputs: Sequence[EventInput],
-        author: str,
-        *,
-        delegation: DelegationRecord | None = None,
-    ) -> list[RoomEvent]: ...
 
     async def page(
         self,

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agentkit.errors import RoomError
 from agentkit.rooms._patterns import check_patterns, check_type
-from agentkit.stores import RoomEvent
+from agentkit.stores import DelegationRecord, RoomEvent, Store, Subscription
 
 if TYPE_CHECKING:
     from agentkit.runtime import Runtime
@@ -27,6 +27,7 @@ __all__ = [
     "RoomAgentDescriptor",
     "RoomAgentRequest",
     "RoomInfo",
+    "RoomLog",
     "StartPolicy",
     "check_position",
     "encode_payload",
@@ -211,3 +212,25 @@ class DelegatingRoomAgent(RoomAgent, Protocol):
     `request.task`) and returns the result (a JSON value)."""
 
     async def delegate(self, request: RoomAgentRequest) -> Any: ...
+
+
+class RoomLog(Protocol):
+    """What the readers and writers of a room's log need of their host (the `Rooms` host is
+    one): its store, a subscription to a room's publications, and commits."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def poll_interval(self) -> float: ...
+
+    async def changes(self, room_id: str) -> Subscription: ...
+
+    async def commit(
+        self,
+        room_id: str,
+        inputs: Sequence[EventInput],
+        author: str,
+        *,
+        delegation: DelegationRecord | None = None,
+    ) -> list[RoomEvent]: ...

@@ -24,10 +24,11 @@ from agentkit.rooms._models import (
     EventInput,
     RoomAgent,
     RoomAgentRequest,
+    RoomLog,
     encode_payload,
 )
 from agentkit.rooms._patterns import matches_any
-from agentkit.stores import DelegationRecord, Notifications, RoomEvent, Store, Subscription
+from agentkit.stores import DelegationRecord, Notifications, RoomEvent
 
 if TYPE_CHECKING:
     from agentkit.runtime import Runtime
@@ -37,35 +38,19 @@ __all__ = ["AGENT_FAILED", "Worker", "WorkerStatus"]
 _logger = logging.getLogger("agentkit.rooms")
 
 
-class WorkerHost(Protocol):
+class WorkerHost(RoomLog, Protocol):
     """What a worker needs of its host (the `Rooms` host is one)."""
-
-    @property
-    def store(self) -> Store: ...
 
     @property
     def notifications(self) -> Notifications: ...
 
     @property
-    def poll_interval(self) -> float: ...
-
-    @property
     def runtime(self) -> Runtime | None: ...
-
-    async def changes(self, room_id: str) -> Subscription: ...
-
-    async def commit(
-        self,
-        room_id: str,
-        inputs: Sequence[EventInput],
-        author: str,
-        *,
-        delegation: DelegationRecord | None = None,
-    ) -> list[RoomEvent]: ...
 
     def reader(
         self, room_id: str, readable: Sequence[str]
     ) -> Callable[[int, Sequence[str] | None, int], Awaitable[list[RoomEvent]]]: ...
+
 
 AGENT_FAILED = "agent.failed"
 """The type of the event a failed handler leaves: `{agent, position, event_type, error,
