@@ -34,25 +34,19 @@ class ServeError(Exception):
     """Something the user must fix before the server can start (exit 2)."""
 
 
-def _agent_sources(paths: list[str]) -> tuple[list[str], list[str]]:
-    """`--agents` paths split into Markdown definitions and app folders: a `.md` file, a
-    folder of `.md` files, or an app folder (one holding `app.yaml`)."""
-    definitions: list[str] = []
-    apps: list[str] = []
+def _agent_files(paths: list[str]) -> list[str]:
+    """`--agents` paths, each one an agent format claims (`agentkit.formats`: a `.md`
+    definition, a folder of them, an app folder); the Machine loads each with its format."""
+    from agentkit.formats import claiming_format
+
     for raw in paths:
         path = Path(raw).expanduser()
-        if path.is_file() and path.suffix == ".md":
-            definitions.append(str(path))
-        elif path.is_dir() and (path / "app.yaml").is_file():
-            apps.append(str(path))
-        elif path.is_dir():
-            found = sorted(str(p) for p in path.glob("*.md"))
-            if not found:
-                raise ServeError(f"--agents {raw}: the folder holds no .md definition nor app.yaml")
-            definitions.extend(found)
-        else:
-            raise ServeError(f"--agents {raw}: not a .md definition, a folder of them, or an app")
-    return definitions, apps
+        if claiming_format(path) is not None:
+            continue
+        if path.is_dir():
+            raise ServeError(f"--agents {raw}: the folder holds no .md definition nor app.yaml")
+        raise ServeError(f"--agents {raw}: not a .md definition, a folder of them, or an app")
+    return [str(Path(raw).expanduser()) for raw in paths]
 
 
 def add_serve_parser(sub: Any) -> None:
@@ -208,7 +202,7 @@ def serve_command(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     provider = make_provider(args)
     try:
-        definitions, apps = _agent_sources(args.agents or [])
+        agent_files = _agent_files(args.agents or [])
     except ServeError as exc:
         raise UsageError(str(exc)) from None
     location = args.db or default_machine_store()
@@ -229,8 +223,7 @@ def serve_command(args: argparse.Namespace) -> int:
             store=store,
             provider=provider,
             attachment_roots=args.attachment_root or DEFAULT_ATTACHMENT_ROOTS,
-            definitions=definitions,
-            apps=apps,
+            agent_files=agent_files,
             heartbeat_interval=args.heartbeat_interval,
             lease_duration=args.lease_duration,
             poll_interval=args.poll_interval,

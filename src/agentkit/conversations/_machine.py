@@ -78,6 +78,9 @@ class Machine:
             `definitions` and `apps`), usable in conversations by their id; read-only.
         definitions: Markdown definition files to load as configured agents.
         apps: App folders whose agents to load as configured agents.
+        agent_files: Agent files of any registered format (see `agentkit.formats`): a
+            definition, a folder of them, an app folder; the format that claims each path
+            loads it.
         rool_instructions: Instructions appended to the built-in context of `rool`.
         tools: Tools added to the built-in ones (see `Runtime`'s `tools`).
         permission_handler: Decides calls that need consent.
@@ -102,6 +105,7 @@ class Machine:
         agents: Iterable[AgentSpec] = (),
         definitions: Iterable[str | os.PathLike[str]] = (),
         apps: Iterable[str | os.PathLike[str]] = (),
+        agent_files: Iterable[str | os.PathLike[str]] = (),
         rool_instructions: str = "",
         tools: ToolRegistry | None = None,
         permission_handler: PermissionHandler | None = None,
@@ -111,8 +115,12 @@ class Machine:
     ) -> None:
         roots = normalise_roots(attachment_roots)
         self._configured: dict[str, AgentSpec] = {}
-        loaded = _load_definitions(definitions, tools)
-        for spec in [*agents, *loaded, *_load_apps(apps)]:
+        loaded = [
+            *_load_agent_files(definitions, tools, "defs"),
+            *_load_agent_files(apps, tools, "apps"),
+            *_load_agent_files(agent_files, tools, None),
+        ]
+        for spec in [*agents, *loaded]:
             if spec.id == ROOL or spec.id in self._configured:
                 raise ValueError(f"two configured agents are named {spec.id!r}")
             self._configured[spec.id] = spec
@@ -263,10 +271,12 @@ class Machine:
         return await self.runs.cancel(member, conversation_id, run_id)
 
 
-def _load_definitions(
-    paths: Iterable[str | os.PathLike[str]], tools: ToolRegistry | None
+def _load_agent_files(
+    paths: Iterable[str | os.PathLike[str]], tools: ToolRegistry | None, format_name: str | None
 ) -> list[AgentSpec]:
-    """Markdown definitions bound to the tools the machine's runtime offers."""
+    """The agents of `paths`, loaded through the formats seam by the format `format_name`
+    (else the one that claims each path) and bound to the tools the machine's runtime
+    offers (an app's own Python actions are not loaded)."""
     paths = list(paths)
     if not paths:
         return []
@@ -275,11 +285,8 @@ def _load_definitions(
 
     # The machine's runtime has the built-in tools, and `tools`.
     names = [*builtin_tools().names(), *(tools.names() if tools is not None else ())]
-    return [spec for path in paths for spec in load_agents(path, format_name="defs", tools=names)]
-
-
-def _load_apps(paths: Iterable[str | os.PathLike[str]]) -> list[AgentSpec]:
-    """The agents of app folders (without their Python actions)."""
-    from agentkit.formats import load_agents
-
-    return [spec for path in paths for spec in load_agents(path, format_name="apps")]
+    return [
+        spec
+        for path in paths
+        for spec in load_agents(path, format_name=format_name, tools=names)
+    ]

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from agentkit.formats._format import AgentFormat, RunnableAgent
     from agentkit.formats._registry import (
         BUILTIN_FORMATS,
+        claiming_format,
         format_named,
         install_runtime_hooks,
         load_agents,
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     "AgentFormat": "agentkit.formats._format",
     "BUILTIN_FORMATS": "agentkit.formats._registry",
+    "claiming_format": "agentkit.formats._registry",
     "RunnableAgent": "agentkit.formats._format",
     "format_named": "agentkit.formats._registry",
     "install_runtime_hooks": "agentkit.formats._registry",
@@ -55,6 +57,7 @@ __all__ = [
     "BUILTIN_FORMATS",
     "AgentFormat",
     "RunnableAgent",
+    "claiming_format",
     "format_named",
     "install_runtime_hooks",
     "load_agents",

@@ -15,6 +15,7 @@ from agentkit.spec import AgentSpec
 
 __all__ = [
     "BUILTIN_FORMATS",
+    "claiming_format",
     "format_named",
     "install_runtime_hooks",
     "load_agents",
@@ -75,7 +76,9 @@ def install_runtime_hooks(agent_format: AgentFormat | None = None) -> None:
             register_session_check(key, check)
 
 
-def _claiming(path: Path) -> AgentFormat | None:
+def claiming_format(path: str | os.PathLike[str]) -> AgentFormat | None:
+    """The registered format that claims the file or folder at `path`, if any."""
+    path = Path(path)
     return next((each for each in _formats if each.claims_path(path)), None)
 
 
@@ -93,7 +96,7 @@ def load_agents(
     path = Path(path)
     if format_name is not None:
         agent_format = format_named(format_name)
-    elif (claimed := _claiming(path)) is not None:
+    elif (claimed := claiming_format(path)) is not None:
         agent_format = claimed
     else:
         raise LookupError(f"{path}: no agent format knows this path")
@@ -139,7 +142,7 @@ def validate_paths(paths: Sequence[Path]) -> list[Diagnostic]:
     """
     by_format: dict[str, list[Path]] = {}
     for path in paths:
-        agent_format = _claiming(path) or _reporter()
+        agent_format = claiming_format(path) or _reporter()
         by_format.setdefault(agent_format.name, []).append(path)
     diagnostics: list[Diagnostic] = []
     for agent_format in list(_formats):
