@@ -1,5 +1,5 @@
-"""The client API, once: a protocol every client implements (the in-process one now, the
-remote HTTP one next), and the `Conversation` handle both share."""
+"""The client API, once: a protocol every client implements (the in-process one and the
+remote HTTP one), and the `Conversation` handle both share."""
 
 from __future__ import annotations
 
