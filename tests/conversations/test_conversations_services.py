@@ -22,6 +22,7 @@ from agentkit.conversations import (
     RunNotFoundError,
     RunService,
 )
+from agentkit.spec import AgentSpec
 from agentkit.testing import ScriptedProvider
 
 pytestmark = pytest.mark.anyio
@@ -122,3 +123,33 @@ async def test_a_follow_checks_the_access_once(
                 events = await read()
             assert isinstance(events[-1], FinalEvent)
             assert reads.count(conversation_id) == 1
+
+
+async def test_private_runs_are_private_to_owners_too(tmp_path: Path) -> None:
+    async with _machine(tmp_path, ScriptedProvider(["Mine.", "Ours."])) as machine:
+        await machine.members.add("olga", "owner")
+        await machine.members.add("bob", "editor")
+        olga = Member(name="olga", role="owner")
+        bob = Member(name="bob", role="editor")
+        private = await machine.conversations.create(bob, name="Mine")
+        shared = await machine.conversations.create(bob, name="Ours", visibility="shared")
+        for conversation_id in (private, shared):
+            accepted = await machine.runs.prompt(bob, conversation_id, "Hello")
+            with anyio.fail_after(30):
+                [_ async for _ in await machine.runs.follow(bob, conversation_id, accepted.run_id)]
+        # A session of no conversation: a command-line run on the machine's store.
+        command_line = await machine.runtime.create_session(AgentSpec(id="cli:agent"))
+
+        assert await machine.runs.readable(bob, private)
+        assert not await machine.runs.readable(olga, private)  # owners included
+        assert await machine.runs.readable(olga, shared)
+        assert await machine.runs.readable(bob, shared)
+        assert await machine.runs.readable(olga, command_line.id)
+        assert not await machine.runs.readable(bob, command_line.id)
+        assert not await machine.runs.readable(olga, "no-such-session")
+
+        olga_reads = await machine.runs.readable_sessions(olga)
+        assert shared in olga_reads and command_line.id in olga_reads
+        assert private not in olga_reads
+        assert {private, shared} <= set(await machine.runs.readable_sessions(bob))
+        assert command_line.id not in await machine.runs.readable_sessions(bob)

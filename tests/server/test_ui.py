@@ -345,9 +345,14 @@ def test_runs_routes_follow_conversation_access(machine: Machine) -> None:
     assert types[0] == "turn_start" and types[-1] == "turn_end" and "result" in types
     offsets = [entry["offset"] for entry in details["events"]]
     assert offsets == sorted(offsets)
-    assert machine.call("ada", "GET", f"/v1/runs/{run_id}").status_code == 200  # owners: any run
-    hidden = machine.call("vic", "GET", f"/v1/runs/{run_id}")
-    assert hidden.status_code == 404 and hidden.json()["error"]["code"] == "run_not_found"
+    # Private means private, owners included: a run of bob's private conversation is
+    # missing to the owner ada as to the viewer vic, by id, by session and in the list.
+    for other in ("ada", "vic"):
+        hidden = machine.call(other, "GET", f"/v1/runs/{run_id}")
+        assert hidden.status_code == 404 and hidden.json()["error"]["code"] == "run_not_found"
+        assert machine.call(other, "GET", f"/v1/runs?session={private}").json() == {"runs": []}
+        listed = machine.call(other, "GET", "/v1/runs").json()["runs"]
+        assert run_id not in [r["id"] for r in listed]
     missing = machine.call("bob", "GET", "/v1/runs/nope")
     assert missing.json() == {"error": {"code": "run_not_found", "message": "no run 'nope'"}}
     assert machine.call("vic", "GET", f"/v1/runs?session={private}").json() == {"runs": []}

@@ -5,6 +5,9 @@
 - Owners and editors create conversations, prompt, cancel, rename, change visibility and
   delete the conversations they see; viewers only read.
 - Only owners create, replace and delete agents.
+- The runs of a conversation are read by those who see the conversation, owners no more
+  than others (private means private); the runs of any other session (command-line runs,
+  room agents') by owners only.
 
 Every call of a service is checked once, by `Access`, against the member as it is in the
 store now (a removed member is refused, a changed role applies at once).
@@ -90,6 +93,20 @@ class Access:
             raise ConversationNotFoundError(conversation_id)
         return VisibleConversation(current, session, meta)
 
+    async def session_readable(self, member: Member, session_id: str) -> bool:
+        """Whether `member` may read the runs of session `session_id` (see above)."""
+        current = await self.member(member)
+        session = await self._context.store.get_session(session_id)
+        if session is None:
+            return False
+        return _reads(current, session)
+
+    async def readable_sessions(self, member: Member) -> list[str]:
+        """The sessions whose runs `member` may read."""
+        current = await self.member(member)
+        sessions = await self._context.store.list_sessions()
+        return [session.id for session in sessions if _reads(current, session)]
+
     async def writable(
         self, member: Member, conversation_id: str, what: str
     ) -> VisibleConversation:
@@ -98,3 +115,10 @@ class Access:
         found = await self.visible(member, conversation_id)
         require_writer(found.member, what)
         return found
+
+
+def _reads(member: Member, session: SessionRecord) -> bool:
+    """Whether `member` (as it is now) may read the runs of `session`."""
+    if is_conversation(session.metadata):
+        return can_see(member, ConversationMeta.from_metadata(session.metadata))
+    return member.role == "owner"

@@ -151,6 +151,16 @@ class RunService:
         await self._stop(run)
         return True
 
+    async def readable(self, member: Member, session_id: str) -> bool:
+        """Whether `member` may read the runs of session `session_id`: a conversation's
+        when it sees the conversation (owners included: private means private); any other
+        session's (command-line runs, room agents') when it is an owner."""
+        return await self._access.session_readable(member, session_id)
+
+    async def readable_sessions(self, member: Member) -> list[str]:
+        """The sessions whose runs `member` may read (see `readable`)."""
+        return await self._access.readable_sessions(member)
+
     async def interrupt_executing(self) -> None:
         """End every run this machine executes as a crash would, but at once (see
         `Machine.interrupt_runs`); returns once every one has ended and been stored."""

@@ -1,9 +1,9 @@
 """The runs routes: any run's record and stored events, for the run inspector.
 
 A run is the core's (a conversation's, a room agent's, one of `agentkit run` on the same
-database): machine owners may read every run; other members only the runs of the
-conversations they can see. A run the caller may not read is missing to it (404), as a
-private conversation of another member is.
+database): a conversation's runs are read by the members who see the conversation (owners
+no more than others: private means private), any other run by owners only. A run the
+caller may not read is missing to it (404), as a private conversation of another member is.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 from starlette.requests import Request
 from starlette.responses import Response
 
-from agentkit.conversations import ConversationNotFoundError, Member
+from agentkit.conversations import Member
 from agentkit.events import to_wire
 from agentkit.server._errors import HTTPError
 from agentkit.server._http import json_response, state_of
@@ -52,23 +52,11 @@ class RunList(_Body):
     runs: list[RunRecord]
 
 
-async def _readable(request: Request, member: Member, session_id: str) -> bool:
-    """Whether `member` may read the runs of `session_id`: owners read every session's,
-    others those of the conversations they can see."""
-    if member.role == "owner":
-        return True
-    try:
-        await state_of(request).machine.conversations.get(member, session_id)
-    except ConversationNotFoundError:
-        return False
-    return True
-
-
 async def get_run(request: Request, member: Member) -> Response:
     store = state_of(request).machine.store
     run_id = request.path_params["run_id"]
     run = await store.get_run(run_id)
-    if run is None or not await _readable(request, member, run.session_id):
+    if run is None or not await state_of(request).machine.runs.readable(member, run.session_id):
         raise HTTPError("run_not_found", f"no run {run_id!r}")
     events = [
         StoredEvent(offset=entry.offset, event=to_wire(entry.event))
@@ -84,14 +72,11 @@ async def list_runs(request: Request, member: Member) -> Response:
         raise HTTPError("invalid", "limit must be 1 to 1000", field="limit")
     session = request.query_params.get("session")
     if session:
-        if not await _readable(request, member, session):
+        if not await machine.runs.readable(member, session):
             return json_response(RunList(runs=[]))
         sessions = [session]
-    elif member.role == "owner":
-        sessions = [record.id for record in await machine.store.list_sessions()]
     else:
-        visible = await machine.conversations.list(member)
-        sessions = [conversation.id for conversation in visible]
+        sessions = await machine.runs.readable_sessions(member)
     runs = [run for session_id in sessions for run in await machine.store.list_runs(session_id)]
     runs.sort(key=lambda run: run.created_at, reverse=True)
     return json_response(RunList(runs=runs[: int(raw_limit)]))
