@@ -49,6 +49,8 @@ __all__ = [
     "RoomAccessError",
     "RoomAgentError",
     "RoomError",
+    "RecordExistsError",
+    "RecordNotFoundError",
     "RoomExistsError",
     "RoomNotFoundError",
     "RunEndedError",
@@ -306,6 +308,14 @@ class RoomNotFoundError(StoreError, LookupError):
 
 class RoomExistsError(StoreError):
     """A room with this id already exists."""
+
+
+class RecordExistsError(StoreError):
+    """A live member or agent record already has this name (or a record this id)."""
+
+
+class RecordNotFoundError(StoreError, LookupError):
+    """No live member, agent or conversation record has this id."""
 
 
 class StoreLocationError(StoreError, ValueError):

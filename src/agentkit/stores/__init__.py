@@ -46,6 +46,13 @@ if TYPE_CHECKING:
     from agentkit.stores._sqlite import SQLiteStore
 
 _EXPORTS: dict[str, str] = {
+    "RecordStore": "agentkit.stores._base",
+    "RecordNotFoundError": "agentkit.stores._base",
+    "RecordExistsError": "agentkit.stores._base",
+    "PageKey": "agentkit.stores._base",
+    "MemberRecord": "agentkit.stores._base",
+    "ConversationRecord": "agentkit.stores._base",
+    "AgentRecord": "agentkit.stores._base",
     "DelegationRecord": "agentkit.stores._base",
     "DelegationStatus": "agentkit.stores._base",
     "EventEntry": "agentkit.stores._base",
@@ -79,6 +86,13 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "RecordStore",
+    "RecordNotFoundError",
+    "RecordExistsError",
+    "PageKey",
+    "MemberRecord",
+    "ConversationRecord",
+    "AgentRecord",
     "DelegationRecord",
     "DelegationStatus",
     "EventEntry",
