@@ -436,10 +436,14 @@ class RecordStore(Protocol):
         ...
 
     async def create_conversation(
-        self, conversation: ConversationRecord, metadata: dict[str, Any] | None = None
+        self,
+        conversation: ConversationRecord,
+        session_agent: str,
+        metadata: dict[str, Any] | None = None,
     ) -> SessionRecord:
-        """Create a conversation and its session (of agent `conversation.agent_id`, with
-        `metadata`) in one transaction; `SessionExistsError` when the id is taken."""
+        """Create a conversation and its session (of agent id `session_agent`, the spec id
+        its runs use, with `metadata`) in one transaction; `SessionExistsError` when the
+        id is taken."""
         ...
 
     async def get_conversation(self, conversation_id: str) -> ConversationRecord | None:
