@@ -17,7 +17,6 @@ from agentkit.conversations import (
     ConversationService,
     FinalEvent,
     Machine,
-    Member,
     Members,
     RunNotFoundError,
     RunService,
@@ -47,9 +46,9 @@ async def test_a_conversation_through_the_services(tmp_path: Path) -> None:
         await machine.members.add("olga", "owner")
         await machine.members.add("ada", "editor")
         await machine.members.add("vic", "viewer")
-        olga = Member(name="olga", role="owner")
-        ada = Member(name="ada", role="editor")
-        vic = Member(name="vic", role="viewer")
+        olga = await machine.member("olga")
+        ada = await machine.member("ada")
+        vic = await machine.member("vic")
 
         info = await machine.agents.create(olga, AgentDefinition(name="notes"))
         assert info.source == "machine"
@@ -96,7 +95,7 @@ async def test_a_follow_checks_the_access_once(
 ) -> None:
     async with _machine(tmp_path, ScriptedProvider(["Noted."])) as machine:
         await machine.members.add("ada", "editor")
-        ada = Member(name="ada", role="editor")
+        ada = await machine.member("ada")
         conversation_id = await machine.conversations.create(ada)
         accepted = await machine.runs.prompt(ada, conversation_id, "Hello")
 
@@ -129,8 +128,8 @@ async def test_private_runs_are_private_to_owners_too(tmp_path: Path) -> None:
     async with _machine(tmp_path, ScriptedProvider(["Mine.", "Ours."])) as machine:
         await machine.members.add("olga", "owner")
         await machine.members.add("bob", "editor")
-        olga = Member(name="olga", role="owner")
-        bob = Member(name="bob", role="editor")
+        olga = await machine.member("olga")
+        bob = await machine.member("bob")
         private = await machine.conversations.create(bob, name="Mine")
         shared = await machine.conversations.create(bob, name="Ours", visibility="shared")
         for conversation_id in (private, shared):

@@ -57,6 +57,8 @@ class ClientHost(RoomLog, Protocol):
 
     async def info(self, room: RoomRecord) -> RoomInfo: ...
 
+    async def participant_key(self, participant: str) -> str: ...
+
     async def page(
         self,
         room_id: str,
@@ -209,6 +211,9 @@ class LocalRoomsClient(RoomsClient):
                 f"participant {participant!r} is not 'member:<name>', 'member:*' (every "
                 "member) or 'agent:<id>'"
             )
+        # On a machine a member is granted by its id: a later member of the same name is
+        # someone else and gets nothing of this grant.
+        participant = await self._host.participant_key(participant)
         grant = RoomGrant(
             participant,
             check_patterns(read, "a read pattern"),

@@ -167,7 +167,9 @@ class MemoryRecords:
         found = self._live_agent(agent_id)
         self._agents[agent_id] = dataclasses.replace(found, deleted_at=deleted_at)
 
-    async def list_agents(self, after: PageKey | None = None, limit: int = 1001) -> list[AgentRecord]:
+    async def list_agents(
+        self, after: PageKey | None = None, limit: int = 1001
+    ) -> list[AgentRecord]:
         live = (a for a in self._agents.values() if a.deleted_at is None)
         return _page(live, _created, after, limit, newest_first=False)
 

@@ -52,7 +52,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from agentkit.conversations import Machine, Member
+from agentkit.conversations import Machine
 from agentkit.rooms import (
     MAX_BATCH,
     MAX_PAYLOAD_BYTES,
@@ -121,7 +121,7 @@ class MachineRoomsHost:
     async def client(self, name: str, role: Role) -> RoomsClient:
         """Add the member and return its in-process rooms client."""
         await self.machine.add_member(name, role)
-        return self.machine.rooms_client(Member(name=name, role=role))
+        return self.machine.rooms_client(await self.machine.member(name))
 
     async def register_agent(self, room_id: str, agent: str) -> None:
         """Register a test agent on the machine's rooms."""

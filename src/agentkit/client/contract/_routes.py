@@ -31,6 +31,7 @@ __all__ = [
     "LIST_AGENTS",
     "LIST_CONVERSATIONS",
     "LIST_GRANTS",
+    "LIST_MEMBERS",
     "LIST_ROOMS",
     "LIST_ROOM_AGENTS",
     "LIST_RUNS",
@@ -41,6 +42,7 @@ __all__ = [
     "PUT_AGENT",
     "PUT_GRANT",
     "READ_EVENTS",
+    "ROTATE_TOKEN",
     "START_RUN",
     "STREAM_EVENTS",
     "UPDATE_CONVERSATION",
@@ -96,6 +98,10 @@ OPENAPI = Operation("openapi", "GET", "/openapi.json", member=False)
 
 GET_ME = Operation("getMe", "GET", "/v1/me")
 """The member the token belongs to."""
+LIST_MEMBERS = Operation("listMembers", "GET", "/v1/members")
+"""The machine's members (owners only)."""
+ROTATE_TOKEN = Operation("rotateToken", "POST", "/v1/members/{name}/token")
+"""Give a member a new token; the old one is refused at once (owners only)."""
 LIST_AGENTS = Operation("listAgents", "GET", "/v1/agents")
 """Every agent of the machine."""
 PUT_AGENT = Operation("putAgent", "PUT", "/v1/agents/{name}")
@@ -160,6 +166,8 @@ OPERATIONS: tuple[Operation, ...] = (
     HEALTHZ,
     OPENAPI,
     GET_ME,
+    LIST_MEMBERS,
+    ROTATE_TOKEN,
     LIST_AGENTS,
     PUT_AGENT,
     DELETE_AGENT,
