@@ -43,11 +43,11 @@ __all__ = [
     "DelegationStatus",
     "EventEntry",
     "MemberRecord",
+    "NewRoomEvent",
     "PageKey",
     "RecordExistsError",
     "RecordNotFoundError",
     "RecordStore",
-    "NewRoomEvent",
     "RoomEvent",
     "RoomExistsError",
     "RoomGrant",
@@ -431,7 +431,9 @@ class RecordStore(Protocol):
         or deleted already."""
         ...
 
-    async def list_agents(self, after: PageKey | None = None, limit: int = 1001) -> list[AgentRecord]:
+    async def list_agents(
+        self, after: PageKey | None = None, limit: int = 1001
+    ) -> list[AgentRecord]:
         """Live agents, oldest first."""
         ...
 
