@@ -3,6 +3,7 @@ page at a time as the SQL stores read them."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
@@ -37,6 +38,12 @@ def _page(
     if after is not None:
         ordered = [r for r in ordered if (key(r) < after if newest_first else key(r) > after)]
     return ordered[:limit]
+
+
+def _copy(agent: AgentRecord) -> AgentRecord:
+    """An agent with a definition of its own: what a caller changes in the record it gave
+    or got does not change the stored one (as in the SQL stores)."""
+    return dataclasses.replace(agent, definition=copy.deepcopy(agent.definition))
 
 
 def _created(record: MemberRecord | AgentRecord | ConversationRecord) -> PageKey:
@@ -138,15 +145,17 @@ class MemoryRecords:
                 raise RecordExistsError(f"an agent has id {agent.id!r}")
             if other.deleted_at is None and other.name == agent.name:
                 raise RecordExistsError(f"agent {agent.name!r} exists already")
-        self._agents[agent.id] = agent
+        self._agents[agent.id] = _copy(agent)
 
     async def get_agent(self, agent_id: str) -> AgentRecord | None:
-        return self._agents.get(agent_id)
+        found = self._agents.get(agent_id)
+        return None if found is None else _copy(found)
 
     async def find_agent(self, name: str) -> AgentRecord | None:
-        return next(
+        found = next(
             (a for a in self._agents.values() if a.name == name and a.deleted_at is None), None
         )
+        return None if found is None else _copy(found)
 
     def _live_agent(self, agent_id: str) -> AgentRecord:
         found = self._agents.get(agent_id)
@@ -159,9 +168,12 @@ class MemoryRecords:
     ) -> AgentRecord:
         found = self._live_agent(agent_id)
         updated = self._agents[agent_id] = dataclasses.replace(
-            found, definition=dict(definition), version=found.version + 1, updated_at=updated_at
+            found,
+            definition=copy.deepcopy(definition),
+            version=found.version + 1,
+            updated_at=updated_at,
         )
-        return updated
+        return _copy(updated)
 
     async def delete_agent(self, agent_id: str, deleted_at: float) -> None:
         found = self._live_agent(agent_id)
@@ -171,7 +183,7 @@ class MemoryRecords:
         self, after: PageKey | None = None, limit: int = 1001
     ) -> list[AgentRecord]:
         live = (a for a in self._agents.values() if a.deleted_at is None)
-        return _page(live, _created, after, limit, newest_first=False)
+        return [_copy(a) for a in _page(live, _created, after, limit, newest_first=False)]
 
     # --- conversations ----------------------------------------------------------------
 
