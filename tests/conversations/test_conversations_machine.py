@@ -20,6 +20,7 @@ from agentkit.conversations import (
     FollowEvent,
     LocalClient,
     Machine,
+    Member,
     default_machine_store,
 )
 from agentkit.stores import SQLiteStore
@@ -189,7 +190,7 @@ async def test_a_callers_mistakes_are_clear_errors(tmp_path: Path, call: Any, me
 
 async def test_a_machine_outside_its_block_says_so(tmp_path: Path) -> None:
     machine = Machine(store=str(tmp_path / "m.db"), attachment_roots=[tmp_path])
-    client = machine.client(await machine.member("olga"))
+    client = machine.client(Member(id="0" * 32, name="olga", role="owner"))
     with pytest.raises(RuntimeError, match="async with Machine"):
         await client.rename_conversation("x", "y")
     with pytest.raises(ValueError, match="two configured agents"):

@@ -22,6 +22,7 @@ from agentkit.conversations import (
     RunService,
 )
 from agentkit.spec import AgentSpec
+from agentkit.stores import RunRecord
 from agentkit.testing import ScriptedProvider
 
 pytestmark = pytest.mark.anyio
@@ -147,8 +148,11 @@ async def test_private_runs_are_private_to_owners_too(tmp_path: Path) -> None:
         assert not await machine.runs.readable(bob, command_line.id)
         assert not await machine.runs.readable(olga, "no-such-session")
 
-        olga_reads = await machine.runs.readable_sessions(olga)
-        assert shared in olga_reads and command_line.id in olga_reads
-        assert private not in olga_reads
-        assert {private, shared} <= set(await machine.runs.readable_sessions(bob))
-        assert command_line.id not in await machine.runs.readable_sessions(bob)
+        cli_run = RunRecord("cli-run", command_line.id, "cli:agent", "completed", 1.0, 2.0)
+        await machine.store.create_run(cli_run)
+        olga_reads = {run.session_id for run in await machine.runs.list(olga)}
+        assert olga_reads == {shared, command_line.id}
+        bob_reads = {run.session_id for run in await machine.runs.list(bob)}
+        assert bob_reads == {private, shared}
+        assert list(await machine.runs.list(bob, session_id=command_line.id)) == []
+        assert len(await machine.runs.list(olga, session_id=command_line.id)) == 1

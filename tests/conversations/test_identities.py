@@ -1,10 +1,10 @@
 """Members and agents are records with ids that no name recycles; every list is paged.
 
-Each test runs on the memory store and on a SQLite file (and PostgreSQL where the store's
-own semantics are in question: see tests/stores)."""
+Each test runs on the memory store, a SQLite file and PostgreSQL."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,19 +26,24 @@ from agentkit.rooms import RoomNotFoundError
 from agentkit.spec import AgentSpec
 from agentkit.stores import MemoryStore
 from agentkit.testing import ScriptedProvider
+from support.pg import postgres_url
 
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(params=["memory", "sqlite"])
-def store_kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+def store_kind(request: pytest.FixtureRequest) -> Iterator[str]:
+    if request.param != "postgres":
+        yield str(request.param)
+        return
+    with postgres_url("identities") as url:
+        yield url
 
 
 def _machine(tmp_path: Path, kind: str, provider: Any, **options: Any) -> Machine:
     root = tmp_path / "space"
     root.mkdir(exist_ok=True)
-    store: Any = MemoryStore() if kind == "memory" else str(tmp_path / "m.db")
+    store: Any = {"memory": MemoryStore(), "sqlite": str(tmp_path / "m.db")}.get(kind, kind)
     return Machine(store=store, provider=provider, attachment_roots=[root], **options)
 
 
