@@ -44,7 +44,6 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
 
 from agentkit.stores import PostgresStore, SQLiteStore, Store  # noqa: E402
-from agentkit.stores._records import ConversationRecord, MemberRecord  # noqa: E402
 
 TARGET = 1.2
 
