@@ -811,7 +811,8 @@ async def _nothing(conn: Connection) -> None:
 
 
 class PostgresStore(SQLStore):
-    """Sessions, transcripts, runs and events, and rooms, in PostgreSQL.
+    """Sessions, transcripts, runs and events, rooms, and records (members, agents,
+    conversations), in PostgreSQL.
 
     Args:
         dsn: A libpq connection string or URL, e.g. `postgresql://user@host:5432/db`.
@@ -819,7 +820,8 @@ class PostgresStore(SQLStore):
             schema of the connection's `search_path` (usually `public`). Tables are named
             `agentkit_sessions`, `agentkit_transcript`, `agentkit_runs`, `agentkit_events`,
             `agentkit_rooms`, `agentkit_room_events`, `agentkit_room_grants`,
-            `agentkit_room_cursors`, `agentkit_delegations` and `agentkit_schema_version`,
+            `agentkit_room_cursors`, `agentkit_delegations`, `agentkit_members`,
+            `agentkit_agents`, `agentkit_conversations` and `agentkit_schema_version`,
             and are created on first use.
         max_connections: The size of the store's connection pool: at most this many calls
             run at once (`open_store` reads it from a URL's `pool_size` parameter).
@@ -848,8 +850,9 @@ class PostgresStore(SQLStore):
     - `run:<run_id>` after `create_run`, `append_events`, `append_step` and a
       `finish_run` that ended the run;
     - `session:<session_id>` after `create_session`, `update_session`,
-      `delete_session`, `append_transcript`, `truncate_transcript`, `append_step`, and
-      `create_run` and `finish_run` (the run's session);
+      `delete_session`, `append_transcript`, `truncate_transcript`, `append_step`,
+      `create_run` and `finish_run` (the run's session), and `create_conversation` and
+      `update_conversation` (the conversation's session);
     - `room:<room_id>` after `create_room`, `update_room`, `delete_room`,
       `append_room_events`, `set_grant` and `delete_grant`.
 

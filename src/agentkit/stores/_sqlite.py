@@ -755,7 +755,8 @@ def _insert_events(
 
 
 class SQLiteStore(SQLStore):
-    """Sessions, transcripts, runs and events, and rooms, in one SQLite database.
+    """Sessions, transcripts, runs and events, rooms, and records (members, agents,
+    conversations), in one SQLite database.
 
     Args:
         path: A file path (created with its tables on first use) or `":memory:"`.
