@@ -17,7 +17,7 @@ import anyio
 from pydantic import TypeAdapter, ValidationError
 
 from agentkit._internal.callbacks import call_logged
-from agentkit.client._transport import Dropped, Transport, Unreachable
+from agentkit.client._transport import Dropped, Transport, Unreachable, page_query
 from agentkit.client.contract import (
     CANCEL_CONVERSATION,
     CREATE_CONVERSATION,
@@ -55,7 +55,6 @@ from agentkit.conversations import (
     ConversationView,
     FinalEvent,
     FollowEvent,
-    InvalidPageError,
     Member,
     PromptAccepted,
     RunNotFoundError,
@@ -64,7 +63,7 @@ from agentkit.conversations import (
     Visibility,
     WatchCallback,
 )
-from agentkit.paging import Page, check_limit
+from agentkit.paging import Page
 from agentkit.spec import ReasoningEffort
 
 if TYPE_CHECKING:
@@ -179,7 +178,7 @@ class RemoteMachine(ConversationClient):
     ) -> Page[AgentInfo]:
         """A page of the agents of the machine, oldest first (`rool` first): `limit`
         (1..1000, 100 by default) and `cursor`, the `next` of the page before."""
-        body = await self._request(LIST_AGENTS, params=_page_params(limit, cursor))
+        body = await self._request(LIST_AGENTS, params=page_query(limit, cursor))
         return Page([AgentInfo.model_validate(a) for a in body["agents"]], body.get("next"))
 
     async def create_agent(self, definition: AgentDefinition) -> AgentInfo:
@@ -230,7 +229,7 @@ class RemoteMachine(ConversationClient):
         self, *, limit: int | None = None, cursor: str | None = None
     ) -> Page[ConversationSummary]:
         """A page of light rows of the conversations this member can see, newest first."""
-        body = await self._request(LIST_CONVERSATIONS, params=_page_params(limit, cursor))
+        body = await self._request(LIST_CONVERSATIONS, params=page_query(limit, cursor))
         rows = [ConversationSummary.model_validate(row) for row in body["conversations"]]
         return Page(rows, body.get("next"))
 
@@ -244,7 +243,7 @@ class RemoteMachine(ConversationClient):
     ) -> Page[Turn]:
         """A page of the saved turns, oldest first."""
         body = await self._request(
-            LIST_TURNS, conversation_id=conversation_id, params=_page_params(limit, cursor)
+            LIST_TURNS, conversation_id=conversation_id, params=page_query(limit, cursor)
         )
         return Page([Turn.model_validate(turn) for turn in body["turns"]], body.get("next"))
 
@@ -416,19 +415,6 @@ class RemoteMachine(ConversationClient):
         return await self._transport.request(
             operation, values, errors, body=body, headers=headers, params=params
         )
-
-
-def _page_params(limit: int | None, cursor: str | None) -> dict[str, str]:
-    """A list request's query: checked here as the server checks it, so that a bad
-    `limit` raises the same `InvalidPageError` as in process."""
-    params = {}
-    if limit is not None:
-        params["limit"] = str(check_limit(limit))
-    if cursor is not None:
-        if not isinstance(cursor, str):
-            raise InvalidPageError("cursor is not one this list gave")
-        params["cursor"] = cursor
-    return params
 
 
 class _Watch:

@@ -69,6 +69,7 @@ MEMBER_HANDLERS: dict[Operation, Handler] = {
     contract.STREAM_EVENTS: r.stream_events,
     contract.DELEGATE: r.delegate,
     contract.GET_DELEGATION: r.get_delegation,
+    contract.LIST_DELEGATIONS: r.list_delegations,
     contract.LIST_ROOM_AGENTS: r.list_workers,
     contract.LIST_RUNS: runs.list_runs,
     contract.GET_RUN: runs.get_run,

@@ -30,6 +30,7 @@ __all__ = [
     "HEALTHZ",
     "LIST_AGENTS",
     "LIST_CONVERSATIONS",
+    "LIST_DELEGATIONS",
     "LIST_GRANTS",
     "LIST_MEMBERS",
     "LIST_ROOMS",
@@ -154,6 +155,8 @@ DELEGATE = Operation("delegate", "POST", "/v1/rooms/{room}/delegations")
 """Ask an agent of a room for a task."""
 GET_DELEGATION = Operation("getDelegation", "GET", "/v1/rooms/{room}/delegations/{id}")
 """A delegation and its status."""
+LIST_DELEGATIONS = Operation("listDelegations", "GET", "/v1/rooms/{room}/delegations")
+"""The delegations of a room the caller may see."""
 LIST_ROOM_AGENTS = Operation("listRoomAgents", "GET", "/v1/rooms/{room}/agents")
 """The agents registered in a room on the server, with their progress."""
 
@@ -192,6 +195,7 @@ OPERATIONS: tuple[Operation, ...] = (
     READ_EVENTS,
     STREAM_EVENTS,
     DELEGATE,
+    LIST_DELEGATIONS,
     GET_DELEGATION,
     LIST_ROOM_AGENTS,
     LIST_RUNS,
