@@ -164,7 +164,8 @@ class Rooms:
     async def ensure_room(self, room_id: str, name: str, *, owners: Sequence[str] = ()) -> RoomInfo:
         """The room `room_id`, created with `name` and `owners` (member names) when it does
         not exist yet; a fixed id makes setup code safe to run at every start. Machine
-        owners own every room whatever `owners` says."""
+        owners own every room whatever `owners` says. On a machine each owner must be a
+        member already (`RoomError` otherwise): it is recorded by its id."""
         room = await self.store.get_room(room_id)
         if room is None:
             owners = [await self.member_key(owner) for owner in owners]
