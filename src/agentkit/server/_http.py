@@ -23,6 +23,7 @@ __all__ = [
     "State",
     "authorised",
     "json_response",
+    "page_params",
     "read_body",
     "state_of",
     "stream_response",
@@ -80,6 +81,27 @@ def json_response(
     else:
         body = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     return Response(body, status_code=status, media_type="application/json", headers=headers)
+
+
+def page_params(request: Request) -> tuple[int | None, str | None]:
+    """A list route's `limit` (1..1000) and `cursor` query parameters (422 naming the
+    parameter when one is not valid)."""
+    raw = request.query_params.get("limit")
+    limit = None
+    if raw is not None:
+        if not (0 < len(raw) <= 4 and raw.isascii() and raw.isdigit()):
+            raise HTTPError(
+                "invalid_page", "limit must be an integer from 1 to 1000", field="limit"
+            )
+        limit = int(raw)
+        if not 1 <= limit <= 1000:
+            raise HTTPError(
+                "invalid_page", "limit must be an integer from 1 to 1000", field="limit"
+            )
+    cursor = request.query_params.get("cursor")
+    if cursor is not None and not (0 < len(cursor) <= 2048 and cursor.isascii()):
+        raise HTTPError("invalid_page", "cursor is not one this list gave", field="cursor")
+    return limit, cursor
 
 
 async def _member(request: Request) -> Member:

@@ -15,7 +15,13 @@ from agentkit.client.contract import GET_DELEGATION, GET_ROOM, encode_event
 from agentkit.conversations import Member
 from agentkit.rooms import EventInput, LocalRoomsClient, RoomEvent, RoomInfo
 from agentkit.server._errors import HTTPError
-from agentkit.server._http import json_response, read_body, state_of, stream_response
+from agentkit.server._http import (
+    json_response,
+    page_params,
+    read_body,
+    state_of,
+    stream_response,
+)
 
 __all__ = ["CreateRoom", "DelegationRequest", "GrantBody", "PublishBody", "RoomList"]
 
@@ -54,7 +60,10 @@ class DelegationRequest(_Body):
 
 
 class RoomList(_Body):
+    """`GET /v1/rooms`: a page of rooms, oldest first; `next` is the next page's cursor."""
+
     rooms: list[RoomInfo]
+    next: str | None = None
 
 
 def _rooms(request: Request, member: Member) -> LocalRoomsClient:
@@ -91,7 +100,9 @@ async def create_room(request: Request, member: Member) -> Response:
 
 
 async def list_rooms(request: Request, member: Member) -> Response:
-    return json_response(RoomList(rooms=await _rooms(request, member).list_rooms()))
+    limit, cursor = page_params(request)
+    page = await _rooms(request, member).list_rooms(limit=limit, cursor=cursor)
+    return json_response(RoomList(rooms=page, next=page.next))
 
 
 async def get_room(request: Request, member: Member) -> Response:
@@ -134,16 +145,15 @@ async def publish(request: Request, member: Member) -> Response:
 
 
 async def read_events(request: Request, member: Member) -> Response:
-    raw_limit = request.query_params.get("limit", "100")
-    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= 1000:
-        raise HTTPError("invalid", "limit must be 1 to 1000", field="limit")
+    limit, cursor = page_params(request)
     events = await _rooms(request, member).read(
         request.path_params["room"],
         after=_after(request, header=False),
         types=_types(request),
-        limit=int(raw_limit),
+        limit=100 if limit is None else limit,
+        cursor=cursor,
     )
-    return json_response({"events": [_event(event) for event in events]})
+    return json_response({"events": [_event(event) for event in events], "next": events.next})
 
 
 async def stream_events(request: Request, member: Member) -> Response:
@@ -174,6 +184,15 @@ async def get_delegation(request: Request, member: Member) -> Response:
         request.path_params["room"], request.path_params["id"]
     )
     return json_response(dataclasses.asdict(record))
+
+
+async def list_delegations(request: Request, member: Member) -> Response:
+    limit, cursor = page_params(request)
+    page = await _rooms(request, member).list_delegations(
+        request.path_params["room"], limit=limit, cursor=cursor
+    )
+    delegations = [dataclasses.asdict(record) for record in page]
+    return json_response({"delegations": delegations, "next": page.next})
 
 
 async def list_workers(request: Request, member: Member) -> Response:
