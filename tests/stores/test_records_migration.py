@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shutil
 import sqlite3
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -33,8 +34,15 @@ from agentkit.stores import (
     Store,
     StoreError,
 )
-from agentkit.stores._codec import dump_event, dump_message
+from agentkit.stores._codec import (
+    dump_event,
+    dump_message,
+    events_from_rows,
+    messages_from_rows,
+    run_from_row,
+)
 from agentkit.stores._migrations import MIGRATIONS, SCHEMA_VERSION
+from support.paths import DATA
 from support.pg import new_schema
 
 pytestmark = pytest.mark.anyio
@@ -405,3 +413,135 @@ async def test_a_failed_upgrade_leaves_the_database_as_it_was_postgres() -> None
                 (schema,),
             ).fetchone()
             assert found == (0,)
+
+
+# --- a database written by version 3's own code ----------------------------------------------
+
+V3 = DATA / "store_v3"
+"""`machine.sqlite`: what version 3's `Machine` wrote (members ada, bob and gone, an
+owner-made agent `helper`, four conversations with one run each, then gone removed);
+`tokens.json`: the members' tokens and the conversations' ids. `make_v3.py` wrote them."""
+
+
+def _v3_rows(table: str, columns: str) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(V3 / "machine.sqlite")
+    try:
+        return conn.execute(f"SELECT {columns} FROM {table} ORDER BY rowid").fetchall()
+    finally:
+        conn.close()
+
+
+_V3_TABLES = {
+    "agentkit_sessions": "id, agent_id, created_at, updated_at, metadata",
+    "agentkit_transcript": "session_id, pos, data",
+    "agentkit_runs": (
+        "id, session_id, agent_id, status, created_at, finished_at, owner, heartbeat_at, "
+        "lease_expires_at, error"
+    ),
+    "agentkit_events": "run_id, pos, data",
+}
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+async def machine_v3(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """Version 3's machine database opened by this code: the file itself on SQLite; on
+    PostgreSQL, version 3's tables holding the same rows."""
+    if request.param == "sqlite":
+        path = tmp_path / "machine.sqlite"
+        shutil.copyfile(V3 / "machine.sqlite", path)
+        store: Store = SQLiteStore(path)
+        yield store
+        await store.aclose()
+        return
+    import psycopg
+
+    from support.pg import dsn
+
+    with new_schema("v3m") as schema:
+        p = f'"{schema}".'
+        with psycopg.connect(dsn()) as conn:
+            conn.execute(f"CREATE TABLE {p}agentkit_schema_version (version integer NOT NULL)")
+            for m in MIGRATIONS[:3]:
+                for statement in m.postgres:
+                    conn.execute(statement.format(p=p))
+                conn.execute(f"INSERT INTO {p}agentkit_schema_version VALUES (%s)", (m.version,))
+            for table, columns in _V3_TABLES.items():
+                marks = ", ".join(["%s"] * len(columns.split(", ")))
+                with conn.cursor() as cursor:
+                    cursor.executemany(
+                        f"INSERT INTO {p}{table} ({columns}) VALUES ({marks})",
+                        _v3_rows(table, columns),
+                    )
+        store = PostgresStore(dsn(), schema=schema)
+        yield store
+        await store.aclose()
+
+
+async def test_version_3s_own_machine_database_upgrades_with_nothing_lost(
+    machine_v3: Store,
+) -> None:
+    fixture = json.loads((V3 / "tokens.json").read_text())
+    tokens, ids = fixture["tokens"], fixture["conversations"]
+    store = machine_v3
+    ada = await store.member_by_token(_hash(tokens["ada"]))
+    bob = await store.member_by_token(_hash(tokens["bob"]))
+    assert ada is not None and (ada.name, ada.role) == ("ada", "owner")
+    assert bob is not None and (bob.name, bob.role) == ("bob", "editor")
+    assert await store.member_by_token(_hash(tokens["gone"])) is None  # removed in v3
+    assert [m.name for m in await store.list_members()] == ["ada", "bob"]
+    helper = await store.find_agent("helper")
+    rool = await store.find_agent("rool")
+    assert helper is not None and rool is not None
+    assert (helper.source, helper.version) == ("machine", 1)
+    assert helper.definition["description"] == "Reviews changes."
+    assert helper.definition["instructions"] == "Be thorough. ✓"
+    assert (rool.source, rool.definition) == ("builtin", {})
+    sessions = {s.id: s for s in await store.list_sessions()}
+    assert set(sessions) == set(ids.values())  # the member and agent sessions are gone
+    expected = {
+        "plans": (rool.id, ada.id, "private", "Plans", "Answer in French."),
+        "review": (helper.id, bob.id, "shared", "Review", None),
+    }
+    for label, (agent_id, creator_id, visibility, name, instructions) in expected.items():
+        found = await store.get_conversation(ids[label])
+        assert found is not None
+        assert (found.agent_id, found.creator_id, found.visibility, found.name) == (
+            agent_id,
+            creator_id,
+            visibility,
+            name,
+        )
+        assert found.instructions == instructions
+        meta = sessions[ids[label]].metadata["agentkit.conversation"]
+        assert found.created_at == meta["createdAt"]
+        assert [run["id"] for run in meta["runs"]] == [
+            r.id for r in await store.list_runs(ids[label])
+        ]
+    secrets = await store.get_conversation(ids["secrets"])
+    notes = await store.get_conversation(ids["notes"])
+    assert secrets is not None and notes is not None
+    assert secrets.creator_id not in (ada.id, bob.id)
+    assert await store.get_member(secrets.creator_id) is None
+    assert [c.id for c in await store.list_conversations(ada.id)] == [
+        ids["notes"],
+        ids["review"],
+        ids["plans"],
+    ]
+    # Every transcript, run and event is as version 3 stored it.
+    for session_id in ids.values():
+        rows = [
+            (data,)
+            for sid, _, data in _v3_rows("agentkit_transcript", "session_id, pos, data")
+            if sid == session_id
+        ]
+        assert await store.load_transcript(session_id) == messages_from_rows(rows)
+        assert len(rows) == 2
+    for run_row in _v3_rows("agentkit_runs", _V3_TABLES["agentkit_runs"]):
+        assert await store.get_run(run_row[0]) == run_from_row(run_row)
+        events = [
+            (pos, data)
+            for run_id, pos, data in _v3_rows("agentkit_events", "run_id, pos, data")
+            if run_id == run_row[0]
+        ]
+        assert await store.read_events(run_row[0]) == events_from_rows(events)
+        assert events
