@@ -1,0 +1,131 @@
+"""The bounds of the server's connections, on top of uvicorn's HTTP/1.1 protocol (h11).
+
+uvicorn closes a kept-alive connection that stays idle after a response
+(`timeout_keep_alive`), but it sets no deadline on a request head: a client that connects
+and sends nothing, or sends half a head and then trickles (or nothing), holds its
+connection for ever. And its own concurrency limit answers a plain-text 503. The protocol
+here adds
+
+- a deadline for every request head, counted from the connection's opening, or from the
+  first byte after a response, and not renewed by more bytes: past it, a connection that
+  sent part of a head gets `408` and is closed, one that sent nothing is closed;
+- a limit on open connections: a connection opened while as many are open is answered
+  `503` (the API's JSON error `unavailable`, `Retry-After: 1`, `Connection: close`) for its
+  first request and closed.
+
+A request whose head is complete is no longer timed: its body is bounded by the app's
+`max_body_bytes`, and an event stream may stay open for hours.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from typing import TYPE_CHECKING, Any
+
+from agentkit.server._errors import HTTPError, error_response
+
+if TYPE_CHECKING:
+    from starlette.types import Receive, Scope, Send
+
+__all__ = ["DEFAULT_HEADER_TIMEOUT", "DEFAULT_IDLE_TIMEOUT", "DEFAULT_MAX_CONNECTIONS"]
+
+DEFAULT_HEADER_TIMEOUT = 10.0
+"""Seconds a request head has to arrive in full."""
+DEFAULT_IDLE_TIMEOUT = 15.0
+"""Seconds a kept-alive connection may wait for its next request (longer than the 5 s
+after which httpx, the Python client's HTTP library, stops reusing an idle connection, so
+that a client never sends on a connection the server is closing)."""
+DEFAULT_MAX_CONNECTIONS = 1000
+"""Open connections at most, event streams included."""
+
+_TOO_SLOW = b"the request head came too slowly"
+_TIMED_OUT = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(_TOO_SLOW), _TOO_SLOW)
+)
+
+
+async def _at_limit(scope: Scope, receive: Receive, send: Send) -> None:
+    """The answer to a request on a connection beyond the limit."""
+    error = HTTPError("unavailable", "the server has as many connections as it accepts; retry")
+    response = error_response(error, headers={"Retry-After": "1", "Connection": "close"})
+    await response(scope, receive, send)
+
+
+def protocol_class(*, header_timeout: float, max_connections: int) -> type[asyncio.Protocol]:
+    """uvicorn's h11 protocol with a deadline on request heads and a limit on connections,
+    for `uvicorn.Config(http=...)` (one class per server: the limit counts its own
+    connections, which uvicorn's server state holds)."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class BoundedProtocol(H11Protocol):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._head_timer: asyncio.TimerHandle | None = None
+            self._head_started = False  # bytes of the awaited head arrived
+
+        def _awaits_head(self) -> bool:
+            return self.cycle is None or self.cycle.response_complete
+
+        def _arm(self) -> None:
+            if self._head_timer is None:
+                self._head_timer = self.loop.call_later(header_timeout, self._head_too_slow)
+
+        def _disarm(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+            self._head_started = False
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            # (uvicorn's own signature: its transports are `asyncio.Transport`s.)
+            super().connection_made(transport)
+            # uvicorn's set holds this one already: it is refused when it makes one too many.
+            if len(self.connections) > max_connections:
+                self.app = _at_limit
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            if self._awaits_head():
+                self._arm()  # after a response: the next head's deadline starts now
+                self._head_started = True
+            super().data_received(data)
+            if not self._awaits_head():
+                self._disarm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self._awaits_head():  # a pipelined request that was waiting began
+                self._disarm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _head_too_slow(self) -> None:
+            self._head_timer = None
+            if self.transport.is_closing() or not self._awaits_head():
+                return
+            if self._head_started:
+                self.transport.write(_TIMED_OUT)
+            self.transport.close()
+
+    return BoundedProtocol
+
+
+def raise_open_files_limit(needed: int) -> None:
+    """Raise this process's soft limit of open files towards `needed` (within the hard
+    limit), so that the connections the server accepts do not run out of descriptors
+    first: Linux's usual soft limit is 1024."""
+    if sys.platform == "win32":
+        return
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return
+    target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+    with contextlib.suppress(ValueError, OSError):  # not allowed: the limit stays as it was
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
