@@ -150,6 +150,51 @@ def test_a_head_over_16_kib_is_refused_with_400(server: Served) -> None:
     assert received.startswith(b"HTTP/1.1 400 "), received
 
 
+# --- request bodies --------------------------------------------------------------------------
+
+
+def _post_head(token: str, length: int) -> bytes:
+    return (
+        f"POST /v1/conversations HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {length}\r\n\r\n"
+    ).encode()
+
+
+def test_a_body_that_stops_coming_gets_408_after_the_idle_timeout(tmp_path: Path) -> None:
+    with served(tmp_path, "--idle-timeout", str(IDLE_TIMEOUT)) as server:
+        token = server.add_member("ada", "owner")
+        body = b'{"name": "half a body"}'
+        with _connect(server.url) as sock:
+            sock.sendall(_post_head(token, len(body)) + body[:10])
+            sent = time.monotonic()
+            received, closed = _until_closed(sock)
+        assert received.startswith(b"HTTP/1.1 408 "), received
+        assert received.endswith(b"the request body stopped coming")
+        assert IDLE_TIMEOUT * 0.8 <= closed - sent < IDLE_TIMEOUT + 5
+        # Nothing was created, and the server saw no failure of its own.
+        listed = httpx.get(f"{server.url}/v1/conversations", headers=bearer(token))
+        assert listed.json()["conversations"] == []
+        assert server.stop() == 0
+        assert server.process.stderr is not None
+        log = server.process.stderr.read()
+    assert "Traceback" not in log and "failed" not in log, log
+
+
+def test_a_body_in_pieces_is_read_while_they_keep_coming(server: Served) -> None:
+    token = server.add_member("bea", "owner")
+    body = b'{"name": "' + b"x" * 20 + b'"}'
+    with _connect(server.url) as sock:
+        sock.sendall(_post_head(token, len(body)))
+        # Pauses shorter than the idle timeout, longer than it in all: not a deadline.
+        for piece in (body[:8], body[8:16], body[16:24], body[24:]):
+            time.sleep(IDLE_TIMEOUT / 3)
+            sock.sendall(piece)
+        status, _, answer = _read_response(sock)
+    assert status == 201, answer
+    assert json.loads(answer)["name"] == "x" * 20
+
+
 # --- kept-alive connections ------------------------------------------------------------------
 
 

@@ -170,8 +170,8 @@ exit codes:
         type=float,
         default=15.0,
         metavar="SECONDS",
-        help="seconds a kept-alive connection may wait for its next request before it is "
-        "closed (default: 15)",
+        help="seconds a connection may wait on its client, for its next request or in the "
+        "middle of a request body, before it is closed (default: 15)",
     )
     serve.add_argument(
         "--max-connections",

@@ -9,12 +9,14 @@ here adds
 - a deadline for every request head, counted from the connection's opening, or from the
   first byte after a response, and not renewed by more bytes: past it, a connection that
   sent part of a head gets `408` and is closed, one that sent nothing is closed;
+- a limit on the client's silence in the middle of a request body: a connection whose
+  body stops coming for `idle_timeout` seconds (uvicorn's keep-alive timeout, the same
+  silence allowed between requests) gets `408` and is closed;
 - a limit on open connections: a connection opened while as many are open is answered
   `503` (the API's JSON error `unavailable`, `Retry-After: 1`, `Connection: close`) for its
   first request and closed.
 
-A request whose head is complete is no longer timed: its body is bounded by the app's
-`max_body_bytes`, and an event stream may stay open for hours.
+Once its body is in, a request is no longer timed: an event stream may stay open for hours.
 """
 
 from __future__ import annotations
@@ -40,11 +42,16 @@ that a client never sends on a connection the server is closing)."""
 DEFAULT_MAX_CONNECTIONS = 1000
 """Open connections at most, event streams included."""
 
-_TOO_SLOW = b"the request head came too slowly"
-_TIMED_OUT = (
-    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
-    b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(_TOO_SLOW), _TOO_SLOW)
-)
+
+def _timed_out(reason: bytes) -> bytes:
+    return (
+        b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
+        b"content-length: %d\r\nconnection: close\r\n\r\n%s" % (len(reason), reason)
+    )
+
+
+_HEAD_TOO_SLOW = _timed_out(b"the request head came too slowly")
+_BODY_STOPPED = _timed_out(b"the request body stopped coming")
 
 
 async def _at_limit(scope: Scope, receive: Receive, send: Send) -> None:
@@ -55,9 +62,10 @@ async def _at_limit(scope: Scope, receive: Receive, send: Send) -> None:
 
 
 def protocol_class(*, header_timeout: float, max_connections: int) -> type[asyncio.Protocol]:
-    """uvicorn's h11 protocol with a deadline on request heads and a limit on connections,
-    for `uvicorn.Config(http=...)` (one class per server: the limit counts its own
-    connections, which uvicorn's server state holds)."""
+    """uvicorn's h11 protocol with a deadline on request heads, a limit on silence in a
+    request body (uvicorn's `timeout_keep_alive`) and a limit on connections, for
+    `uvicorn.Config(http=...)` (one class per server: the limit counts its own connections,
+    which uvicorn's server state holds)."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class BoundedProtocol(H11Protocol):
@@ -65,9 +73,24 @@ def protocol_class(*, header_timeout: float, max_connections: int) -> type[async
             super().__init__(*args, **kwargs)
             self._head_timer: asyncio.TimerHandle | None = None
             self._head_started = False  # bytes of the awaited head arrived
+            self._body_timer: asyncio.TimerHandle | None = None
 
         def _awaits_head(self) -> bool:
             return self.cycle is None or self.cycle.response_complete
+
+        def _awaits_body(self) -> bool:
+            cycle = self.cycle
+            return not (cycle is None or cycle.response_started or cycle.response_complete) and (
+                cycle.more_body and not cycle.disconnected
+            )
+
+        def _watch_body(self) -> None:
+            """(Re)starts the body's silence timer while a body is awaited."""
+            if self._body_timer is not None:
+                self._body_timer.cancel()
+                self._body_timer = None
+            if self._awaits_body():
+                self._body_timer = self.loop.call_later(self.timeout_keep_alive, self._body_stopped)
 
         def _arm(self) -> None:
             if self._head_timer is None:
@@ -94,14 +117,19 @@ def protocol_class(*, header_timeout: float, max_connections: int) -> type[async
             super().data_received(data)
             if not self._awaits_head():
                 self._disarm()
+            self._watch_body()
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
             if not self._awaits_head():  # a pipelined request that was waiting began
                 self._disarm()
+            self._watch_body()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
+            if self._body_timer is not None:
+                self._body_timer.cancel()
+                self._body_timer = None
             super().connection_lost(exc)
 
         def _head_too_slow(self) -> None:
@@ -109,7 +137,17 @@ def protocol_class(*, header_timeout: float, max_connections: int) -> type[async
             if self.transport.is_closing() or not self._awaits_head():
                 return
             if self._head_started:
-                self.transport.write(_TIMED_OUT)
+                self.transport.write(_HEAD_TOO_SLOW)
+            self.transport.close()
+
+        def _body_stopped(self) -> None:
+            self._body_timer = None
+            if self.transport.is_closing() or not self._awaits_body():
+                return
+            if self.flow.read_paused:  # the app is behind, not the client: wait on
+                self._watch_body()
+                return
+            self.transport.write(_BODY_STOPPED)
             self.transport.close()
 
     return BoundedProtocol

@@ -7,8 +7,9 @@ interrupted (their followers get that final event), closes the watch streams, an
 then lets uvicorn finish the open responses. A second signal exits at once.
 
 The connections are bounded (`_connections`): a request head has `header_timeout` seconds
-to arrive, a kept-alive connection `idle_timeout` seconds to start its next request, and a
-connection beyond `max_connections` open ones is answered 503.
+to arrive, a connection waits at most `idle_timeout` seconds on its client (for its next
+request, or in the middle of a body), and a connection beyond `max_connections` open ones
+is answered 503.
 """
 
 from __future__ import annotations
@@ -90,8 +91,8 @@ async def serve(
         header_timeout: Seconds a request head has to arrive in full, from the
             connection's opening or the first byte after a response; past them the
             connection is closed (with `408` if part of a head came).
-        idle_timeout: Seconds a kept-alive connection may wait for its next request
-            before it is closed.
+        idle_timeout: Seconds a connection may wait on its client, for its next request
+            or in the middle of a request body, before it is closed (with `408` in a body).
         max_connections: Open connections at most, event streams included; a
             connection beyond them is answered `503` (`unavailable`) and closed.
 
