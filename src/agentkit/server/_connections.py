@@ -31,14 +31,20 @@ from agentkit.server._errors import HTTPError, error_response
 if TYPE_CHECKING:
     from starlette.types import Receive, Scope, Send
 
-__all__ = ["DEFAULT_HEADER_TIMEOUT", "DEFAULT_IDLE_TIMEOUT", "DEFAULT_MAX_CONNECTIONS"]
+__all__ = [
+    "DEFAULT_HEADER_TIMEOUT",
+    "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_MAX_CONNECTIONS",
+    "protocol_class",
+    "raise_open_files_limit",
+]
 
 DEFAULT_HEADER_TIMEOUT = 10.0
 """Seconds a request head has to arrive in full."""
 DEFAULT_IDLE_TIMEOUT = 15.0
-"""Seconds a kept-alive connection may wait for its next request (longer than the 5 s
-after which httpx, the Python client's HTTP library, stops reusing an idle connection, so
-that a client never sends on a connection the server is closing)."""
+"""Seconds a connection may wait on its client, for its next request or in the middle of
+a body: longer than the 5 s after which httpx, the Python client's HTTP library, stops
+reusing an idle connection, so that a client never sends on one the server is closing."""
 DEFAULT_MAX_CONNECTIONS = 1000
 """Open connections at most, event streams included."""
 

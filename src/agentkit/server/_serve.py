@@ -94,7 +94,8 @@ async def serve(
         idle_timeout: Seconds a connection may wait on its client, for its next request
             or in the middle of a request body, before it is closed (with `408` in a body).
         max_connections: Open connections at most, event streams included; a
-            connection beyond them is answered `503` (`unavailable`) and closed.
+            connection beyond them is answered `503` (`unavailable`) and closed. The
+            process's soft limit of open files is raised towards it (within the hard one).
 
     Raises:
         ValueError: A timeout is not above 0, or `max_connections` is below 1.
