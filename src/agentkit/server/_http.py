@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import anyio
 from pydantic import BaseModel, ValidationError
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
@@ -125,11 +125,14 @@ async def read_body(request: Request, model: type[BodyT], *, empty_ok: bool = Fa
         raise HTTPError("body_too_large", f"the request body is over {limit} bytes")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise HTTPError("body_too_large", f"the request body is over {limit} bytes")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise HTTPError("body_too_large", f"the request body is over {limit} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect:  # gone, or closed for its silence: no one reads the answer
+        raise HTTPError("bad_request", "the connection closed before the body ended") from None
     raw = b"".join(chunks)
     if not raw.strip():
         if empty_ok:
