@@ -14,6 +14,9 @@ from agentkit.errors import (
     MemberError,
     RunNotFoundError,
     TurnNotFoundError,
+    UploadError,
+    UploadQuotaError,
+    UploadTooLargeError,
 )
 
 __all__ = [
@@ -27,4 +30,7 @@ __all__ = [
     "MemberError",
     "RunNotFoundError",
     "TurnNotFoundError",
+    "UploadError",
+    "UploadQuotaError",
+    "UploadTooLargeError",
 ]
