@@ -222,3 +222,11 @@ def test_default_roots_fall_back_to_a_folder_beside_the_store(
         assert default_attachment_roots(store) == (
             str(tmp_path / "state" / "agentkit" / "attachments"),
         )
+
+
+def test_serve_s_defaults_are_the_machine_s() -> None:
+    from agentkit.cli import _serve
+    from agentkit.conversations import DEFAULT_MAX_UPLOAD_BYTES, DEFAULT_UPLOAD_QUOTA_BYTES
+
+    assert _serve.DEFAULT_MAX_UPLOAD_BYTES == DEFAULT_MAX_UPLOAD_BYTES
+    assert _serve.DEFAULT_UPLOAD_QUOTA_BYTES == DEFAULT_UPLOAD_QUOTA_BYTES
