@@ -206,9 +206,7 @@ def test_chat_streams_continues_after_a_reload_and_cancels(page: Page, machine: 
     expect(page.get_by_role("button", name="Send")).to_be_enabled()
 
 
-def test_upload_a_file_and_send_it_attached(
-    page: Page, machine: Machine, tmp_path: Path
-) -> None:
+def test_upload_a_file_and_send_it_attached(page: Page, machine: Machine, tmp_path: Path) -> None:
     conversation = machine.conversation("bob", "Files")
     _sign_in(page, machine, "bob", f"#/conversations/{conversation}")
     expect(page.locator("#chat-title")).to_have_text("Files")

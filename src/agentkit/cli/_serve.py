@@ -275,14 +275,15 @@ def serve_command(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
 
     logging.getLogger("agentkit").setLevel(logging.INFO)
-    for line in _roots_said(args.attachment_root, roots, machine):
-        print(f"agentkit: {line}", file=sys.stderr, flush=True)
 
     async def main() -> None:
         try:
             await machine.__aenter__()
         except (StoreError, OSError) as exc:
             raise ServeError(f"--db {location}: {exc}") from None
+        # Once the store has opened: a server that cannot start says only why.
+        for line in _roots_said(args.attachment_root, roots, machine):
+            print(f"agentkit: {line}", file=sys.stderr, flush=True)
         try:
             async with running_extensions(machine, args.extension or ()):
                 # The URL alone on stdout (scripts read it); the rest goes to stderr.
