@@ -69,6 +69,9 @@ __all__ = [
     "TurnNotFoundError",
     "UnknownModelError",
     "UnknownToolError",
+    "UploadError",
+    "UploadQuotaError",
+    "UploadTooLargeError",
     "ValidateUsageError",
 ]
 
@@ -411,6 +414,21 @@ class AgentDeletedError(ConversationError):
 
 class MemberError(ConversationError, ValueError):
     """A member cannot be added, found or authenticated."""
+
+
+class UploadError(ConversationError, ValueError):
+    """An upload was refused (a bad file name, a malformed body, no attachment root to
+    store it in); nothing was stored."""
+
+
+class UploadTooLargeError(UploadError):
+    """The uploaded file is over the machine's size limit (`max_upload_bytes`); nothing
+    was stored."""
+
+
+class UploadQuotaError(UploadError):
+    """The upload would take the member's folder over its quota (`upload_quota_bytes`);
+    nothing was stored."""
 
 
 # --- rooms and the server ----------------------------------------------------------------

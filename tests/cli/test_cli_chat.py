@@ -553,3 +553,41 @@ def test_the_printer_folds_tools_and_shows_structured_output_and_colours_on_a_te
     assert coloured.getvalue() == (
         '\x1b[2m[tool] Read {"file_path": "a.txt"}\x1b[0m\n\x1b[33m[cancelled]\x1b[0m\n'
     )
+
+
+def test_attach_uploads_a_file_and_attaches_it_to_the_next_prompt(
+    env: dict[str, str], python: str, server: tuple[str, str], db: str, tmp_path: Path
+) -> None:
+    url, token = server
+    local = tmp_path / "here" / "report.txt"
+    local.parent.mkdir()
+    local.write_text("the report")
+    done = _chat(
+        python,
+        {**env, "AGENTKIT_URL": url, "AGENTKIT_TOKEN": token},
+        "--new",
+        "files",
+        stdin=f"/attach {tmp_path / 'missing.txt'}\n/attach '{local}'\n/attach\n"
+        "say read it\nsay no attachment now\n",
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "read it\nno attachment now\n"
+    # The server's root is tmp_path; the member's folder is named by its id.
+    [stored] = (tmp_path / "uploads").glob("*/report.txt")
+    assert stored.read_text() == "the report"
+    assert f"attached {stored} (10 bytes)" in done.stderr
+    assert "agentkit: error: /attach " in done.stderr and "missing.txt" in done.stderr
+    assert "/attach FILE: give the path" in done.stderr
+
+    async def turns() -> list[list[str]]:
+        async with Machine(store=db, provider="test", attachment_roots=[tmp_path]) as machine:
+            ada = (await machine.list_members())[0]
+            client = machine.client(ada)
+            (row,) = await client.list_conversations()
+            return [
+                [part.model_dump()["path"] for part in turn.parts if part.type == "attachment"]
+                for turn in await client.list_turns(row.id)
+                if turn.role == "user"
+            ]
+
+    assert anyio.run(turns) == [[str(stored)], []]

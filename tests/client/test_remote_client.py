@@ -334,3 +334,39 @@ def test_sse_parser_split_at_every_byte() -> None:
         assert parser.feed(data[:cut]) + parser.feed(data[cut:]) == _EXPECTED, cut
     parser = SseParser()
     assert [e for i in range(len(data)) for e in parser.feed(data[i : i + 1])] == _EXPECTED
+
+
+# --- uploads over the limits -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def small_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    """A server with small upload limits: 100 kB a file, 150 kB a member."""
+    args = ("--max-upload-bytes", "100000", "--upload-quota-bytes", "150000")
+    process = ServeProcess(tmp_path_factory.mktemp("small"), args=args)
+    yield process
+    process.stop()
+
+
+@pytest.mark.anyio
+async def test_upload_over_the_limits_raises_their_errors_and_stores_nothing(
+    small_server: ServeProcess, tmp_path: Any
+) -> None:
+    from agentkit.conversations import UploadQuotaError, UploadTooLargeError
+
+    name = _name("up")
+    token = await small_server.add_member(name, "editor")
+    big = tmp_path / "big.bin"
+    big.write_bytes(b"x" * 5_000_000)  # far more than the sockets' buffers hold
+    async with RemoteMachine(small_server.url, token) as client:
+        with pytest.raises(UploadTooLargeError, match="100000 bytes"):
+            await client.upload(big)
+        stored = await client.upload(b"y" * 100_000, filename="full.bin")
+        assert stored.size == 100_000
+        with pytest.raises(UploadQuotaError, match="150000"):
+            await client.upload(b"z" * 50_001, filename="over.bin")
+        with pytest.raises(UploadTooLargeError):
+            await client.upload(big)
+        member_id = client.member.id
+    folder = small_server.attachment_root / "uploads" / member_id
+    assert sorted(p.name for p in folder.iterdir()) == ["full.bin"]

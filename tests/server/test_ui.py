@@ -206,6 +206,24 @@ def test_chat_streams_continues_after_a_reload_and_cancels(page: Page, machine: 
     expect(page.get_by_role("button", name="Send")).to_be_enabled()
 
 
+def test_upload_a_file_and_send_it_attached(page: Page, machine: Machine, tmp_path: Path) -> None:
+    conversation = machine.conversation("bob", "Files")
+    _sign_in(page, machine, "bob", f"#/conversations/{conversation}")
+    expect(page.locator("#chat-title")).to_have_text("Files")
+    local = tmp_path / "notes.txt"
+    local.write_text("some notes")
+    page.get_by_label("Upload files").set_input_files([str(local), str(local)])
+    stored = machine.served.root / "uploads" / machine.served.member_id("bob")
+    attachments = page.get_by_label("Attachments")
+    expect(attachments).to_have_value(f"{stored / 'notes.txt'}, {stored / 'notes-2.txt'}")
+    assert (stored / "notes-2.txt").read_text() == "some notes"
+    page.get_by_label("Prompt", exact=True).fill("say read")
+    page.get_by_role("button", name="Send").click()
+    expect(page.locator(".turn.user").last).to_contain_text(str(stored / "notes-2.txt"))
+    expect(page.locator(".turn.agent").last).to_contain_text("read")
+    expect(attachments).to_have_value("")
+
+
 def test_rename_visibility_and_delete(page: Page, machine: Machine) -> None:
     conversation = machine.conversation("bob", "Draft")
     _sign_in(page, machine, "bob", f"#/conversations/{conversation}")

@@ -41,6 +41,20 @@ class Served:
 
         return anyio.run(add)
 
+    def member_id(self, name: str) -> str:
+        """The id of the member called `name`, read from the server's store."""
+
+        async def find() -> str:
+            store = open_store(self.db)
+            try:
+                found = await Members(store).get(name)
+                assert found is not None, name
+                return found.id
+            finally:
+                await store.aclose()
+
+        return anyio.run(find)
+
     def stop(self, signum: int = signal.SIGTERM, timeout: float = 30.0) -> int:
         if self.process.poll() is None:
             self.process.send_signal(signum)

@@ -19,6 +19,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from agentkit.cli._exit import EXIT_FAILED, EXIT_OK, EXIT_SIGINT, UsageError
@@ -64,6 +65,8 @@ def add_chat_parser(sub: Any) -> None:
             "stderr. A run still going in the conversation is followed first. Ctrl-C "
             "during an answer cancels its run; Ctrl-C at the prompt, a second one while "
             "cancelling, /quit or the end of the input quits.",
+            "/attach FILE uploads a local file to the machine (into your upload folder) "
+            "and attaches it to your next prompt; repeat it for several.",
         ),
         formatter_class=HELP_FORMATTER,
         epilog="""\
@@ -72,6 +75,7 @@ examples:
   AGENTKIT_URL=http://127.0.0.1:8400 AGENTKIT_TOKEN=$TOKEN agentkit chat
   echo "Summarise /space/report.md" | agentkit chat --db machine.db --token $TOKEN \\
       --new report --agent reviewer
+  printf '/attach report.pdf\\nSummarise it\\n' | agentkit chat --url $URL --token $TOKEN --new r
   agentkit chat --db machine.db --token $TOKEN --provider test --conversation ID
 
 exit codes:
@@ -182,6 +186,14 @@ def _local_opener(args: argparse.Namespace, token: str) -> OpenClient:
             "('agentkit members add NAME --role owner')"
         )
     provider = make_provider(args)
+    from agentkit.conversations import default_attachment_roots
+
+    try:
+        # As `agentkit serve` on the same store: /space and /rool-drive, else the folder
+        # beside the store, so that /attach has somewhere to store files.
+        roots = default_attachment_roots(machine_store_location(args.db))
+    except OSError as exc:
+        raise UsageError(f"cannot make the attachment folder beside the store: {exc}") from None
 
     @contextlib.asynccontextmanager
     async def open_local() -> AsyncIterator[ConversationClient]:
@@ -191,7 +203,7 @@ def _local_opener(args: argparse.Namespace, token: str) -> OpenClient:
         from agentkit.stores import StoreError
 
         try:
-            async with Machine(store=store, provider=provider) as machine:
+            async with Machine(store=store, provider=provider, attachment_roots=roots) as machine:
                 try:
                     member = await machine.authenticate(token)
                 except MemberError:
@@ -257,19 +269,44 @@ class _Chat:
             # this one before it stopped) is part of the conversation.
             _note("following the run still going")
             await self._follow(client, details.id, details.active_run_id)
+        attachments: list[str] = []  # uploaded by /attach, for the next prompt
         while (line := await self._read_line("> ")) is not None:
             text = line.strip()
             if text == "/quit":
                 break
             if not text:
                 continue
+            if text == "/attach" or text.startswith("/attach "):
+                stored = await self._attach(client, text.removeprefix("/attach").strip())
+                if stored is not None:
+                    attachments.append(stored)
+                continue
             try:
-                accepted = await client.prompt(details.id, text)
+                accepted = await client.prompt(details.id, text, attachments=attachments)
             except ConversationError as exc:  # busy, a viewer prompting, ...: not fatal
                 _error(str(exc))
                 continue
+            attachments = []
             await self._follow(client, details.id, accepted.run_id)
         return EXIT_OK
+
+    async def _attach(self, client: ConversationClient, argument: str) -> str | None:
+        """`/attach FILE`: upload the local file; its path on the machine, or `None`
+        (the error said)."""
+        from agentkit.conversations import ConversationError
+
+        if len(argument) >= 2 and argument[0] == argument[-1] and argument[0] in "'\"":
+            argument = argument[1:-1]  # a path a terminal quoted when it was dropped in
+        if not argument:
+            _error("/attach FILE: give the path of a file on this computer")
+            return None
+        try:
+            stored = await client.upload(Path(argument))  # the client expands '~'
+        except ConversationError as exc:  # no such file, over the limit, a viewer, ...
+            _error(f"/attach {argument}: {exc}")
+            return None
+        _note(f"attached {stored.path} ({stored.size} bytes): it goes with your next prompt")
+        return stored.path
 
     async def _choose(self, client: ConversationClient) -> str | None:
         """The conversation to chat in: --conversation, --new, or picked from a list."""

@@ -25,9 +25,15 @@ from agentkit.cli._help import (
 from agentkit.cli._providers import make_provider
 
 if TYPE_CHECKING:
+    from agentkit.conversations import Machine
     from agentkit.stores import Store
 
 __all__ = ["add_serve_parser", "serve_command", "store_close"]
+
+# The defaults of the upload options (agentkit.conversations' own, not imported here: the
+# parser is built before any command runs, and that package is not needed for it).
+DEFAULT_MAX_UPLOAD_BYTES = 100 * 1024 * 1024
+DEFAULT_UPLOAD_QUOTA_BYTES = 1024 * 1024 * 1024
 
 
 class ServeError(Exception):
@@ -92,7 +98,25 @@ exit codes:
         metavar="DIR",
         action="append",
         help="a folder attachments may come from and file tools may work in; repeat it "
-        "for several (default: /space and /rool-drive)",
+        "for several. Uploads go to the first that exists. Default: /space and "
+        "/rool-drive, or, when neither exists, the folder 'attachments' beside the SQLite "
+        "file (in $XDG_STATE_HOME/agentkit for PostgreSQL)",
+    )
+    serve.add_argument(
+        "--max-upload-bytes",
+        type=int,
+        default=DEFAULT_MAX_UPLOAD_BYTES,
+        metavar="N",
+        help=f"the largest file an upload (POST /v1/files) may store, in bytes (default: "
+        f"{DEFAULT_MAX_UPLOAD_BYTES}, 100 MiB); a larger one is refused with 413",
+    )
+    serve.add_argument(
+        "--upload-quota-bytes",
+        type=int,
+        default=DEFAULT_UPLOAD_QUOTA_BYTES,
+        metavar="N",
+        help=f"what a member's upload folder may hold in all, in bytes (default: "
+        f"{DEFAULT_UPLOAD_QUOTA_BYTES}, 1 GiB); an upload over it is refused with 507",
     )
     serve.add_argument(
         "--agents",
@@ -186,7 +210,11 @@ exit codes:
 
 def serve_command(args: argparse.Namespace) -> int:
     """Run `agentkit serve` with parsed arguments; returns the exit code."""
-    from agentkit.conversations import DEFAULT_ATTACHMENT_ROOTS, Machine, default_machine_store
+    from agentkit.conversations import (
+        Machine,
+        default_attachment_roots,
+        default_machine_store,
+    )
     from agentkit.stores import StoreError, open_store
 
     try:
@@ -207,6 +235,12 @@ def serve_command(args: argparse.Namespace) -> int:
 
     if not 1 <= args.max_body_bytes <= 1 << 30:
         raise UsageError("--max-body-bytes must be between 1 and 1073741824")
+    for option, value in (
+        ("--max-upload-bytes", args.max_upload_bytes),
+        ("--upload-quota-bytes", args.upload_quota_bytes),
+    ):
+        if value < 1:
+            raise UsageError(f"{option} must be a number of bytes above 0")
     for option, value in (
         ("--keepalive", args.keepalive),
         ("--heartbeat-interval", args.heartbeat_interval),
@@ -241,6 +275,11 @@ def serve_command(args: argparse.Namespace) -> int:
     except (ValueError, OSError, StoreError) as exc:
         raise UsageError(f"--db {location}: {exc}") from None
     try:
+        roots = args.attachment_root or list(default_attachment_roots(location))
+    except OSError as exc:
+        store_close(store)
+        raise UsageError(f"cannot make the attachment folder beside {location}: {exc}") from None
+    try:
         sock = bind(args.host, args.port)
     except OSError as exc:
         store_close(store)
@@ -250,7 +289,9 @@ def serve_command(args: argparse.Namespace) -> int:
         machine = Machine(
             store=store,
             provider=provider,
-            attachment_roots=args.attachment_root or DEFAULT_ATTACHMENT_ROOTS,
+            attachment_roots=roots,
+            max_upload_bytes=args.max_upload_bytes,
+            upload_quota_bytes=args.upload_quota_bytes,
             agent_files=agent_files,
             heartbeat_interval=args.heartbeat_interval,
             lease_duration=args.lease_duration,
@@ -268,6 +309,9 @@ def serve_command(args: argparse.Namespace) -> int:
             await machine.__aenter__()
         except (StoreError, OSError) as exc:
             raise ServeError(f"--db {location}: {exc}") from None
+        # Once the store has opened: a server that cannot start says only why.
+        for line in _roots_said(args.attachment_root, roots, machine):
+            print(f"agentkit: {line}", file=sys.stderr, flush=True)
         try:
             async with running_extensions(machine, args.extension or ()):
                 # The URL alone on stdout (scripts read it); the rest goes to stderr.
@@ -298,6 +342,34 @@ def serve_command(args: argparse.Namespace) -> int:
         sock.close()
     print("agentkit: the server stopped", file=sys.stderr, flush=True)
     return 0
+
+
+def _roots_said(configured: list[str] | None, roots: list[str], machine: Machine) -> list[str]:
+    """What the server says of its attachment roots at start (on stderr): each root,
+    whether it exists, and where uploads go."""
+    from agentkit.conversations import DEFAULT_ATTACHMENT_ROOTS, UploadError
+
+    lines = []
+    if not configured and tuple(roots) != DEFAULT_ATTACHMENT_ROOTS:
+        lines.append(
+            f"neither {' nor '.join(DEFAULT_ATTACHMENT_ROOTS)} exists: attachments and uploads "
+            f"use {roots[0]} (--attachment-root DIR chooses)"
+        )
+    for root in roots:
+        if Path(root).is_dir():
+            lines.append(f"attachment root {root}")
+        else:
+            lines.append(f"attachment root {root} does not exist: attachments under it are refused")
+    try:
+        upload_root = machine.uploads.root()
+    except UploadError as exc:
+        lines.append(f"uploads are refused: {exc}")
+    else:
+        lines.append(
+            f"uploads go to {upload_root / 'uploads'}/<member>/ (at most "
+            f"{machine.uploads.max_bytes} bytes each, {machine.uploads.quota_bytes} per member)"
+        )
+    return lines
 
 
 def store_close(store: Store) -> None:

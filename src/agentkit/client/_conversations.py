@@ -10,7 +10,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import os
+import stat
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -32,6 +35,7 @@ from agentkit.client.contract import (
     PUT_AGENT,
     START_RUN,
     UPDATE_CONVERSATION,
+    UPLOAD_FILE,
     VIEW_EVENT,
     WATCH_CONVERSATION,
     Operation,
@@ -60,6 +64,8 @@ from agentkit.conversations import (
     RunNotFoundError,
     StopWatch,
     Turn,
+    UploadedFile,
+    UploadError,
     Visibility,
     WatchCallback,
 )
@@ -373,6 +379,44 @@ class RemoteMachine(ConversationClient):
         body = await self._request(CANCEL_CONVERSATION, conversation_id=conversation_id)
         return bool(body["cancelled"])
 
+    async def upload(
+        self, file: str | os.PathLike[str] | bytes, *, filename: str | None = None
+    ) -> UploadedFile:
+        """Store a file on the machine, in this member's upload folder (owners and
+        editors); returns where, to attach to a prompt. A local file's bytes are streamed
+        from the disk as they are sent (see
+        [`ConversationClient.upload`][agentkit.conversations.ConversationClient.upload]).
+
+        Raises:
+            AccessDeniedError: The member is a viewer.
+            UploadError: A bad file name, or a local file that cannot be read.
+            UploadTooLargeError: The file is over the server's upload limit.
+            UploadQuotaError: It would take the member's folder over its quota.
+        """
+        content: bytes | AsyncIterator[bytes]
+        if isinstance(file, (bytes, bytearray, memoryview)):
+            if filename is None:
+                raise UploadError("give the file's name: upload(data, filename='notes.txt')")
+            content = bytes(file)
+            headers: dict[str, str] = {}
+        elif isinstance(file, (str, os.PathLike)):
+            path, size = await anyio.to_thread.run_sync(_local_file, file)
+            filename = path.name if filename is None else filename
+            content = _read_file(path)
+            # The size up front: a server refuses a file that cannot fit before it is sent.
+            headers = {"Content-Length": str(size)}
+        else:
+            raise UploadError(f"upload takes a file's path or bytes, not {type(file).__name__}")
+        body = await self._transport.request(
+            UPLOAD_FILE,
+            {},
+            functools.partial(_error_of, conversation_id=None),
+            content=content,
+            params={"filename": filename},
+            headers={"Content-Type": "application/octet-stream", **headers},
+        )
+        return UploadedFile.model_validate(body)
+
     async def watch(self, conversation_id: str, callback: WatchCallback) -> StopWatch:
         """Deliver a `ConversationView` now and after every change, across runs and
         other clients' changes, until the returned function is called.
@@ -495,6 +539,28 @@ class _Watch:
         await call_logged(
             self._callback, view, _logger, "a watch callback of conversation %s failed", self._id
         )
+
+
+def _local_file(file: str | os.PathLike[str]) -> tuple[Path, int]:
+    """A local file to upload: its path (`~` expanded) and size."""
+    path = Path(os.fspath(file)).expanduser()
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise UploadError(f"cannot read {str(path)!r}: {exc.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise UploadError(f"{str(path)!r} is not a file")
+    return path, info.st_size
+
+
+async def _read_file(path: Path) -> AsyncIterator[bytes]:
+    """A local file's bytes, as they are sent."""
+    try:
+        async with await anyio.open_file(path, "rb") as source:
+            while chunk := await source.read(256 * 1024):
+                yield chunk
+    except OSError as exc:
+        raise UploadError(f"cannot read {str(path)!r}: {exc.strerror}") from None
 
 
 # --- the streams' events ------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -103,10 +103,11 @@ class Transport:
         body: Any = None,
         headers: dict[str, str] | None = None,
         params: dict[str, str] | None = None,
+        content: bytes | AsyncIterable[bytes] | None = None,
     ) -> Any:
-        """One JSON request to `operation` (its path parameters filled from `path`): the
-        decoded body of a 2xx answer (`None` for 204), else the exception `errors` gives
-        for the error answer.
+        """One request to `operation` (its path parameters filled from `path`) with a
+        JSON `body` or raw `content`: the decoded JSON body of a 2xx answer (`None` for
+        204), else the exception `errors` gives for the error answer.
 
         Raises:
             Unreachable: The server could not be reached.
@@ -115,7 +116,12 @@ class Transport:
 
         try:
             response = await self._client().request(
-                operation.method, operation.url(**path), json=body, headers=headers, params=params
+                operation.method,
+                operation.url(**path),
+                json=body,
+                content=content,
+                headers=headers,
+                params=params,
             )
         except httpx.TransportError as exc:
             raise Unreachable(

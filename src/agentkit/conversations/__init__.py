@@ -4,8 +4,9 @@ A [`Machine`][agentkit.conversations.Machine] is an async context manager over o
 [`Runtime`][agentkit.runtime.Runtime] and one store. Its services, one per concern, take
 the acting member: `machine.members` ([`Members`][agentkit.conversations.Members]),
 `machine.agents` ([`AgentService`][agentkit.conversations.AgentService]),
-`machine.conversations` ([`ConversationService`][agentkit.conversations.ConversationService])
-and `machine.runs` ([`RunService`][agentkit.conversations.RunService]). Members (owners,
+`machine.conversations` ([`ConversationService`][agentkit.conversations.ConversationService]),
+`machine.runs` ([`RunService`][agentkit.conversations.RunService]) and `machine.uploads`
+([`UploadService`][agentkit.conversations.UploadService]). Members (owners,
 editors, viewers) reach it through a client that implements
 [`ConversationClient`][agentkit.conversations.ConversationClient]: `machine.client(member)`
 in process, the services bound to that member. A conversation is a session of the core;
@@ -41,9 +42,16 @@ if TYPE_CHECKING:
         MemberError,
         RunNotFoundError,
         TurnNotFoundError,
+        UploadError,
+        UploadQuotaError,
+        UploadTooLargeError,
     )
     from agentkit.conversations._local import LocalClient
-    from agentkit.conversations._machine import Machine, default_machine_store
+    from agentkit.conversations._machine import (
+        Machine,
+        default_attachment_roots,
+        default_machine_store,
+    )
     from agentkit.conversations._members import Members
     from agentkit.conversations._models import (
         AgentDefinition,
@@ -68,10 +76,17 @@ if TYPE_CHECKING:
         Turn,
         TurnPart,
         TurnStatus,
+        UploadedFile,
         Visibility,
     )
     from agentkit.conversations._run_service import RunService
     from agentkit.conversations._turns import INTERRUPTED_REASON
+    from agentkit.conversations._uploads import (
+        DEFAULT_MAX_UPLOAD_BYTES,
+        DEFAULT_UPLOAD_QUOTA_BYTES,
+        UploadService,
+        member_folder,
+    )
 
 _EXPORTS: dict[str, str] = {
     "AccessDeniedError": "agentkit.conversations._errors",
@@ -120,13 +135,24 @@ _EXPORTS: dict[str, str] = {
     "TurnNotFoundError": "agentkit.conversations._errors",
     "TurnPart": "agentkit.conversations._models",
     "TurnStatus": "agentkit.conversations._models",
+    "UploadError": "agentkit.conversations._errors",
+    "UploadQuotaError": "agentkit.conversations._errors",
+    "UploadService": "agentkit.conversations._uploads",
+    "UploadTooLargeError": "agentkit.conversations._errors",
+    "UploadedFile": "agentkit.conversations._models",
     "Visibility": "agentkit.conversations._models",
     "WatchCallback": "agentkit.conversations._client",
+    "DEFAULT_MAX_UPLOAD_BYTES": "agentkit.conversations._uploads",
+    "DEFAULT_UPLOAD_QUOTA_BYTES": "agentkit.conversations._uploads",
+    "default_attachment_roots": "agentkit.conversations._machine",
     "default_machine_store": "agentkit.conversations._machine",
+    "member_folder": "agentkit.conversations._uploads",
 }
 
 __all__ = [
     "DEFAULT_ATTACHMENT_ROOTS",
+    "DEFAULT_MAX_UPLOAD_BYTES",
+    "DEFAULT_UPLOAD_QUOTA_BYTES",
     "INTERRUPTED_REASON",
     "ROOL",
     "AccessDeniedError",
@@ -172,9 +198,16 @@ __all__ = [
     "TurnNotFoundError",
     "TurnPart",
     "TurnStatus",
+    "UploadError",
+    "UploadQuotaError",
+    "UploadService",
+    "UploadTooLargeError",
+    "UploadedFile",
     "Visibility",
     "WatchCallback",
+    "default_attachment_roots",
     "default_machine_store",
+    "member_folder",
 ]
 
 # Hidden from type checkers: a module `__getattr__` would make every misspelt name

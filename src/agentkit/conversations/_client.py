@@ -3,6 +3,7 @@ remote HTTP one), and the `Conversation` handle both share."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -17,6 +18,7 @@ from agentkit.conversations._models import (
     Member,
     PromptAccepted,
     Turn,
+    UploadedFile,
     Visibility,
 )
 from agentkit.paging import Page
@@ -155,6 +157,35 @@ class ConversationClient(Protocol):
     async def watch(self, conversation_id: str, callback: WatchCallback) -> StopWatch:
         """Deliver a `ConversationView` now and after every change, across runs and
         other clients' changes, until the returned function is called."""
+        ...
+
+    # --- uploads --------------------------------------------------------------------
+
+    async def upload(
+        self, file: str | os.PathLike[str] | bytes, *, filename: str | None = None
+    ) -> UploadedFile:
+        """Store a file on the machine, in this member's upload folder under an
+        attachment root (owners and editors); returns where, to attach to a prompt:
+
+        ```python
+        stored = await client.upload("report.pdf")
+        await conversation.prompt("Summarise it", attachments=[stored.path])
+        ```
+
+        Args:
+            file: The path of a local file (read by this client; over HTTP its bytes are
+                sent), or the file's bytes.
+            filename: Its name on the machine: by default the local file's name; needed
+                with bytes. Directories are stripped; a name already taken becomes
+                `<stem>-2<ext>`, `<stem>-3<ext>`, ... (a file is never replaced).
+
+        Raises:
+            AccessDeniedError: The member is a viewer.
+            UploadError: A bad file name, a local file that cannot be read, or no
+                attachment root on the machine.
+            UploadTooLargeError: The file is over the machine's upload limit.
+            UploadQuotaError: It would take the member's folder over its quota.
+        """
         ...
 
     def conversation(self, conversation_id: str) -> Conversation:

@@ -16,6 +16,9 @@ from agentkit.errors import (
     MemberError,
     RunNotFoundError,
     TurnNotFoundError,
+    UploadError,
+    UploadQuotaError,
+    UploadTooLargeError,
 )
 
 __all__ = [
@@ -31,4 +34,7 @@ __all__ = [
     "MemberError",
     "RunNotFoundError",
     "TurnNotFoundError",
+    "UploadError",
+    "UploadQuotaError",
+    "UploadTooLargeError",
 ]

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
+
+import anyio
 
 from agentkit.conversations._agent_service import AgentService
 from agentkit.conversations._agents import ROOL
@@ -24,9 +27,11 @@ from agentkit.conversations._models import (
     Member,
     PromptAccepted,
     Turn,
+    UploadedFile,
     Visibility,
 )
 from agentkit.conversations._run_service import RunService
+from agentkit.conversations._uploads import UploadService, local_source
 from agentkit.paging import Page
 from agentkit.spec import ReasoningEffort
 
@@ -38,7 +43,7 @@ class LocalClient(ConversationClient):
     [`Machine`][agentkit.conversations.Machine]. Get one from `machine.client(member)`.
 
     Each method is one call of the machine's services (`machine.agents`,
-    `machine.conversations`, `machine.runs`) as this member.
+    `machine.conversations`, `machine.runs`, `machine.uploads`) as this member.
     """
 
     def __init__(
@@ -48,11 +53,13 @@ class LocalClient(ConversationClient):
         agents: AgentService,
         conversations: ConversationService,
         runs: RunService,
+        uploads: UploadService,
     ) -> None:
         self._member = member
         self._agents = agents
         self._conversations = conversations
         self._runs = runs
+        self._uploads = uploads
 
     def __repr__(self) -> str:
         return f"<LocalClient {self._member.name} ({self._member.role})>"
@@ -146,3 +153,10 @@ class LocalClient(ConversationClient):
 
     async def watch(self, conversation_id: str, callback: WatchCallback) -> StopWatch:
         return await self._conversations.watch(self._member, conversation_id, callback)
+
+    async def upload(
+        self, file: str | os.PathLike[str] | bytes, *, filename: str | None = None
+    ) -> UploadedFile:
+        # A local file's size is read in a worker thread (a slow disk does not stall others).
+        name, size, chunks = await anyio.to_thread.run_sync(local_source, file, filename)
+        return await self._uploads.save(self._member, name, chunks, declared_size=size)

@@ -27,6 +27,11 @@ from agentkit.conversations._local import LocalClient
 from agentkit.conversations._members import Members
 from agentkit.conversations._models import FollowEvent, Member, Role
 from agentkit.conversations._run_service import RunService
+from agentkit.conversations._uploads import (
+    DEFAULT_MAX_UPLOAD_BYTES,
+    DEFAULT_UPLOAD_QUOTA_BYTES,
+    UploadService,
+)
 from agentkit.paging import Page
 from agentkit.permissions import PermissionHandler
 from agentkit.providers import Provider
@@ -36,7 +41,15 @@ from agentkit.spec import AgentSpec
 from agentkit.stores import Store
 from agentkit.tools import ToolRegistry
 
-__all__ = ["Machine", "default_machine_store"]
+__all__ = ["Machine", "default_attachment_roots", "default_machine_store"]
+
+
+def _state_folder() -> Path:
+    """agentkit's state folder (`$XDG_STATE_HOME/agentkit`), made if needed."""
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    folder = Path(state) / "agentkit"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def default_machine_store() -> str:
@@ -45,10 +58,32 @@ def default_machine_store() -> str:
     configured = os.environ.get("AGENTKIT_MACHINE_STORE")
     if configured:
         return configured
-    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    folder = Path(state) / "agentkit"
+    return str(_state_folder() / "machine.db")
+
+
+def default_attachment_roots(store: str | os.PathLike[str]) -> tuple[str, ...]:
+    """The attachment roots of a machine on `store` that is given none: `/space` and
+    `/rool-drive` when either exists; else one folder, made if needed, beside the store
+    (what `agentkit serve` and `agentkit chat --db` use):
+
+    - `attachments` in the folder of a SQLite file (`machine.db` -> `attachments/`);
+    - `attachments` in agentkit's state folder (`$XDG_STATE_HOME/agentkit`) for any other
+      store (PostgreSQL, in memory).
+
+    Raises:
+        OSError: The folder cannot be made.
+    """
+    if any(os.path.isdir(root) for root in DEFAULT_ATTACHMENT_ROOTS):
+        return DEFAULT_ATTACHMENT_ROOTS
+    location = os.fspath(store)
+    if location.startswith("sqlite:///"):
+        location = location.removeprefix("sqlite:///")
+    if "://" in location or location in ("", ":memory:"):
+        folder = _state_folder() / "attachments"
+    else:
+        folder = Path(os.path.abspath(os.path.expanduser(location))).parent / "attachments"
     folder.mkdir(parents=True, exist_ok=True)
-    return str(folder / "machine.db")
+    return (str(folder),)
 
 
 class Machine:
@@ -76,6 +111,11 @@ class Machine:
             environment's).
         attachment_roots: The folders attachments must be under (default `/space` and
             `/rool-drive`); machine agents' default file tools are confined to them.
+            Uploads go to the first that exists (see
+            [`default_attachment_roots`][agentkit.conversations.default_attachment_roots]
+            for a machine where neither default does).
+        max_upload_bytes: The largest file an upload may store (default 100 MiB).
+        upload_quota_bytes: What a member's upload folder may hold in all (default 1 GiB).
         agents: Configured agents (specs from Markdown definitions or app folders, see
             `definitions` and `apps`), usable in conversations by their id; read-only.
         definitions: Markdown definition files to load as configured agents.
@@ -104,6 +144,8 @@ class Machine:
         store: Store | str | os.PathLike[str] | None = None,
         provider: Provider | str | None = None,
         attachment_roots: Sequence[str | os.PathLike[str]] = DEFAULT_ATTACHMENT_ROOTS,
+        max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES,
+        upload_quota_bytes: int = DEFAULT_UPLOAD_QUOTA_BYTES,
         agents: Iterable[AgentSpec] = (),
         definitions: Iterable[str | os.PathLike[str]] = (),
         apps: Iterable[str | os.PathLike[str]] = (),
@@ -149,6 +191,13 @@ class Machine:
         """The conversations: created, read, changed, deleted and watched by members."""
         self.runs = RunService(self._context, access, self.agents)
         """The conversations' runs: prompted, followed and cancelled by members."""
+        self.uploads = UploadService(
+            access,
+            [Path(os.path.abspath(os.fspath(root))) for root in attachment_roots],
+            max_bytes=max_upload_bytes,
+            quota_bytes=upload_quota_bytes,
+        )
+        """The members' uploads: files stored under an attachment root, to attach."""
         self.rooms = Rooms(
             runtime=self.runtime,
             poll_interval=poll_interval,
@@ -278,7 +327,11 @@ class Machine:
     def client(self, member: Member) -> LocalClient:
         """The client API acting as `member` (authorised by its current role)."""
         return LocalClient(
-            member, agents=self.agents, conversations=self.conversations, runs=self.runs
+            member,
+            agents=self.agents,
+            conversations=self.conversations,
+            runs=self.runs,
+            uploads=self.uploads,
         )
 
     def rooms_client(self, member: Member) -> LocalRoomsClient:

@@ -37,6 +37,7 @@ __all__ = [
     "Turn",
     "TurnPart",
     "TurnStatus",
+    "UploadedFile",
     "Visibility",
 ]
 
@@ -304,3 +305,22 @@ class AgentInfo(_Model):
     tools: tuple[str, ...] = ()
     source: Literal["builtin", "machine", "configured"]
     updated_at: float | None = None
+
+
+# --- uploads ----------------------------------------------------------------------------
+
+
+class UploadedFile(_Model):
+    """A file an upload stored: attach it to a prompt by its `path`.
+
+    Attributes:
+        path: The file's absolute path on the machine, under an attachment root (what
+            `prompt(..., attachments=[path])` takes).
+        name: The name it was stored under (the name asked for, or `<stem>-2.<ext>`, ...
+            when that one was taken: an upload never replaces a file).
+        size: Its size in bytes.
+    """
+
+    path: str
+    name: str
+    size: int

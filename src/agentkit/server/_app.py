@@ -1,7 +1,7 @@
 """The machine's HTTP API as a Starlette application: the handlers of conversations
-(`_conversations`), rooms (`_rooms`) and runs (`_runs`) and the open ones, bound to the
-operations of the contract's route table (`agentkit.client.contract`); the web UI's static
-files (`ui/`, at `/`) and the error answers.
+(`_conversations`), uploads (`_uploads`), rooms (`_rooms`) and runs (`_runs`) and the open
+ones, bound to the operations of the contract's route table (`agentkit.client.contract`);
+the web UI's static files (`ui/`, at `/`) and the error answers.
 
 The handlers hold no state of their own: the machine (its store and runtime) is the
 truth, so that any number of requests, streams and reconnections see one history.
@@ -28,6 +28,7 @@ from agentkit.conversations import Machine
 from agentkit.server import _conversations as c
 from agentkit.server import _rooms as r
 from agentkit.server import _runs as runs
+from agentkit.server import _uploads as uploads
 from agentkit.server._bodies import Health
 from agentkit.server._errors import HTTPError, error_response
 from agentkit.server._http import Handler, State, authorised, json_response
@@ -58,6 +59,7 @@ MEMBER_HANDLERS: dict[Operation, Handler] = {
     contract.CANCEL_RUN: c.cancel_run,
     contract.CANCEL_CONVERSATION: c.cancel_active,
     contract.WATCH_CONVERSATION: c.watch_conversation,
+    contract.UPLOAD_FILE: uploads.upload_file,
     contract.LIST_ROOMS: r.list_rooms,
     contract.CREATE_ROOM: r.create_room,
     contract.GET_ROOM: r.get_room,

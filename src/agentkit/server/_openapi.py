@@ -21,6 +21,7 @@ from agentkit.conversations import (
     Member,
     OutputEvent,
     PromptAccepted,
+    UploadedFile,
 )
 from agentkit.rooms import RoomInfo
 from agentkit.server._bodies import (
@@ -69,6 +70,7 @@ _READ: tuple[type[BaseModel], ...] = (
     RunDetails,
     RunList,
     TurnList,
+    UploadedFile,
 )
 _DATACLASSES: tuple[type, ...] = (DelegationRecord, RoomEvent, RoomGrant)
 _WRITE: tuple[type[BaseModel], ...] = (
@@ -417,6 +419,7 @@ def openapi_document() -> dict[str, Any]:
             },
             parameters=[conversation],
         ),
+        _upload_operation(forbidden),
         *_room_operations(forbidden),
         *_run_operations(),
     ]
@@ -438,6 +441,55 @@ def openapi_document() -> dict[str, Any]:
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
         },
     }
+
+
+def _upload_operation(forbidden: dict[str, Any]) -> dict[str, Any]:
+    binary = {"type": "string", "contentMediaType": "application/octet-stream"}
+    described = _operation(
+        contract.UPLOAD_FILE,
+        "Store a file in the caller's upload folder, under an attachment root (owners and "
+        "editors); attach it to a prompt by the `path` answered. The body is the file "
+        "(any type but multipart, with `?filename=`), or a `multipart/form-data` body "
+        "with one file part (its filename is used unless `?filename=` is given). A name "
+        "already taken becomes `<stem>-2<ext>`, ...: no file is ever replaced.",
+        {
+            "201": {"description": "Stored.", "content": _content(UploadedFile)},
+            "400": _error("A malformed multipart/form-data body."),
+            "403": forbidden,
+            "413": _error("The file is over the server's upload limit (`upload_too_large`)."),
+            "422": _error(
+                "No file name, or a bad one (`..`, a control character, a leading `.`, "
+                "over 200 bytes), or no file part (`upload_error`)."
+            ),
+            "507": _error(
+                "The file would take the caller's folder over its quota (`upload_quota_exceeded`)."
+            ),
+        },
+        parameters=[
+            {
+                "name": "filename",
+                "in": "query",
+                "required": False,
+                "description": "The file's name (directories are stripped); needed with a "
+                "raw body.",
+                "schema": {"type": "string"},
+            }
+        ],
+    )
+    described["requestBody"] = {
+        "required": True,
+        "content": {
+            "application/octet-stream": {"schema": binary},
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "properties": {"file": binary},
+                    "required": ["file"],
+                }
+            },
+        },
+    }
+    return described
 
 
 def _room_operations(forbidden: dict[str, Any]) -> list[dict[str, Any]]:

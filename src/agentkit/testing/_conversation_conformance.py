@@ -67,6 +67,7 @@ from agentkit.conversations import (
     TextDeltaPart,
     TextPart,
     ToolCallPart,
+    UploadError,
     Visibility,
 )
 from agentkit.providers import (
@@ -550,6 +551,43 @@ async def check_attachments(host: ConversationHost) -> None:
     user = (await conversation.list_turns())[0]
     assert [p.type for p in user.parts] == ["text", "attachment"]
     assert user.parts[1].model_dump()["path"] == str(root / "notes.txt")
+
+
+@_check
+async def check_upload(host: ConversationHost) -> None:
+    """upload() stores a local file or bytes in the member's folder under the attachment
+    root and answers its path, which a prompt attaches; a taken name gets `-2`, nothing
+    is replaced; directories are stripped; bad names and viewers are refused."""
+    ada = await host.client("ada", "editor")
+    vic = await host.client("vic", "viewer")
+    local = host.attachment_root.parent / f"local-{uuid.uuid4().hex[:6]}"
+    local.mkdir()
+    (local / "notes.txt").write_text("some notes")
+    folder = host.attachment_root / "uploads" / ada.member.id
+    stored = await ada.upload(local / "notes.txt")
+    assert (stored.name, stored.size, stored.path) == (
+        "notes.txt",
+        10,
+        str(folder / "notes.txt"),
+    )
+    again = await ada.upload(b"other", filename="notes.txt")
+    assert (again.name, again.size) == ("notes-2.txt", 5)
+    assert (folder / "notes.txt").read_text() == "some notes"
+    assert (folder / "notes-2.txt").read_bytes() == b"other"
+    stripped = await ada.upload(b"", filename="dir/sub/plain.md")
+    assert (stripped.name, stripped.size) == ("plain.md", 0)
+    for bad in ("../escape.txt", "a\0b", "bad\nname", ".hidden", "", "dir/", "x" * 300):
+        error = await _expect(UploadError, ada.upload(b"x", filename=bad), repr(bad))
+        assert str(error)
+    await _expect(UploadError, ada.upload(local / "missing.txt"), "a missing local file")
+    await _expect(AccessDeniedError, vic.upload(b"x", filename="v.txt"), "a viewer uploading")
+    assert sorted(p.name for p in folder.iterdir()) == ["notes-2.txt", "notes.txt", "plain.md"]
+    assert not (folder.parent / "vic").exists()
+    conversation = await ada.create_conversation()
+    events = await _run(ada, conversation.id, "say read", attachments=[stored.path])
+    assert isinstance(events[-1], FinalEvent) and events[-1].status == "completed"
+    user = (await conversation.list_turns())[0]
+    assert user.parts[1].model_dump()["path"] == stored.path
 
 
 @_check

@@ -27,6 +27,9 @@ from agentkit.errors import (
     RoomNotFoundError,
     RunNotFoundError,
     TurnNotFoundError,
+    UploadError,
+    UploadQuotaError,
+    UploadTooLargeError,
 )
 
 __all__ = [
@@ -87,9 +90,12 @@ ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode("delegation_not_found", 404, rooms=DelegationNotFoundError),
     ErrorCode("room_agent_not_found", 404, rooms=RoomAgentError),
     ErrorCode("body_too_large", 413),
+    ErrorCode("upload_too_large", 413, UploadTooLargeError),
+    ErrorCode("upload_quota_exceeded", 507, UploadQuotaError),
     ErrorCode("unsupported_media_type", 415),
     ErrorCode("attachment_error", 422, AttachmentError, field="attachments"),
     ErrorCode("invalid_page", 422, InvalidPageError, InvalidPageError),
+    ErrorCode("upload_error", 422, UploadError, field="filename"),
     # Any other mistake of a caller's; a client raises its API's base class for it.
     ErrorCode("invalid", 422, ConversationError, RoomError),
     ErrorCode("internal", 500),

@@ -47,6 +47,7 @@ __all__ = [
     "START_RUN",
     "STREAM_EVENTS",
     "UPDATE_CONVERSATION",
+    "UPLOAD_FILE",
     "WATCH_CONVERSATION",
     "Method",
     "Operation",
@@ -133,6 +134,9 @@ CANCEL_CONVERSATION = Operation("cancelConversation", "POST", "/v1/conversations
 WATCH_CONVERSATION = Operation("watchConversation", "GET", "/v1/conversations/{id}/watch")
 """A conversation's view after every change (an event stream)."""
 
+UPLOAD_FILE = Operation("uploadFile", "POST", "/v1/files")
+"""Store a file in the caller's upload folder, to attach to a prompt by its path."""
+
 LIST_ROOMS = Operation("listRooms", "GET", "/v1/rooms")
 """The rooms the caller owns or holds a grant in."""
 CREATE_ROOM = Operation("createRoom", "POST", "/v1/rooms")
@@ -185,6 +189,7 @@ OPERATIONS: tuple[Operation, ...] = (
     CANCEL_RUN,
     CANCEL_CONVERSATION,
     WATCH_CONVERSATION,
+    UPLOAD_FILE,
     LIST_ROOMS,
     CREATE_ROOM,
     GET_ROOM,

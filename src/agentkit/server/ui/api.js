@@ -58,6 +58,18 @@ export async function api(method, path, body) {
 }
 
 /**
+ * Upload a file of this computer (`POST /v1/files`, the file as the body): the stored
+ * file's `{path, name, size}`, whose path a prompt attaches; an `ApiError` otherwise.
+ */
+export async function upload(file) {
+  const path = `/v1/files?filename=${encodeURIComponent(file.name)}`;
+  const init = { method: "POST", headers: headers({ "Content-Type": "application/octet-stream" }), body: file };
+  const response = await fetch(path, init);
+  if (!response.ok) throw await failure(response);
+  return response.json();
+}
+
+/**
  * The events of an SSE route as `{id, event, data}` (data parsed as JSON), until the
  * server ends the stream or `signal` aborts it. `lastEventId` resumes after that id.
  */

@@ -6,7 +6,7 @@
 // output continues where it was, with nothing repeated. A run started elsewhere (another
 // tab, another member) is shown live through the conversation's watch stream instead.
 
-import { api, follow } from "./api.js";
+import { api, follow, upload } from "./api.js";
 import { announce, errorLine, field, fill, h, message, pretty, when } from "./dom.js";
 
 const FINAL = new Set(["completed", "cancelled", "error"]);
@@ -195,6 +195,7 @@ async function chatView(chat, id, { me, signal }) {
   const error = errorLine("chat-error");
   const prompt = h("textarea", { id: "prompt", name: "prompt", rows: 3, required: true, disabled: !canWrite });
   const attachments = h("input", { id: "attachments", name: "attachments", placeholder: "/space/notes.md", disabled: !canWrite });
+  const files = h("input", { id: "upload", name: "upload", type: "file", multiple: true, disabled: !canWrite });
   const send = h("button", { type: "submit", disabled: !canWrite }, "Send");
   const cancel = h("button", { type: "button", class: "secondary", disabled: true }, "Cancel run");
   let liveTurn = null; // the <li> of the running run's output, while there is one
@@ -300,6 +301,7 @@ async function chatView(chat, id, { me, signal }) {
     { class: "composer", "aria-label": "Send a prompt" },
     field("Prompt", prompt, canWrite ? "Ctrl+Enter sends." : "Viewers read; they do not prompt."),
     field("Attachments", attachments, "Paths under an attachment root, separated by commas (optional)."),
+    field("Upload files", files, "Each is stored in your upload folder and its path added to the attachments."),
     h("div", { class: "buttons" }, send, cancel),
     error,
   );
@@ -307,6 +309,23 @@ async function chatView(chat, id, { me, signal }) {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
       event.preventDefault();
       composer.requestSubmit();
+    }
+  });
+  files.addEventListener("change", async () => {
+    error.textContent = "";
+    files.disabled = true;
+    try {
+      for (const file of [...files.files]) {
+        const stored = await upload(file);
+        const paths = attachments.value.split(",").map((p) => p.trim()).filter(Boolean);
+        attachments.value = [...paths, stored.path].join(", ");
+        announce(`Uploaded ${stored.name}`);
+      }
+    } catch (failure) {
+      error.textContent = message(failure);
+    } finally {
+      files.value = "";
+      files.disabled = !canWrite;
     }
   });
   composer.addEventListener("submit", async (event) => {
