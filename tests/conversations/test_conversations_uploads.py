@@ -18,7 +18,6 @@ import pytest
 from agentkit.conversations import (
     DEFAULT_ATTACHMENT_ROOTS,
     Machine,
-    Member,
     UploadError,
     UploadQuotaError,
     UploadTooLargeError,
@@ -167,7 +166,7 @@ async def test_a_link_in_place_of_the_member_folder_is_refused(tmp_path: Path) -
         await machine.add_member("ada", "editor")
         uploads = tmp_path / "space" / "uploads"
         uploads.mkdir()
-        (uploads / "ada").symlink_to(elsewhere)
+        (uploads / (await machine.member("ada")).id).symlink_to(elsewhere)
         with pytest.raises(UploadError, match="not a plain folder"):
             await machine.client(await machine.member("ada")).upload(b"x", filename="x")
         assert _files(elsewhere) == []

@@ -279,7 +279,7 @@ def test_serve_says_its_roots_and_where_uploads_go(tmp_path: Path) -> None:
     stderr = _stop(process)
     assert f"attachment root {missing} does not exist" in stderr
     assert f"attachment root {tmp_path / 'space'}\n" in stderr
-    assert f"uploads go to {tmp_path / 'space' / 'uploads'}/<member>/" in stderr
+    assert f"uploads go to {tmp_path / 'space' / 'uploads'}/<member id>/" in stderr
 
 
 def _stop(process: subprocess.Popen[str]) -> str:
@@ -326,7 +326,9 @@ def test_without_the_default_roots_serve_uses_a_folder_beside_its_store(tmp_path
             )
             assert stored.status_code == 201, stored.text
             path = stored.json()["path"]
-            assert path == str(tmp_path / "data" / "attachments" / "uploads" / "ada" / "a.txt")
+            ada_id = http.get("/v1/me", headers=bearer(token)).json()["id"]
+            folder = tmp_path / "data" / "attachments" / "uploads" / ada_id
+            assert path == str(folder / "a.txt")
             conversation = http.post("/v1/conversations", json={}, headers=bearer(token))
             run = http.post(
                 f"/v1/conversations/{conversation.json()['id']}/runs",

@@ -366,7 +366,7 @@ def _roots_said(configured: list[str] | None, roots: list[str], machine: Machine
         lines.append(f"uploads are refused: {exc}")
     else:
         lines.append(
-            f"uploads go to {upload_root / 'uploads'}/<member>/ (at most "
+            f"uploads go to {upload_root / 'uploads'}/<member id>/ (at most "
             f"{machine.uploads.max_bytes} bytes each, {machine.uploads.quota_bytes} per member)"
         )
     return lines
