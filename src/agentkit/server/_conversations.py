@@ -39,6 +39,7 @@ from agentkit.server._bodies import (
 )
 from agentkit.server._errors import HTTPError
 from agentkit.server._http import json_response, read_body, state_of, stream_response
+from agentkit.server._params import optional_integer_param, query_param
 
 
 def _sse_of(event: FollowEvent) -> bytes:
@@ -177,20 +178,13 @@ async def start_run(request: Request, member: Member) -> Response:
 
 def _after(request: Request) -> int | None:
     """Where a follow resumes: `Last-Event-ID` (what a browser's EventSource sends when
-    it reconnects), else `?after=`."""
-    raw = request.headers.get("last-event-id")
-    field = "Last-Event-ID"
-    if raw is None:
-        raw, field = request.query_params.get("after"), "after"
-    if raw is None or raw.strip() == "":
-        return None
-    try:
-        after = int(raw)
-    except ValueError:
-        raise HTTPError("invalid", f"{field} must be an offset (an integer)", field=field) from None
-    if after < -1:
-        raise HTTPError("invalid", f"{field} must be -1 or more", field=field)
-    return after
+    it reconnects), else `?after=`; `None` for the start. Both are checked whichever
+    wins."""
+    after = optional_integer_param(query_param(request.query_params, "after"), "after", minimum=-1)
+    header = optional_integer_param(
+        request.headers.get("last-event-id"), "Last-Event-ID", minimum=-1
+    )
+    return after if header is None else header
 
 
 async def follow_run(request: Request, member: Member) -> Response:

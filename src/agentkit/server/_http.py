@@ -16,6 +16,13 @@ from starlette.types import Receive, Scope, Send
 
 from agentkit.conversations import Machine, Member, MemberError
 from agentkit.server._errors import HTTPError, error_response, http_error_of
+from agentkit.server._params import (
+    BadNumber,
+    check_text,
+    lone_surrogate_at,
+    parse_json_float,
+    parse_json_int,
+)
 from agentkit.server._sse import EventStream
 
 __all__ = [
@@ -96,7 +103,8 @@ async def _member(request: Request) -> Member:
 
 async def read_body(request: Request, model: type[BodyT], *, empty_ok: bool = False) -> BodyT:
     """The request's JSON body as `model`: 413 over the size limit, 415 when it is not
-    JSON, 400 when it does not parse, 422 naming the first field at fault."""
+    JSON, 400 when it does not parse, 422 naming the first field at fault (a number no
+    store holds and a lone surrogate in a string are at fault too)."""
     limit = state_of(request).max_body_bytes
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -117,15 +125,29 @@ async def read_body(request: Request, model: type[BodyT], *, empty_ok: bool = Fa
     if media != "application/json" and not media.endswith("+json"):
         raise HTTPError("unsupported_media_type", "the body must be application/json")
     try:
-        data = json.loads(raw)
+        data = json.loads(
+            raw,
+            parse_int=parse_json_int,
+            parse_float=parse_json_float,
+            parse_constant=_not_json,
+        )
+    except BadNumber as exc:
+        raise HTTPError("invalid", f"the body holds a bad number: {exc}") from None
     except (ValueError, RecursionError) as exc:
         raise HTTPError("bad_request", f"the body is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise HTTPError("invalid", "the body must be a JSON object")
+    where = lone_surrogate_at(data)
+    if where is not None:
+        raise HTTPError("invalid", f"{where}: a string with a lone surrogate", field=where)
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         raise _invalid(exc) from None
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON value")
 
 
 def _invalid(exc: ValidationError) -> HTTPError:
@@ -141,7 +163,10 @@ def authorised(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
 
     async def endpoint(request: Request) -> Response:
         try:
-            return await handler(request, await _member(request))
+            member = await _member(request)
+            check_text(request.path_params.items(), "path")
+            check_text(request.query_params.multi_items(), "query")
+            return await handler(request, member)
         except HTTPError as error:
             headers = {"WWW-Authenticate": "Bearer"} if error.code == "unauthorized" else None
             return error_response(error, headers)

@@ -16,6 +16,7 @@ from agentkit.conversations import Member
 from agentkit.rooms import EventInput, LocalRoomsClient, RoomEvent, RoomInfo
 from agentkit.server._errors import HTTPError
 from agentkit.server._http import json_response, read_body, state_of, stream_response
+from agentkit.server._params import integer_param, query_param
 
 __all__ = ["CreateRoom", "DelegationRequest", "GrantBody", "PublishBody", "RoomList"]
 
@@ -62,22 +63,19 @@ def _rooms(request: Request, member: Member) -> LocalRoomsClient:
 
 
 def _types(request: Request) -> list[str] | None:
-    raw = request.query_params.get("types")
+    raw = query_param(request.query_params, "types")
     if raw is None or not raw.strip():
         return None
     return [part.strip() for part in raw.split(",") if part.strip()]
 
 
 def _after(request: Request, *, header: bool) -> int:
-    raw = request.headers.get("last-event-id") if header else None
-    name = "Last-Event-ID"
-    if raw is None:
-        raw, name = request.query_params.get("after"), "after"
-    if raw is None or not raw.strip():
-        return 0
-    if not raw.strip().isdigit():
-        raise HTTPError("invalid", f"{name} must be a position (0 or more)", field=name)
-    return int(raw)
+    """The position to read after: `Last-Event-ID` (a stream's), else `?after=`, else 0;
+    both are checked whichever wins."""
+    after = integer_param(query_param(request.query_params, "after"), "after", default=0)
+    if header:
+        return integer_param(request.headers.get("last-event-id"), "Last-Event-ID", default=after)
+    return after
 
 
 def _event(event: RoomEvent) -> dict[str, Any]:
@@ -134,14 +132,14 @@ async def publish(request: Request, member: Member) -> Response:
 
 
 async def read_events(request: Request, member: Member) -> Response:
-    raw_limit = request.query_params.get("limit", "100")
-    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= 1000:
-        raise HTTPError("invalid", "limit must be 1 to 1000", field="limit")
+    limit = integer_param(
+        query_param(request.query_params, "limit"), "limit", default=100, minimum=1, maximum=1000
+    )
     events = await _rooms(request, member).read(
         request.path_params["room"],
         after=_after(request, header=False),
         types=_types(request),
-        limit=int(raw_limit),
+        limit=limit,
     )
     return json_response({"events": [_event(event) for event in events]})
 

@@ -18,6 +18,7 @@ from agentkit.conversations import Member
 from agentkit.events import to_wire
 from agentkit.server._errors import HTTPError
 from agentkit.server._http import json_response, state_of
+from agentkit.server._params import integer_param, query_param
 from agentkit.stores import RunRecord
 
 __all__ = ["RunDetails", "RunList", "StoredEvent"]
@@ -67,10 +68,10 @@ async def get_run(request: Request, member: Member) -> Response:
 
 async def list_runs(request: Request, member: Member) -> Response:
     machine = state_of(request).machine
-    raw_limit = request.query_params.get("limit", str(_LIMIT))
-    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= 1000:
-        raise HTTPError("invalid", "limit must be 1 to 1000", field="limit")
-    session = request.query_params.get("session")
+    limit = integer_param(
+        query_param(request.query_params, "limit"), "limit", default=_LIMIT, minimum=1, maximum=1000
+    )
+    session = query_param(request.query_params, "session")
     if session:
         if not await machine.runs.readable(member, session):
             return json_response(RunList(runs=[]))
@@ -79,4 +80,4 @@ async def list_runs(request: Request, member: Member) -> Response:
         sessions = await machine.runs.readable_sessions(member)
     runs = [run for session_id in sessions for run in await machine.store.list_runs(session_id)]
     runs.sort(key=lambda run: run.created_at, reverse=True)
-    return json_response(RunList(runs=runs[: int(raw_limit)]))
+    return json_response(RunList(runs=runs[:limit]))
