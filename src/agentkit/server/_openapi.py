@@ -174,7 +174,7 @@ def openapi_document() -> dict[str, Any]:
     for mode, models in (("serialization", _READ), ("validation", _WRITE)):
         typed_mode: JsonSchemaMode = "serialization" if mode == "serialization" else "validation"
         _, schema = models_json_schema(
-            [(model, typed_mode) for model in models], ref_template=_REF, by_alias=False
+            [(model, typed_mode) for model in models], ref_template=_REF, by_alias=True
         )
         definitions.update(schema.get("$defs", {}))
     for kind in _DATACLASSES:
