@@ -90,7 +90,7 @@ def _completed_run(http: httpx.Client) -> tuple[str, str]:
     conversation = http.post("/v1/conversations", json={}).json()["id"]
     started = http.post(f"/v1/conversations/{conversation}/runs", json={"prompt": "hi"})
     assert started.status_code == 202, started.text
-    run_id = started.json()["run_id"]
+    run_id = started.json()["runId"]
     url = f"/v1/conversations/{conversation}/runs/{run_id}/events"
     with http.stream("GET", url) as response:
         for _ in sse_events(response):

@@ -38,12 +38,19 @@ from agentkit.server._bodies import (
     UpdateConversation,
 )
 from agentkit.server._errors import HTTPError
-from agentkit.server._http import json_response, read_body, state_of, stream_response
+from agentkit.server._http import (
+    json_response,
+    read_body,
+    refuse_python_names,
+    state_of,
+    stream_response,
+)
 from agentkit.server._params import optional_integer_param, query_param
 
 
 def _sse_of(event: FollowEvent) -> bytes:
-    return encode_event(follow_event_name(event), event.model_dump(mode="json"), event.offset)
+    data = event.model_dump(mode="json", by_alias=True)
+    return encode_event(follow_event_name(event), data, event.offset)
 
 
 def _machine(request: Request) -> Machine:
@@ -69,6 +76,7 @@ async def put_agent(request: Request, member: Member) -> Response:
     if body.name is not None and body.name != name:
         raise HTTPError("invalid", f"the body names {body.name!r}, the path {name!r}", field="name")
     fields = body.model_dump(exclude_unset=True, exclude={"name"})
+    refuse_python_names(AgentDefinition, fields)
     definition = AgentDefinition.model_validate({**fields, "name": name})
     create_only = request.headers.get("if-none-match", "").strip() == "*"
     replace_only = request.headers.get("if-match", "").strip() == "*"
@@ -232,7 +240,8 @@ async def watch_conversation(request: Request, member: Member) -> Response:
                 await changed[0].wait()
                 changed[0] = anyio.Event()
                 number += 1
-                yield encode_event(VIEW_EVENT, latest[0].model_dump(mode="json"), number)
+                view = latest[0].model_dump(mode="json", by_alias=True)
+                yield encode_event(VIEW_EVENT, view, number)
         finally:
             stop()
 

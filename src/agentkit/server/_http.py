@@ -31,6 +31,7 @@ __all__ = [
     "authorised",
     "json_response",
     "read_body",
+    "refuse_python_names",
     "state_of",
     "stream_response",
 ]
@@ -81,9 +82,10 @@ def json_response(
     status: int = 200,
     headers: dict[str, str] | None = None,
 ) -> Response:
-    """`value` as a JSON answer (a model as its `model_dump_json()`)."""
+    """`value` as a JSON answer (a model as its `model_dump_json(by_alias=True)`: the wire's
+    names are camelCase)."""
     if isinstance(value, BaseModel):
-        body = value.model_dump_json()
+        body = value.model_dump_json(by_alias=True)
     else:
         body = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     return Response(body, status_code=status, media_type="application/json", headers=headers)
@@ -140,6 +142,7 @@ async def read_body(request: Request, model: type[BodyT], *, empty_ok: bool = Fa
     where = lone_surrogate_at(data)
     if where is not None:
         raise HTTPError("invalid", f"{where}: a string with a lone surrogate", field=where)
+    refuse_python_names(model, data)
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -148,6 +151,16 @@ async def read_body(request: Request, model: type[BodyT], *, empty_ok: bool = Fa
 
 def _not_json(constant: str) -> Any:
     raise ValueError(f"{constant} is not a JSON value")
+
+
+def refuse_python_names(model: type[BaseModel], data: dict[str, Any]) -> None:
+    """A 422 when the body names a field by its Python name (`output_schema`) instead of
+    its wire name (`outputSchema`): the models accept both in Python, the wire only one."""
+    for name, info in model.model_fields.items():
+        alias = info.alias or name
+        if alias != name and name in data:
+            message = f"{name}: unknown field; the API's names are camelCase: {alias!r}"
+            raise HTTPError("invalid", message, field=name)
 
 
 def _invalid(exc: ValidationError) -> HTTPError:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
+from pydantic.alias_generators import to_camel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from agentkit._version import __version__
@@ -178,6 +179,15 @@ def _operation(
     return described
 
 
+def _worker_status(schema: dict[str, Any]) -> dict[str, Any]:
+    """A room agent's status as `GET /v1/rooms/{room}/agents` answers it: every field by
+    its camelCase name, with its `lag` (a property of the dataclass)."""
+    properties = {to_camel(name): value for name, value in schema["properties"].items()}
+    properties["lag"] = {"type": "integer", "minimum": 0}
+    required = [to_camel(name) for name in schema["required"]]
+    return {**schema, "properties": properties, "required": [*required, "lag", "standby"]}
+
+
 def _agent_body(definitions: dict[str, Any]) -> dict[str, Any]:
     """`PUT /v1/agents/{name}`'s body: an `AgentDefinition` whose `name` may be left out
     (the path says it; when given, it must be the path's)."""
@@ -221,15 +231,12 @@ def openapi_document() -> dict[str, Any]:
     for mode, models in (("serialization", _READ), ("validation", _WRITE)):
         typed_mode: JsonSchemaMode = "serialization" if mode == "serialization" else "validation"
         _, schema = models_json_schema(
-            [(model, typed_mode) for model in models], ref_template=_REF, by_alias=False
+            [(model, typed_mode) for model in models], ref_template=_REF, by_alias=True
         )
         definitions.update(schema.get("$defs", {}))
     for kind in _DATACLASSES:
         definitions[kind.__name__] = TypeAdapter(kind).json_schema(ref_template=_REF)
-    # A room agent's status is answered with its `lag` (a property of the dataclass).
-    status = definitions["WorkerStatus"]
-    status["properties"]["lag"] = {"type": "integer", "minimum": 0}
-    status["required"] = [*status["required"], "lag", "standby"]
+    definitions["WorkerStatus"] = _worker_status(definitions["WorkerStatus"])
     conversation = _path("id", "The conversation's id.")
     run = _path("run_id", "The run's id.")
     agent = _path("name", "The agent's name.")

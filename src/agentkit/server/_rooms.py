@@ -7,13 +7,21 @@ import dataclasses
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic.alias_generators import to_camel
 from starlette.requests import Request
 from starlette.responses import Response
 
 from agentkit.client.contract import GET_DELEGATION, GET_ROOM, encode_event
 from agentkit.conversations import Member
-from agentkit.rooms import EventInput, LocalRoomsClient, RoomEvent, RoomInfo
+from agentkit.rooms import (
+    DelegationRecord,
+    EventInput,
+    LocalRoomsClient,
+    RoomEvent,
+    RoomGrant,
+    RoomInfo,
+)
 from agentkit.server._errors import HTTPError
 from agentkit.server._http import json_response, read_body, state_of, stream_response
 from agentkit.server._params import integer_param, query_param
@@ -78,8 +86,16 @@ def _after(request: Request, *, header: bool) -> int:
     return after
 
 
-def _event(event: RoomEvent) -> dict[str, Any]:
-    return dataclasses.asdict(event)
+_ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {
+    kind: TypeAdapter(kind) for kind in (RoomEvent, RoomGrant, DelegationRecord)
+}
+
+
+def _wire(record: RoomEvent | RoomGrant | DelegationRecord) -> dict[str, Any]:
+    """A store record as the API answers it: its fields by their camelCase names (the
+    records' `WIRE_CONFIG`), its values (a payload, a task, a result) untouched."""
+    data: dict[str, Any] = _ADAPTERS[type(record)].dump_python(record, mode="json", by_alias=True)
+    return data
 
 
 async def create_room(request: Request, member: Member) -> Response:
@@ -109,12 +125,12 @@ async def put_grant(request: Request, member: Member) -> Response:
         read=body.read,
         publish=body.publish,
     )
-    return json_response(dataclasses.asdict(grant))
+    return json_response(_wire(grant))
 
 
 async def list_grants(request: Request, member: Member) -> Response:
     grants = await _rooms(request, member).list_grants(request.path_params["room"])
-    return json_response({"grants": [dataclasses.asdict(grant) for grant in grants]})
+    return json_response({"grants": [_wire(grant) for grant in grants]})
 
 
 async def publish(request: Request, member: Member) -> Response:
@@ -141,7 +157,7 @@ async def read_events(request: Request, member: Member) -> Response:
         types=_types(request),
         limit=limit,
     )
-    return json_response({"events": [_event(event) for event in events]})
+    return json_response({"events": [_wire(event) for event in events]})
 
 
 async def stream_events(request: Request, member: Member) -> Response:
@@ -153,7 +169,7 @@ async def stream_events(request: Request, member: Member) -> Response:
 
     async def encoded() -> AsyncGenerator[bytes, None]:
         async for event in rooms.subscribe(room_id, after=after, types=types):
-            yield encode_event(event.type, _event(event), event.position)
+            yield encode_event(event.type, _wire(event), event.position)
 
     return stream_response(request, encoded(), ends_by_itself=False)
 
@@ -164,18 +180,22 @@ async def delegate(request: Request, member: Member) -> Response:
         request.path_params["room"], body.agent, body.task
     )
     location = GET_DELEGATION.url(room=record.room_id, id=record.id)
-    return json_response(dataclasses.asdict(record), 202, {"Location": location})
+    return json_response(_wire(record), 202, {"Location": location})
 
 
 async def get_delegation(request: Request, member: Member) -> Response:
     record = await _rooms(request, member).get_delegation(
         request.path_params["room"], request.path_params["id"]
     )
-    return json_response(dataclasses.asdict(record))
+    return json_response(_wire(record))
 
 
 async def list_workers(request: Request, member: Member) -> Response:
     room_id = request.path_params["room"]
     await _rooms(request, member).get_room(room_id)  # visible to the caller
     statuses = await state_of(request).machine.rooms.workers(room_id)
-    return json_response({"agents": [{**dataclasses.asdict(s), "lag": s.lag} for s in statuses]})
+    agents = [
+        {to_camel(key): value for key, value in {**dataclasses.asdict(s), "lag": s.lag}.items()}
+        for s in statuses
+    ]
+    return json_response({"agents": agents})

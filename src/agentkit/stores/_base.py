@@ -18,6 +18,7 @@ from agentkit.errors import (
 from agentkit.events import AgentMessage
 from agentkit.messages import Message
 from agentkit.stores._rooms import (
+    WIRE_CONFIG,
     DelegationRecord,
     DelegationStatus,
     NewRoomEvent,
@@ -79,6 +80,8 @@ class RunRecord:
     Attributes:
         error: Why the run did not complete, once it has ended that way.
     """
+
+    __pydantic_config__ = WIRE_CONFIG
 
     id: str
     session_id: str
