@@ -40,7 +40,7 @@ MAX_EXAMPLES = 10
 SEED = os.environ.get("AGENTKIT_SCHEMATHESIS_SEED", "20261202")
 
 # An event stream never ends by itself (a watch, a room's events): Schemathesis reads one
-# event of those, or what comes within a quarter of a second, then checks what it read
+# event of those, or what comes within a tenth of a second, then checks what it read
 # (`data` against its object schema).
 CONFIG = """\
 max-stream-events = 2
@@ -53,7 +53,7 @@ expected-statuses = [400, 401, 403, 404, 405, 409, 413, 415, 422]
 [[operations]]
 include-path-regex = "/(watch|events/stream)$"
 max-stream-events = 1
-request-timeout = 0.25
+request-timeout = 0.1
 """
 
 
