@@ -385,3 +385,22 @@ def test_sse_events_fit_their_documented_object_schemas(
     http.post(f"/v1/rooms/{room}/events", json={"type": "chat.message", "payload": {"t": 1}})
     stream = checked("/v1/rooms/{room}/events/stream", f"/v1/rooms/{room}/events/stream", 1)
     assert stream[0]["event"] == "chat.message"
+
+
+def test_every_secured_operation_answers_a_documented_401_without_a_token(
+    server: Served, document: dict[str, Any]
+) -> None:
+    """Streams included: their non-200 answers are JSON errors the document lists."""
+    with httpx.Client(base_url=server.url, timeout=30) as anonymous:
+        for template, operations in document["paths"].items():
+            for method, operation in operations.items():
+                if not operation.get("security"):
+                    continue
+                path = template
+                for parameter in operation.get("parameters", []):
+                    if parameter["in"] == "path":
+                        path = path.replace("{" + parameter["name"] + "}", "x")
+                answer = anonymous.request(method.upper(), path)
+                assert answer.status_code == 401, (method, template, answer.text)
+                assert answer.headers["www-authenticate"] == "Bearer"
+                assert_documented(document, method, template, answer)
