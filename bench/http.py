@@ -148,7 +148,7 @@ def floor_app(db: Path) -> Starlette:
         run_id = os.urandom(16).hex()
         conversation = request.path_params["id"]
         await anyio.to_thread.run_sync(insert, run_id, conversation, body["prompt"], limiter=writer)
-        return JSONResponse({"conversation_id": conversation, "run_id": run_id}, 202)
+        return JSONResponse({"conversationId": conversation, "runId": run_id}, 202)
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok"})
@@ -389,7 +389,7 @@ async def fire(spec: dict[str, Any], go: anyio.Event) -> Fired:
         if response.status_code != 202:
             raise RuntimeError(f"POST {path}: {response.status_code} {response.text}")
         if spec["follow"]:
-            events = f"{path}/{response.json()['run_id']}/events"
+            events = f"{path}/{response.json()['runId']}/events"
             async with client.stream("GET", events) as stream:
                 first[index], done = await first_event(stream)
             completed += done
@@ -607,7 +607,7 @@ async def _fan_out(server: Server, load: Load, followers: int, deltas: int) -> F
     response = await load[0].post(path, json={"prompt": prompt})
     if response.status_code != 202:
         raise RuntimeError(f"POST {path}: {response.status_code} {response.text}")
-    events = f"{path}/{response.json()['run_id']}/events"
+    events = f"{path}/{response.json()['runId']}/events"
     counters = [_DeltaCounter() for _ in range(followers)]
     spans: list[tuple[float, float]] = [(0.0, 0.0)] * followers
     attached = 0

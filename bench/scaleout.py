@@ -287,7 +287,7 @@ async def _run_to_end(client: Any, path: str) -> None:
     response = await client.post(path, json={"prompt": "Hi"})
     if response.status_code != 202:
         raise RuntimeError(f"POST {path}: {response.status_code} {response.text}")
-    async with client.stream("GET", f"{path}/{response.json()['run_id']}/events") as stream:
+    async with client.stream("GET", f"{path}/{response.json()['runId']}/events") as stream:
         _, completed = await first_event(stream)
     if not completed:
         raise RuntimeError(f"{path}: a warm-up run did not complete")
@@ -462,7 +462,7 @@ async def follow_latency(
             response = await loads[0][0].post(path, json={"prompt": prompt})
             if response.status_code != 202:
                 raise RuntimeError(f"POST {path}: {response.status_code} {response.text}")
-            events = f"{path}/{response.json()['run_id']}/events"
+            events = f"{path}/{response.json()['runId']}/events"
             opened = [anyio.Event() for _ in names]
             with anyio.fail_after(60):
                 async with anyio.create_task_group() as group:

@@ -371,7 +371,7 @@ async def test_a_server_request_is_the_parent_of_its_run_across_processes(
                     headers={**auth, **carrier},
                 )
             assert accepted.status_code == 202, accepted.text
-        run = machine.runtime.get_run(accepted.json()["run_id"])
+        run = machine.runtime.get_run(accepted.json()["runId"])
         if run is not None:
             await run.wait()
     [request] = otel.named("POST /v1/conversations/")

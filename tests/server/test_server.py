@@ -67,7 +67,7 @@ def _prompt(http: httpx.Client, token: str, conversation: str, prompt: str) -> s
         f"/v1/conversations/{conversation}/runs", json={"prompt": prompt}, headers=bearer(token)
     )
     assert response.status_code == 202, response.text
-    return str(response.json()["run_id"])
+    return str(response.json()["runId"])
 
 
 def _events_url(conversation: str, run_id: str) -> str:
@@ -99,7 +99,7 @@ def test_healthz_and_openapi_describe_every_route(http: httpx.Client) -> None:
     assert ("post", "/v1/conversations/{id}/runs") in described
     assert ("get", "/v1/rooms/{room}/events/stream") in described
     schemas = document["components"]["schemas"]
-    assert "run_id" in schemas["PromptAccepted"]["properties"]  # snake_case on the wire
+    assert "runId" in schemas["PromptAccepted"]["properties"]  # camelCase on the wire
 
 
 def test_every_route_but_two_needs_a_member_token(server: Served, http: httpx.Client) -> None:
@@ -145,7 +145,7 @@ def test_conversation_routes(server: Served, http: httpx.Client) -> None:
     assert [turn["role"] for turn in turns] == ["user", "agent"]
     assert turns[1]["parts"] == [{"type": "text", "text": "hello there"}]
     details = http.get(f"/v1/conversations/{cid}", headers=bearer(token)).json()
-    assert details["turns"] == turns and details["is_running"] is False
+    assert details["turns"] == turns and details["isRunning"] is False
     assert http.delete(f"/v1/conversations/{cid}", headers=bearer(token)).status_code == 204
     gone = http.get(f"/v1/conversations/{cid}", headers=bearer(token))
     assert gone.status_code == 404
@@ -321,7 +321,7 @@ def test_watch_streams_views(server: Served, http: httpx.Client) -> None:
             if len(event["data"]["turns"]) == 2:
                 break
     assert views[-1]["turns"][1]["parts"] == [{"type": "text", "text": "watched"}]
-    assert views[-1]["is_running"] is False
+    assert views[-1]["isRunning"] is False
 
 
 def test_keepalive_comments_on_an_idle_stream(tmp_path: Path) -> None:

@@ -61,9 +61,9 @@ class Machine:
             member, "POST", f"/v1/conversations/{conversation}/runs", json={"prompt": prompt}
         )
         assert answer.status_code == 202, answer.text
-        run_id: str = answer.json()["run_id"]
+        run_id: str = answer.json()["runId"]
         deadline = time.monotonic() + 20
-        while self.call(member, "GET", f"/v1/conversations/{conversation}").json()["is_running"]:
+        while self.call(member, "GET", f"/v1/conversations/{conversation}").json()["isRunning"]:
             assert time.monotonic() < deadline, "the run did not end"
             time.sleep(0.05)
         return run_id
@@ -358,7 +358,7 @@ def test_runs_routes_follow_conversation_access(machine: Machine) -> None:
     own = machine.call("bob", "GET", f"/v1/runs/{run_id}")
     assert own.status_code == 200
     details = own.json()
-    assert details["run"]["id"] == run_id and details["run"]["session_id"] == private
+    assert details["run"]["id"] == run_id and details["run"]["sessionId"] == private
     types = [entry["event"]["type"] for entry in details["events"]]
     assert types[0] == "turn_start" and types[-1] == "turn_end" and "result" in types
     offsets = [entry["offset"] for entry in details["events"]]

@@ -200,7 +200,7 @@ class RemoteMachine(ConversationClient):
         body = await self._request(
             PUT_AGENT,
             {"name": definition.name},
-            body=definition.model_dump(mode="json"),
+            body=definition.model_dump(mode="json", by_alias=True),
             headers=headers,
         )
         return AgentInfo.model_validate(body)
@@ -296,9 +296,9 @@ class RemoteMachine(ConversationClient):
         if effort is not None:
             payload["effort"] = effort
         if output_schema is not None:
-            payload["output_schema"] = output_schema
+            payload["outputSchema"] = output_schema
         if replace_turn is not None:
-            payload["replace_turn"] = replace_turn
+            payload["replaceTurn"] = replace_turn
         body = await self._request(
             START_RUN,
             body=payload,

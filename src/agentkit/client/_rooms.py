@@ -272,6 +272,8 @@ class RemoteRoomsClient(RoomsClient):
 
 
 # --- wire ---------------------------------------------------------------------------------
+# The records arrive with camelCase names (`roomId`, `createdAt`); their values (a payload,
+# a task, a result) are the user's, read as they are.
 
 
 def _room(room_id: str) -> dict[str, str]:
@@ -302,13 +304,13 @@ def _types(types: Sequence[str]) -> str:
 
 def _event(data: dict[str, Any]) -> RoomEvent:
     return RoomEvent(
-        room_id=data["room_id"],
+        room_id=data["roomId"],
         position=int(data["position"]),
         id=data["id"],
         type=data["type"],
         author=data["author"],
         payload=data.get("payload"),
-        created_at=float(data["created_at"]),
+        created_at=float(data["createdAt"]),
     )
 
 
@@ -319,13 +321,13 @@ def _grant(data: dict[str, Any]) -> RoomGrant:
 def _delegation(data: dict[str, Any]) -> DelegationRecord:
     return DelegationRecord(
         id=data["id"],
-        room_id=data["room_id"],
+        room_id=data["roomId"],
         agent=data["agent"],
         task=data.get("task"),
         status=data["status"],
-        requested_by=data["requested_by"],
-        created_at=float(data["created_at"]),
-        updated_at=float(data["updated_at"]),
+        requested_by=data["requestedBy"],
+        created_at=float(data["createdAt"]),
+        updated_at=float(data["updatedAt"]),
         result=data.get("result"),
         error=data.get("error"),
     )

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
 
 from agentkit.errors import RoomError
 from agentkit.rooms._patterns import check_patterns, check_type
@@ -155,9 +156,9 @@ class RoomAgentDescriptor(BaseModel):
 
 
 class RoomInfo(BaseModel):
-    """A room as its members see it."""
+    """A room as its members see it (serialised with camelCase names: `createdBy`)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
 
     id: str
     name: str

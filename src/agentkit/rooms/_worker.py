@@ -53,7 +53,7 @@ class WorkerHost(RoomLog, Protocol):
 
 
 AGENT_FAILED = "agent.failed"
-"""The type of the event a failed handler leaves: `{agent, position, event_type, error,
+"""The type of the event a failed handler leaves: `{agent, position, eventType, error,
 attempts}`, published under the agent's identity (whatever its grants)."""
 
 _PAGE = 200
@@ -281,7 +281,7 @@ class Worker:
             payload={
                 "agent": self.descriptor.id,
                 "position": event.position,
-                "event_type": event.type,
+                "eventType": event.type,
                 "error": error[:2000],
                 "attempts": attempts,
             },

@@ -105,19 +105,35 @@ OPEN_HANDLERS: dict[Operation, Callable[[Request], Awaitable[Response]]] = {
 
 
 def api_routes() -> list[Route]:
-    """A route for every operation of the contract's table, bound to its handler.
+    """One route for each path of the contract's table, answering its operations'
+    methods (so that any other method is a 405 whose `Allow` names them all).
 
     Raises:
         LookupError: An operation has no handler.
     """
-    routes = []
+    by_path: dict[str, dict[str, Callable[[Request], Awaitable[Response]]]] = {}
     for operation in contract.OPERATIONS:
         if operation.member:
             endpoint = authorised(MEMBER_HANDLERS[operation])
         else:
             endpoint = OPEN_HANDLERS[operation]
-        routes.append(Route(operation.path, endpoint, methods=[operation.method]))
-    return routes
+        by_path.setdefault(operation.path, {})[operation.method] = endpoint
+    return [
+        Route(path, _dispatch(methods), methods=list(methods)) for path, methods in by_path.items()
+    ]
+
+
+def _dispatch(
+    methods: dict[str, Callable[[Request], Awaitable[Response]]],
+) -> Callable[[Request], Awaitable[Response]]:
+    """The endpoint of one path: the handler of the request's method (`HEAD` is `GET`'s;
+    Starlette answers any other method 405 before this is called)."""
+
+    async def endpoint(request: Request) -> Response:
+        method = "GET" if request.method == "HEAD" else request.method
+        return await methods[method](request)
+
+    return endpoint
 
 
 # --- the web UI ----------------------------------------------------------------------------
@@ -156,7 +172,11 @@ def ui_routes() -> list[Route | Mount]:
 async def _http_exception(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     if exc.status_code == 405:
-        return error_response(HTTPError("method_not_allowed", "this route has no such method"))
+        # Starlette names the route's methods in `Allow` (RFC 9110: a 405 must).
+        return error_response(
+            HTTPError("method_not_allowed", f"{request.method} is not a method of this route"),
+            dict(exc.headers or {}),
+        )
     return error_response(HTTPError("not_found", f"no route {request.url.path}"))
 
 

@@ -1,7 +1,8 @@
 """The request and response bodies the conversations API's models do not cover already.
 
-Field names are snake_case on the wire, as every model of `agentkit.conversations` is
-dumped; unknown fields are refused (a misspelt `output_shema` is a 422, not ignored).
+Field names are camelCase on the wire (`outputSchema`, `replaceTurn`), as every model of
+`agentkit.conversations` is dumped, and snake_case in Python; unknown fields are refused (a
+misspelt `outputShema` is a 422, not ignored), and so are the Python names (`output_schema`).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from agentkit.conversations import (
     AgentInfo,
@@ -36,7 +38,9 @@ __all__ = [
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
+    )
 
 
 class CreateConversation(_Body):

@@ -42,15 +42,17 @@ from agentkit.server._bodies import (
 from agentkit.server._errors import HTTPError
 from agentkit.server._http import (
     json_response,
-    page_params,
     read_body,
+    refuse_python_names,
     state_of,
     stream_response,
 )
+from agentkit.server._params import optional_integer_param, page_params, query_param
 
 
 def _sse_of(event: FollowEvent) -> bytes:
-    return encode_event(follow_event_name(event), event.model_dump(mode="json"), event.offset)
+    data = event.model_dump(mode="json", by_alias=True)
+    return encode_event(follow_event_name(event), data, event.offset)
 
 
 def _machine(request: Request) -> Machine:
@@ -65,14 +67,14 @@ async def me(request: Request, member: Member) -> Response:
 
 
 async def list_agents(request: Request, member: Member) -> Response:
-    limit, cursor = page_params(request)
+    limit, cursor = page_params(request.query_params)
     page = await _machine(request).agents.list(member, limit=limit, cursor=cursor)
     return json_response(AgentList(agents=page, next=page.next))
 
 
 async def list_members(request: Request, member: Member) -> Response:
     machine = _machine(request)
-    limit, cursor = page_params(request)
+    limit, cursor = page_params(request.query_params)
     _require_owner(member, "list members")
     page = await machine.list_members(limit=limit, cursor=cursor)
     return json_response(MemberList(members=page, next=page.next))
@@ -104,6 +106,7 @@ async def put_agent(request: Request, member: Member) -> Response:
     if body.name is not None and body.name != name:
         raise HTTPError("invalid", f"the body names {body.name!r}, the path {name!r}", field="name")
     fields = body.model_dump(exclude_unset=True, exclude={"name"})
+    refuse_python_names(AgentDefinition, fields)
     definition = AgentDefinition.model_validate({**fields, "name": name})
     create_only = request.headers.get("if-none-match", "").strip() == "*"
     replace_only = request.headers.get("if-match", "").strip() == "*"
@@ -156,7 +159,7 @@ async def create_conversation(request: Request, member: Member) -> Response:
 
 
 async def list_conversations(request: Request, member: Member) -> Response:
-    limit, cursor = page_params(request)
+    limit, cursor = page_params(request.query_params)
     page = await _machine(request).conversations.list(member, limit=limit, cursor=cursor)
     return json_response(ConversationList(conversations=page, next=page.next))
 
@@ -184,7 +187,7 @@ async def delete_conversation(request: Request, member: Member) -> Response:
 
 
 async def list_turns(request: Request, member: Member) -> Response:
-    limit, cursor = page_params(request)
+    limit, cursor = page_params(request.query_params)
     conversations = _machine(request).conversations
     page = await conversations.turns(member, request.path_params["id"], limit=limit, cursor=cursor)
     return json_response(TurnList(turns=page, next=page.next))
@@ -214,20 +217,13 @@ async def start_run(request: Request, member: Member) -> Response:
 
 def _after(request: Request) -> int | None:
     """Where a follow resumes: `Last-Event-ID` (what a browser's EventSource sends when
-    it reconnects), else `?after=`."""
-    raw = request.headers.get("last-event-id")
-    field = "Last-Event-ID"
-    if raw is None:
-        raw, field = request.query_params.get("after"), "after"
-    if raw is None or raw.strip() == "":
-        return None
-    try:
-        after = int(raw)
-    except ValueError:
-        raise HTTPError("invalid", f"{field} must be an offset (an integer)", field=field) from None
-    if after < -1:
-        raise HTTPError("invalid", f"{field} must be -1 or more", field=field)
-    return after
+    it reconnects), else `?after=`; `None` for the start. Both are checked whichever
+    wins."""
+    after = optional_integer_param(query_param(request.query_params, "after"), "after", minimum=-1)
+    header = optional_integer_param(
+        request.headers.get("last-event-id"), "Last-Event-ID", minimum=-1
+    )
+    return after if header is None else header
 
 
 async def follow_run(request: Request, member: Member) -> Response:
@@ -275,7 +271,8 @@ async def watch_conversation(request: Request, member: Member) -> Response:
                 await changed[0].wait()
                 changed[0] = anyio.Event()
                 number += 1
-                yield encode_event(VIEW_EVENT, latest[0].model_dump(mode="json"), number)
+                view = latest[0].model_dump(mode="json", by_alias=True)
+                yield encode_event(VIEW_EVENT, view, number)
         finally:
             stop()
 

@@ -36,6 +36,14 @@ def http_error_of(exc: Exception) -> HTTPError | None:
 
 
 def error_response(error: HTTPError, headers: dict[str, str] | None = None) -> JSONResponse:
-    """The JSON answer of an error."""
-    body = error_body(error.code, error.message, error.field)
+    """The JSON answer of an error (a lone surrogate a message quotes is escaped: the
+    answer is UTF-8)."""
+    field = None if error.field is None else _text(error.field)
+    body = error_body(error.code, _text(error.message), field)
     return JSONResponse(body, status_code=error.status, headers=headers)
+
+
+def _text(text: str) -> str:
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -16,6 +16,13 @@ from starlette.types import Receive, Scope, Send
 
 from agentkit.conversations import Machine, Member, MemberError
 from agentkit.server._errors import HTTPError, error_response, http_error_of
+from agentkit.server._params import (
+    BadNumber,
+    check_text,
+    lone_surrogate_at,
+    parse_json_float,
+    parse_json_int,
+)
 from agentkit.server._sse import EventStream
 
 __all__ = [
@@ -23,8 +30,8 @@ __all__ = [
     "State",
     "authorised",
     "json_response",
-    "page_params",
     "read_body",
+    "refuse_python_names",
     "state_of",
     "stream_response",
 ]
@@ -75,33 +82,13 @@ def json_response(
     status: int = 200,
     headers: dict[str, str] | None = None,
 ) -> Response:
-    """`value` as a JSON answer (a model as its `model_dump_json()`)."""
+    """`value` as a JSON answer (a model as its `model_dump_json(by_alias=True)`: the wire's
+    names are camelCase)."""
     if isinstance(value, BaseModel):
-        body = value.model_dump_json()
+        body = value.model_dump_json(by_alias=True)
     else:
         body = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     return Response(body, status_code=status, media_type="application/json", headers=headers)
-
-
-def page_params(request: Request) -> tuple[int | None, str | None]:
-    """A list route's `limit` (1..1000) and `cursor` query parameters (422 naming the
-    parameter when one is not valid)."""
-    raw = request.query_params.get("limit")
-    limit = None
-    if raw is not None:
-        if not (0 < len(raw) <= 4 and raw.isascii() and raw.isdigit()):
-            raise HTTPError(
-                "invalid_page", "limit must be an integer from 1 to 1000", field="limit"
-            )
-        limit = int(raw)
-        if not 1 <= limit <= 1000:
-            raise HTTPError(
-                "invalid_page", "limit must be an integer from 1 to 1000", field="limit"
-            )
-    cursor = request.query_params.get("cursor")
-    if cursor is not None and not (0 < len(cursor) <= 2048 and cursor.isascii()):
-        raise HTTPError("invalid_page", "cursor is not one this list gave", field="cursor")
-    return limit, cursor
 
 
 async def _member(request: Request) -> Member:
@@ -118,7 +105,8 @@ async def _member(request: Request) -> Member:
 
 async def read_body(request: Request, model: type[BodyT], *, empty_ok: bool = False) -> BodyT:
     """The request's JSON body as `model`: 413 over the size limit, 415 when it is not
-    JSON, 400 when it does not parse, 422 naming the first field at fault."""
+    JSON, 400 when it does not parse, 422 naming the first field at fault (a number no
+    store holds and a lone surrogate in a string are at fault too)."""
     limit = state_of(request).max_body_bytes
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -142,15 +130,40 @@ async def read_body(request: Request, model: type[BodyT], *, empty_ok: bool = Fa
     if media != "application/json" and not media.endswith("+json"):
         raise HTTPError("unsupported_media_type", "the body must be application/json")
     try:
-        data = json.loads(raw)
+        data = json.loads(
+            raw,
+            parse_int=parse_json_int,
+            parse_float=parse_json_float,
+            parse_constant=_not_json,
+        )
+    except BadNumber as exc:
+        raise HTTPError("invalid", f"the body holds a bad number: {exc}") from None
     except (ValueError, RecursionError) as exc:
         raise HTTPError("bad_request", f"the body is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise HTTPError("invalid", "the body must be a JSON object")
+    where = lone_surrogate_at(data)
+    if where is not None:
+        raise HTTPError("invalid", f"{where}: a string with a lone surrogate", field=where)
+    refuse_python_names(model, data)
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         raise _invalid(exc) from None
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON value")
+
+
+def refuse_python_names(model: type[BaseModel], data: dict[str, Any]) -> None:
+    """A 422 when the body names a field by its Python name (`output_schema`) instead of
+    its wire name (`outputSchema`): the models accept both in Python, the wire only one."""
+    for name, info in model.model_fields.items():
+        alias = info.alias or name
+        if alias != name and name in data:
+            message = f"{name}: unknown field; the API's names are camelCase: {alias!r}"
+            raise HTTPError("invalid", message, field=name)
 
 
 def _invalid(exc: ValidationError) -> HTTPError:
@@ -166,7 +179,10 @@ def authorised(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
 
     async def endpoint(request: Request) -> Response:
         try:
-            return await handler(request, await _member(request))
+            member = await _member(request)
+            check_text(request.path_params.items(), "path")
+            check_text(request.query_params.multi_items(), "query")
+            return await handler(request, member)
         except HTTPError as error:
             headers = {"WWW-Authenticate": "Bearer"} if error.code == "unauthorized" else None
             return error_response(error, headers)

@@ -7,11 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
+from pydantic.alias_generators import to_camel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from agentkit._version import __version__
 from agentkit.client import contract
-from agentkit.client.contract import ERROR_CODES, Operation
+from agentkit.client.contract import ERROR_CODES, FOLLOW_EVENT_NAMES, VIEW_EVENT, Operation
 from agentkit.conversations import (
     AgentDefinition,
     AgentInfo,
@@ -23,7 +24,7 @@ from agentkit.conversations import (
     PromptAccepted,
     UploadedFile,
 )
-from agentkit.rooms import RoomInfo
+from agentkit.rooms import RoomInfo, WorkerStatus
 from agentkit.server._bodies import (
     AgentList,
     CancelResult,
@@ -37,6 +38,7 @@ from agentkit.server._bodies import (
     TurnList,
     UpdateConversation,
 )
+from agentkit.server._params import MAX_INTEGER
 from agentkit.server._rooms import (
     CreateRoom,
     DelegationRequest,
@@ -72,7 +74,7 @@ _READ: tuple[type[BaseModel], ...] = (
     TurnList,
     UploadedFile,
 )
-_DATACLASSES: tuple[type, ...] = (DelegationRecord, RoomEvent, RoomGrant)
+_DATACLASSES: tuple[type, ...] = (DelegationRecord, RoomEvent, RoomGrant, WorkerStatus)
 _WRITE: tuple[type[BaseModel], ...] = (
     AgentDefinition,
     CreateConversation,
@@ -144,6 +146,35 @@ def _paged(
     )
 
 
+def _sse_event(names: list[str] | None, model: type) -> dict[str, Any]:
+    """One event of a stream: its `event` name (one of `names`; any when `None`), its `id`
+    and its `data`, one line of JSON that is a `model`."""
+    event: dict[str, Any] = {"type": "string"}
+    if names is not None:
+        event = {"enum": names}
+    return {
+        "type": "object",
+        "required": ["event", "data"],
+        "properties": {
+            "event": event,
+            "id": {"type": "string", "pattern": "^-?[0-9]+$"},
+            "data": {
+                "type": "string",
+                "contentMediaType": "application/json",
+                "contentSchema": _ref(model),
+            },
+        },
+    }
+
+
+def _sse(*events: dict[str, Any]) -> dict[str, Any]:
+    """A `text/event-stream` answer whose `schema` describes one event (`{event, id,
+    data}`), as tools read a sequential media type's schema before OpenAPI 3.2 named it
+    `itemSchema`; `data`'s `contentSchema` is the payload's object schema."""
+    schema = events[0] if len(events) == 1 else {"oneOf": list(events)}
+    return {"text/event-stream": {"schema": schema}}
+
+
 _SSE_FOLLOW = (
     "`text/event-stream`. One event per output part: `id:` its offset in the run's log, "
     "`event:` the core's event type (`text_delta`, `text`, `tool_use`, `tool_result`, "
@@ -164,6 +195,7 @@ def _operation(
     *,
     body: type[BaseModel] | None = None,
     body_required: bool = True,
+    body_schema: dict[str, Any] | None = None,
     parameters: list[dict[str, Any]] | None = None,
     secured: bool = True,
 ) -> dict[str, Any]:
@@ -172,18 +204,43 @@ def _operation(
     if parameters:
         described["parameters"] = parameters
     if body is not None:
-        described["requestBody"] = {"required": body_required, "content": _content(body)}
+        content = {"application/json": {"schema": body_schema}} if body_schema else _content(body)
+        described["requestBody"] = {"required": body_required, "content": content}
         responses = {
             **responses,
+            "400": _error("The body is not JSON (it does not parse, or it is missing)."),
             "413": _error("The body is over the server's limit."),
-            "415": _error("The body is not JSON."),
-            "422": _error("A field is not valid (`field` names it)."),
+            "415": _error("The body is not `application/json`."),
+            "422": _error(
+                "A field is not valid (`field` names it): a wrong type or value, a number "
+                "out of the 64-bit integer range or not finite, a string with a lone surrogate."
+            ),
         }
     if secured:
         described["security"] = [{"bearer": []}]
         responses = {**responses, "401": _error("No token, or not a member's.")}
     described["responses"] = responses
     return described
+
+
+def _worker_status(schema: dict[str, Any]) -> dict[str, Any]:
+    """A room agent's status as `GET /v1/rooms/{room}/agents` answers it: every field by
+    its camelCase name, with its `lag` (a property of the dataclass)."""
+    properties = {to_camel(name): value for name, value in schema["properties"].items()}
+    properties["lag"] = {"type": "integer", "minimum": 0}
+    required = [to_camel(name) for name in schema["required"]]
+    return {**schema, "properties": properties, "required": [*required, "lag", "standby"]}
+
+
+def _agent_body(definitions: dict[str, Any]) -> dict[str, Any]:
+    """`PUT /v1/agents/{name}`'s body: an `AgentDefinition` whose `name` may be left out
+    (the path says it; when given, it must be the path's)."""
+    schema = {**definitions[AgentDefinition.__name__]}
+    schema["required"] = [key for key in schema.get("required", []) if key != "name"]
+    if not schema["required"]:
+        del schema["required"]
+    schema["title"] = "AgentDefinitionBody"
+    return schema
 
 
 def _paths(described: list[dict[str, Any]]) -> dict[str, Any]:
@@ -218,11 +275,12 @@ def openapi_document() -> dict[str, Any]:
     for mode, models in (("serialization", _READ), ("validation", _WRITE)):
         typed_mode: JsonSchemaMode = "serialization" if mode == "serialization" else "validation"
         _, schema = models_json_schema(
-            [(model, typed_mode) for model in models], ref_template=_REF, by_alias=False
+            [(model, typed_mode) for model in models], ref_template=_REF, by_alias=True
         )
         definitions.update(schema.get("$defs", {}))
     for kind in _DATACLASSES:
         definitions[kind.__name__] = TypeAdapter(kind).json_schema(ref_template=_REF)
+    definitions["WorkerStatus"] = _worker_status(definitions["WorkerStatus"])
     conversation = _path("id", "The conversation's id.")
     run = _path("run_id", "The run's id.")
     agent = _path("name", "The agent's name.")
@@ -235,17 +293,21 @@ def openapi_document() -> dict[str, Any]:
             "in": "query",
             "required": False,
             "description": "Resume after this offset (`Last-Event-ID` wins when both are given).",
-            "schema": {"type": "integer", "minimum": -1},
+            "schema": {"type": "integer", "minimum": -1, "maximum": MAX_INTEGER},
         },
         {
             "name": "Last-Event-ID",
             "in": "header",
             "required": False,
             "description": "The last offset the client received: resume after it.",
-            "schema": {"type": "integer", "minimum": -1},
+            "schema": {"type": "integer", "minimum": -1, "maximum": MAX_INTEGER},
         },
     ]
-    sse_follow = {"text/event-stream": {"schema": {"type": "string"}}}
+    sse_follow = _sse(
+        _sse_event(sorted(set(FOLLOW_EVENT_NAMES.values())), OutputEvent),
+        _sse_event(["completed", "cancelled", "error"], FinalEvent),
+    )
+    sse_watch = _sse(_sse_event([VIEW_EVENT], ConversationView))
     operations = [
         _operation(
             contract.HEALTHZ,
@@ -299,6 +361,7 @@ def openapi_document() -> dict[str, Any]:
                 "409": _error("`If-None-Match: *` and the agent exists."),
             },
             body=AgentDefinition,
+            body_schema=_agent_body(definitions),
             parameters=[agent],
         ),
         _operation(
@@ -349,6 +412,7 @@ def openapi_document() -> dict[str, Any]:
                 "404": missing,
             },
             body=UpdateConversation,
+            body_required=False,
             parameters=[conversation],
         ),
         _operation(
@@ -414,7 +478,7 @@ def openapi_document() -> dict[str, Any]:
             contract.WATCH_CONVERSATION,
             "The conversation's view, at once and after every change (SSE).",
             {
-                "200": {"description": _SSE_WATCH, "content": sse_follow},
+                "200": {"description": _SSE_WATCH, "content": sse_watch},
                 "404": missing,
             },
             parameters=[conversation],
@@ -500,7 +564,15 @@ def _room_operations(forbidden: dict[str, Any]) -> list[dict[str, Any]]:
         "in": "query",
         "required": False,
         "description": "Events after this position (0: from the start).",
-        "schema": {"type": "integer", "minimum": 0},
+        "schema": {"type": "integer", "minimum": 0, "maximum": MAX_INTEGER},
+    }
+    last_event_id = {
+        "name": "Last-Event-ID",
+        "in": "header",
+        "required": False,
+        "description": "The last position the client received: resume after it "
+        "(wins over `after`).",
+        "schema": {"type": "integer", "minimum": 0, "maximum": MAX_INTEGER},
     }
     types = {
         "name": "types",
@@ -593,13 +665,13 @@ def _room_operations(forbidden: dict[str, Any]) -> list[dict[str, Any]]:
             "`event:` the type, `data:` a `RoomEvent`; `Last-Event-ID` resumes.",
             {
                 "200": {
-                    "description": "`text/event-stream`",
-                    "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                    "description": "`text/event-stream`: one event per room event.",
+                    "content": _sse(_sse_event(None, RoomEvent)),
                 },
                 "404": missing,
                 "422": _error("A bad position or pattern."),
             },
-            parameters=[room, after, types],
+            parameters=[room, after, types, last_event_id],
         ),
         _operation(
             contract.DELEGATE,
@@ -637,7 +709,13 @@ def _room_operations(forbidden: dict[str, Any]) -> list[dict[str, Any]]:
         _operation(
             contract.LIST_ROOM_AGENTS,
             "The agents registered in the room on this server: cursor, lag, failures, standby.",
-            {"200": {"description": "Their progress.", "content": {"application/json": {}}}},
+            {
+                "200": {
+                    "description": "Their progress.",
+                    "content": _list_of("agents", WorkerStatus),
+                },
+                "404": missing,
+            },
             parameters=[room],
         ),
     ]

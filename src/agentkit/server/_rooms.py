@@ -7,21 +7,24 @@ import dataclasses
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic.alias_generators import to_camel
 from starlette.requests import Request
 from starlette.responses import Response
 
 from agentkit.client.contract import GET_DELEGATION, GET_ROOM, encode_event
 from agentkit.conversations import Member
-from agentkit.rooms import EventInput, LocalRoomsClient, RoomEvent, RoomInfo
-from agentkit.server._errors import HTTPError
-from agentkit.server._http import (
-    json_response,
-    page_params,
-    read_body,
-    state_of,
-    stream_response,
+from agentkit.rooms import (
+    DelegationRecord,
+    EventInput,
+    LocalRoomsClient,
+    RoomEvent,
+    RoomGrant,
+    RoomInfo,
 )
+from agentkit.server._errors import HTTPError
+from agentkit.server._http import json_response, read_body, state_of, stream_response
+from agentkit.server._params import integer_param, page_params, query_param
 
 __all__ = ["CreateRoom", "DelegationRequest", "GrantBody", "PublishBody", "RoomList"]
 
@@ -71,26 +74,31 @@ def _rooms(request: Request, member: Member) -> LocalRoomsClient:
 
 
 def _types(request: Request) -> list[str] | None:
-    raw = request.query_params.get("types")
+    raw = query_param(request.query_params, "types")
     if raw is None or not raw.strip():
         return None
     return [part.strip() for part in raw.split(",") if part.strip()]
 
 
 def _after(request: Request, *, header: bool) -> int:
-    raw = request.headers.get("last-event-id") if header else None
-    name = "Last-Event-ID"
-    if raw is None:
-        raw, name = request.query_params.get("after"), "after"
-    if raw is None or not raw.strip():
-        return 0
-    if not raw.strip().isdigit():
-        raise HTTPError("invalid", f"{name} must be a position (0 or more)", field=name)
-    return int(raw)
+    """The position to read after: `Last-Event-ID` (a stream's), else `?after=`, else 0;
+    both are checked whichever wins."""
+    after = integer_param(query_param(request.query_params, "after"), "after", default=0)
+    if header:
+        return integer_param(request.headers.get("last-event-id"), "Last-Event-ID", default=after)
+    return after
 
 
-def _event(event: RoomEvent) -> dict[str, Any]:
-    return dataclasses.asdict(event)
+_ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {
+    kind: TypeAdapter(kind) for kind in (RoomEvent, RoomGrant, DelegationRecord)
+}
+
+
+def _wire(record: RoomEvent | RoomGrant | DelegationRecord) -> dict[str, Any]:
+    """A store record as the API answers it: its fields by their camelCase names (the
+    records' `WIRE_CONFIG`), its values (a payload, a task, a result) untouched."""
+    data: dict[str, Any] = _ADAPTERS[type(record)].dump_python(record, mode="json", by_alias=True)
+    return data
 
 
 async def create_room(request: Request, member: Member) -> Response:
@@ -100,7 +108,7 @@ async def create_room(request: Request, member: Member) -> Response:
 
 
 async def list_rooms(request: Request, member: Member) -> Response:
-    limit, cursor = page_params(request)
+    limit, cursor = page_params(request.query_params)
     page = await _rooms(request, member).list_rooms(limit=limit, cursor=cursor)
     return json_response(RoomList(rooms=page, next=page.next))
 
@@ -122,12 +130,12 @@ async def put_grant(request: Request, member: Member) -> Response:
         read=body.read,
         publish=body.publish,
     )
-    return json_response(dataclasses.asdict(grant))
+    return json_response(_wire(grant))
 
 
 async def list_grants(request: Request, member: Member) -> Response:
     grants = await _rooms(request, member).list_grants(request.path_params["room"])
-    return json_response({"grants": [dataclasses.asdict(grant) for grant in grants]})
+    return json_response({"grants": [_wire(grant) for grant in grants]})
 
 
 async def publish(request: Request, member: Member) -> Response:
@@ -145,7 +153,7 @@ async def publish(request: Request, member: Member) -> Response:
 
 
 async def read_events(request: Request, member: Member) -> Response:
-    limit, cursor = page_params(request)
+    limit, cursor = page_params(request.query_params)
     events = await _rooms(request, member).read(
         request.path_params["room"],
         after=_after(request, header=False),
@@ -153,7 +161,7 @@ async def read_events(request: Request, member: Member) -> Response:
         limit=100 if limit is None else limit,
         cursor=cursor,
     )
-    return json_response({"events": [_event(event) for event in events], "next": events.next})
+    return json_response({"events": [_wire(event) for event in events], "next": events.next})
 
 
 async def stream_events(request: Request, member: Member) -> Response:
@@ -165,7 +173,7 @@ async def stream_events(request: Request, member: Member) -> Response:
 
     async def encoded() -> AsyncGenerator[bytes, None]:
         async for event in rooms.subscribe(room_id, after=after, types=types):
-            yield encode_event(event.type, _event(event), event.position)
+            yield encode_event(event.type, _wire(event), event.position)
 
     return stream_response(request, encoded(), ends_by_itself=False)
 
@@ -176,18 +184,18 @@ async def delegate(request: Request, member: Member) -> Response:
         request.path_params["room"], body.agent, body.task
     )
     location = GET_DELEGATION.url(room=record.room_id, id=record.id)
-    return json_response(dataclasses.asdict(record), 202, {"Location": location})
+    return json_response(_wire(record), 202, {"Location": location})
 
 
 async def get_delegation(request: Request, member: Member) -> Response:
     record = await _rooms(request, member).get_delegation(
         request.path_params["room"], request.path_params["id"]
     )
-    return json_response(dataclasses.asdict(record))
+    return json_response(_wire(record))
 
 
 async def list_delegations(request: Request, member: Member) -> Response:
-    limit, cursor = page_params(request)
+    limit, cursor = page_params(request.query_params)
     page = await _rooms(request, member).list_delegations(
         request.path_params["room"], limit=limit, cursor=cursor
     )
@@ -199,4 +207,8 @@ async def list_workers(request: Request, member: Member) -> Response:
     room_id = request.path_params["room"]
     await _rooms(request, member).get_room(room_id)  # visible to the caller
     statuses = await state_of(request).machine.rooms.workers(room_id)
-    return json_response({"agents": [{**dataclasses.asdict(s), "lag": s.lag} for s in statuses]})
+    agents = [
+        {to_camel(key): value for key, value in {**dataclasses.asdict(s), "lag": s.lag}.items()}
+        for s in statuses
+    ]
+    return json_response({"agents": agents})

@@ -17,7 +17,8 @@ from starlette.responses import Response
 from agentkit.conversations import Member
 from agentkit.events import to_wire
 from agentkit.server._errors import HTTPError
-from agentkit.server._http import json_response, page_params, state_of
+from agentkit.server._http import json_response, state_of
+from agentkit.server._params import page_params, query_param
 from agentkit.stores import RunRecord
 
 __all__ = ["RunDetails", "RunList", "StoredEvent"]
@@ -70,8 +71,8 @@ async def get_run(request: Request, member: Member) -> Response:
 
 async def list_runs(request: Request, member: Member) -> Response:
     machine = state_of(request).machine
-    limit, cursor = page_params(request)
-    session = request.query_params.get("session") or None
+    limit, cursor = page_params(request.query_params)
+    session = query_param(request.query_params, "session") or None
     if session is not None and len(session) > 200:
         return json_response(RunList(runs=[]))
     page = await machine.runs.list(member, session_id=session, limit=limit, cursor=cursor)

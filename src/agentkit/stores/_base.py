@@ -26,6 +26,7 @@ from agentkit.stores._records import (
     RecordNotFoundError,
 )
 from agentkit.stores._rooms import (
+    WIRE_CONFIG,
     DelegationRecord,
     DelegationStatus,
     NewRoomEvent,
@@ -94,6 +95,8 @@ class RunRecord:
     Attributes:
         error: Why the run did not complete, once it has ended that way.
     """
+
+    __pydantic_config__ = WIRE_CONFIG
 
     id: str
     session_id: str

@@ -14,10 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import ConfigDict
+from pydantic.alias_generators import to_camel
+
 from agentkit.errors import RoomExistsError, RoomNotFoundError
 
 __all__ = [
     "DELEGATION_STATUSES",
+    "WIRE_CONFIG",
     "DelegationRecord",
     "DelegationStatus",
     "NewRoomEvent",
@@ -44,6 +48,11 @@ DelegationStatus = Literal["pending", "running", "completed", "failed"]
 
 DELEGATION_STATUSES: frozenset[str] = frozenset(("pending", "running", "completed", "failed"))
 
+WIRE_CONFIG = ConfigDict(alias_generator=to_camel)
+"""How a record is serialised by pydantic (the HTTP API, its OpenAPI document): its fields
+by their camelCase names (`roomId`, `createdAt`), as every model on the wire; the values
+(a payload, a task, a result) are kept as they are."""
+
 
 @dataclass(frozen=True, slots=True)
 class RoomRecord:
@@ -52,6 +61,8 @@ class RoomRecord:
     The position of the room's last event (its head) is not part of the record: ask
     `Store.room_head`, which is always current.
     """
+
+    __pydantic_config__ = WIRE_CONFIG
 
     id: str
     name: str
@@ -85,6 +96,8 @@ class NewRoomEvent:
 class RoomEvent:
     """An event of a room's log at its position (1 for the room's first event)."""
 
+    __pydantic_config__ = WIRE_CONFIG
+
     room_id: str
     position: int
     id: str
@@ -99,6 +112,8 @@ class RoomGrant:
     """What one participant may read and publish in a room, as event type patterns
     (`chat.*`, `measurements.word_count`, `*`). The store keeps them as given."""
 
+    __pydantic_config__ = WIRE_CONFIG
+
     participant: str
     read: tuple[str, ...] = ()
     publish: tuple[str, ...] = ()
@@ -108,6 +123,8 @@ class RoomGrant:
 class DelegationRecord:
     """A task a participant (`requested_by`) asked an agent of the room to do, and where it
     stands. `task` and `result` are JSON values; `error` says why a `failed` one failed."""
+
+    __pydantic_config__ = WIRE_CONFIG
 
     id: str
     room_id: str

@@ -29,8 +29,8 @@ export function renderPart(part) {
     case "tool_result":
       return h(
         "details",
-        { class: `part tool-result${part.is_error ? " is-error" : ""}` },
-        h("summary", {}, part.is_error ? "Tool error " : "Tool result ", h("code", {}, part.tool)),
+        { class: `part tool-result${part.isError ? " is-error" : ""}` },
+        h("summary", {}, part.isError ? "Tool error " : "Tool result ", h("code", {}, part.tool)),
         h("pre", { class: "json" }, pretty(part.output)),
       );
     case "json":
@@ -51,14 +51,14 @@ function renderTurn(turn, agentName) {
   const user = turn.role === "user";
   return h(
     "li",
-    { class: `turn ${turn.role} status-${turn.status}`, "data-run": turn.run_id },
+    { class: `turn ${turn.role} status-${turn.status}`, "data-run": turn.runId },
     h(
       "div",
       { class: "turn-head" },
       h("span", { class: "who" }, user ? "You" : agentName),
       !user && turn.status !== "completed" ? h("span", { class: `badge status-${turn.status}` }, turn.status) : null,
-      !user ? h("a", { href: `#/runs/${encodeURIComponent(turn.run_id)}`, class: "inspect" }, "Inspect run") : null,
-      h("time", {}, when(turn.created_at)),
+      !user ? h("a", { href: `#/runs/${encodeURIComponent(turn.runId)}`, class: "inspect" }, "Inspect run") : null,
+      h("time", {}, when(turn.createdAt)),
     ),
     turn.parts.map(renderPart),
     turn.error ? h("p", { class: "error" }, turn.error) : null,
@@ -129,7 +129,7 @@ export async function conversationsView(root, id, { me }) {
         h("a", { href: `#/conversations/${encodeURIComponent(c.id)}`, "aria-current": c.id === id ? "page" : null }, c.name),
         " ",
         h("span", { class: `badge visibility-${c.visibility}` }, c.visibility),
-        c.is_running ? h("span", { class: "badge running" }, "running") : null,
+        c.isRunning ? h("span", { class: "badge running" }, "running") : null,
         h("small", { class: "agent" }, c.agent),
       ),
     ),
@@ -286,7 +286,7 @@ async function chatView(chat, id, { me, signal }) {
           error.textContent = view.error;
           return true;
         }
-        if (view.is_running && view.active_run_id === runId) {
+        if (view.isRunning && view.activeRunId === runId) {
           output.replace(view.output.map((part) => ({ ...part })));
           return false;
         }
@@ -342,7 +342,7 @@ async function chatView(chat, id, { me, signal }) {
       prompt.value = "";
       attachments.value = "";
       await reload();
-      followRun(accepted.run_id);
+      followRun(accepted.runId);
     } catch (failure) {
       send.disabled = !canWrite;
       error.textContent = message(failure);
@@ -405,10 +405,10 @@ async function chatView(chat, id, { me, signal }) {
     return h("div", { class: "settings" }, meta, rename, h("div", { class: "inline" }, field("Visibility", visibility)), remove);
   }
 
-  if (details.is_running && details.active_run_id) {
+  if (details.isRunning && details.activeRunId) {
     const saved = JSON.parse(sessionStorage.getItem(LIVE_KEY(id)) ?? "null");
-    if (saved?.runId === details.active_run_id) followRun(saved.runId, saved);
-    else watchRun(details.active_run_id);
+    if (saved?.runId === details.activeRunId) followRun(saved.runId, saved);
+    else watchRun(details.activeRunId);
   } else {
     sessionStorage.removeItem(LIVE_KEY(id));
   }

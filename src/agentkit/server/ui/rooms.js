@@ -104,7 +104,7 @@ async function roomView(root, id, signal) {
           for (const event of events) {
             after = event.position;
             const record = known.get(event.payload.id) ?? { id: event.payload.id, agent: event.payload.agent };
-            known.set(record.id, { ...record, ...event.payload, status: event.type.slice("delegation.".length), updated: event.created_at });
+            known.set(record.id, { ...record, ...event.payload, status: event.type.slice("delegation.".length), updated: event.createdAt });
           }
           if (events.length < 1000) break;
         }
@@ -127,7 +127,7 @@ function eventItem(event) {
       h("span", { class: "offset" }, `#${event.position}`),
       h("strong", { class: "type" }, event.type),
       h("span", { class: "author" }, event.author),
-      h("time", {}, when(event.created_at)),
+      h("time", {}, when(event.createdAt)),
     ),
     h("pre", { class: "json payload" }, pretty(event.payload)),
   );
@@ -207,7 +207,7 @@ function workersTable(agents) {
           h("td", {}, String(w.lag)),
           h("td", {}, w.handling ?? ""),
           h("td", { class: w.failures ? "error" : null }, String(w.failures)),
-          h("td", {}, w.last_error ?? ""),
+          h("td", {}, w.lastError ?? ""),
         ),
       ),
     ),

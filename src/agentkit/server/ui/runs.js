@@ -66,11 +66,11 @@ function runsTable(runs) {
           "tr",
           {},
           h("th", { scope: "row" }, h("a", { href: `#/runs/${encodeURIComponent(run.id)}` }, run.id)),
-          h("td", {}, h("code", {}, run.session_id)),
-          h("td", {}, run.agent_id),
+          h("td", {}, h("code", {}, run.sessionId)),
+          h("td", {}, run.agentId),
           h("td", {}, h("span", { class: `badge status-${run.status}` }, run.status)),
-          h("td", {}, when(run.created_at)),
-          h("td", {}, run.finished_at ? duration(run.finished_at - run.created_at) : ""),
+          h("td", {}, when(run.createdAt)),
+          h("td", {}, run.finishedAt ? duration(run.finishedAt - run.createdAt) : ""),
         ),
       ),
     ),
@@ -108,13 +108,13 @@ function summary({ run, events }) {
   const final = [...events].reverse().find((e) => e.event.type === "result" || e.event.type === "error");
   const end = events.find((e) => e.event.type === "turn_end");
   const accounting = final?.event.accounting;
-  const took = run.finished_at ? run.finished_at - run.created_at : null;
+  const took = run.finishedAt ? run.finishedAt - run.createdAt : null;
   const facts = [
     ["Status", h("span", { class: `badge status-${run.status}` }, run.status)],
-    ["Session", h("code", {}, run.session_id)],
-    ["Agent", run.agent_id],
-    ["Started", when(run.created_at)],
-    ["Finished", when(run.finished_at)],
+    ["Session", h("code", {}, run.sessionId)],
+    ["Agent", run.agentId],
+    ["Started", when(run.createdAt)],
+    ["Finished", when(run.finishedAt)],
     ["Took", end ? duration(end.event.durationMs / 1000) : duration(took)],
   ];
   if (accounting) {
