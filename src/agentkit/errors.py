@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AccessDeniedError",
     "ActionError",
+    "AgentDeletedError",
     "AgentExistsError",
     "AgentNotFoundError",
     "AgentkitError",
@@ -34,6 +35,7 @@ __all__ = [
     "DelegationNotFoundError",
     "ExtensionError",
     "ForeignAgentError",
+    "InvalidPageError",
     "LoadError",
     "MachineAgentNotFoundError",
     "McpConfigError",
@@ -45,6 +47,8 @@ __all__ = [
     "PromptError",
     "ProviderConfigError",
     "ProviderError",
+    "RecordExistsError",
+    "RecordNotFoundError",
     "ResumeError",
     "RoomAccessError",
     "RoomAgentError",
@@ -308,6 +312,14 @@ class RoomExistsError(StoreError):
     """A room with this id already exists."""
 
 
+class RecordExistsError(StoreError):
+    """A live member or agent record already has this name (or a record this id)."""
+
+
+class RecordNotFoundError(StoreError, LookupError):
+    """No live member, agent or conversation record has this id."""
+
+
 class StoreLocationError(StoreError, ValueError):
     """A store location (a path or URL given to `open_store`) names no store."""
 
@@ -392,6 +404,11 @@ class TurnNotFoundError(ConversationError, LookupError):
     """The conversation has no user turn with this id (for `replace_turn`)."""
 
 
+class AgentDeletedError(ConversationError):
+    """The conversation's agent was deleted: its turns stay readable, it takes no prompt
+    (whatever agent is created later under the same name)."""
+
+
 class MemberError(ConversationError, ValueError):
     """A member cannot be added, found or authenticated."""
 
@@ -401,6 +418,10 @@ class MemberError(ConversationError, ValueError):
 
 class RoomError(AgentkitError, ValueError):
     """A caller's mistake with a room: an invalid type, pattern, payload or batch."""
+
+
+class InvalidPageError(ConversationError, RoomError):
+    """A list was asked for a `limit` outside 1..1000, or with a cursor it did not give."""
 
 
 class RoomAccessError(RoomError, PermissionError):

@@ -426,13 +426,13 @@ def test_a_postgres_store_without_its_driver_is_one_error_line(
 def test_a_store_that_fails_to_save_the_end_of_a_run_is_one_error_line_and_exit_2(
     python: str, cli_env: dict[str, str], tmp_path: Path
 ) -> None:
-    # A real SQLite file that cannot grow past 200 KiB (`ulimit -f`; Python ignores
+    # A real SQLite file that cannot grow past 300 KiB (`ulimit -f`; Python ignores
     # SIGXFSZ, so writes fail with EFBIG): the run starts, and saving its 400 kB answer fails.
     script = tmp_path / "big.json"
     script.write_text(json.dumps([{"text": "x" * 400_000}]))
     store = tmp_path / "full.db"
     command = (
-        f"ulimit -f 200; exec {python} -m agentkit run examples.hello:agent hi "
+        f"ulimit -f 300; exec {python} -m agentkit run examples.hello:agent hi "
         f"--provider scripted --script {script} --store {store} --format jsonl"
     )
     done = subprocess.run(
@@ -483,7 +483,8 @@ def test_every_argument_of_every_command_has_help() -> None:
     commands = _commands()
     assert set(commands) == {
         "", "run", "sessions", "runs", "runs show", "validate", "schema", "fingerprint",
-        "members", "members add", "members list", "members remove", "serve", "chat",
+        "members", "members add", "members list", "members remove", "members rotate", "serve",
+        "chat",
     }
     for words, parser in commands.items():
         for action in parser._actions:

@@ -21,6 +21,10 @@ def env(cli_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
     return {**cli_env, "AGENTKIT_MACHINE_STORE": str(tmp_path / "default-machine.db")}
 
 
+def _named(member: Member) -> tuple[str, str]:
+    return (member.name, member.role)
+
+
 def _authenticate(location: str, token: str) -> Member:
     async def go() -> Member:
         store = open_store(location)
@@ -49,7 +53,7 @@ def test_add_prints_the_token_alone_and_it_authenticates(
     token = done.stdout.strip()
     assert token and " " not in token
     assert token not in done.stderr
-    assert _authenticate(db, token) == Member(name="ada", role="owner")
+    assert _named(_authenticate(db, token)) == ("ada", "owner")
 
 
 def test_list_and_remove(python: str, env: dict[str, str], tmp_path: Path) -> None:
@@ -61,18 +65,19 @@ def test_list_and_remove(python: str, env: dict[str, str], tmp_path: Path) -> No
 
     table = agentkit(python, env, "members", "list", "--db", db)
     assert table.returncode == 0, table.stderr
-    assert table.stdout.splitlines() == ["NAME  ROLE", "ada   owner", "bob   viewer"]
-
     listed = agentkit(python, env, "members", "list", "--db", db, "--format", "json")
-    assert json.loads(listed.stdout) == [
-        {"name": "ada", "role": "owner"},
-        {"name": "bob", "role": "viewer"},
+    rows = json.loads(listed.stdout)
+    assert [(row["name"], row["role"]) for row in rows] == [("ada", "owner"), ("bob", "viewer")]
+    ada_id, bob_id = rows[0]["id"], rows[1]["id"]
+    assert len({ada_id, bob_id}) == 2 and all(len(i) == 32 for i in (ada_id, bob_id))
+    assert table.stdout.splitlines() == [
+        "NAME  ROLE    ID", f"ada   owner   {ada_id}", f"bob   viewer  {bob_id}"
     ]
 
     removed = agentkit(python, env, "members", "remove", "bob", "--db", db)
     assert removed.returncode == 0 and removed.stdout == "", removed.stderr
     listed = agentkit(python, env, "members", "list", "--db", db, "--format", "json")
-    assert json.loads(listed.stdout) == [{"name": "ada", "role": "owner"}]
+    assert json.loads(listed.stdout) == [{"name": "ada", "role": "owner", "id": ada_id}]
 
 
 def test_a_relative_sqlite_url_and_the_default_store(
@@ -96,9 +101,9 @@ def test_a_relative_sqlite_url_and_the_default_store(
     done = agentkit(python, env, "members", "add", "cy", "--role", "viewer")
     assert done.returncode == 0, done.stderr
     default = env["AGENTKIT_MACHINE_STORE"]
-    assert _authenticate(default, done.stdout.strip()) == Member(name="cy", role="viewer")
+    assert _named(_authenticate(default, done.stdout.strip())) == ("cy", "viewer")
     listed = agentkit(python, env, "members", "list", "--format", "json")
-    assert json.loads(listed.stdout) == [{"name": "cy", "role": "viewer"}]
+    assert [(m["name"], m["role"]) for m in json.loads(listed.stdout)] == [("cy", "viewer")]
 
 
 def test_listing_an_empty_or_missing_store_creates_nothing(
@@ -194,9 +199,10 @@ def test_members_on_postgres(python: str, env: dict[str, str]) -> None:
     done = agentkit(python, env, "members", "add", name, "--role", "editor", "--db", dsn)
     assert done.returncode == 0, done.stderr
     try:
-        assert _authenticate(dsn, done.stdout.strip()) == Member(name=name, role="editor")
+        assert _named(_authenticate(dsn, done.stdout.strip())) == (name, "editor")
         listed = agentkit(python, env, "members", "list", "--db", dsn, "--format", "json")
-        assert {"name": name, "role": "editor"} in json.loads(listed.stdout)
+        names = [(m["name"], m["role"]) for m in json.loads(listed.stdout)]
+        assert (name, "editor") in names
     finally:
         removed = agentkit(python, env, "members", "remove", name, "--db", dsn)
     assert removed.returncode == 0, removed.stderr

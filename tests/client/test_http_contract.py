@@ -40,6 +40,8 @@ SERVER_ONLY = {
     contract.LIST_ROOM_AGENTS,
     contract.LIST_RUNS,
     contract.GET_RUN,
+    contract.LIST_MEMBERS,  # owners manage members from the command line or over HTTP
+    contract.ROTATE_TOKEN,
 }
 
 

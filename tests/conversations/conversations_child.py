@@ -12,7 +12,7 @@ import sys
 
 import anyio
 
-from agentkit.conversations import Machine, Member
+from agentkit.conversations import Machine
 from agentkit.testing import conformance_provider
 
 
@@ -26,7 +26,7 @@ async def main(url: str, root: str) -> None:
     ) as machine:
         if await machine.get_member("ada") is None:
             await machine.add_member("ada", "owner")
-        client = machine.client(Member(name="ada", role="owner"))
+        client = machine.client(await machine.member("ada"))
         conversation = await client.create_conversation(name="survives", visibility="shared")
         first = await conversation.prompt("say first")
         async for _ in conversation.follow(first.run_id):

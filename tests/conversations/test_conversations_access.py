@@ -59,8 +59,10 @@ async def test_a_role_change_applies_at_once_and_removed_members_lose_access(
     async with MachineHost.open(tmp_path) as host:
         ed = await host.client("ed", "editor")
         conversation = await ed.create_conversation(visibility="shared")
-        assert await host.machine.set_role("ed", "viewer") == Member(name="ed", role="viewer")
-        assert await host.machine.list_members() == [Member(name="ed", role="viewer")]
+        ed_member = await host.machine.member("ed")
+        changed = await host.machine.set_role("ed", "viewer")
+        assert changed == Member(id=ed_member.id, name="ed", role="viewer")
+        assert await host.machine.list_members() == [changed]
         with pytest.raises(AccessDeniedError):
             await conversation.prompt("say x")
         assert (await conversation.get()).turns == ()  # reading is still allowed
@@ -75,7 +77,8 @@ async def test_tokens_are_stored_hashed_and_authenticate(tmp_path: Path) -> None
     db = tmp_path / "m.db"
     async with MachineHost.open(tmp_path, store=str(db)) as host:
         token = await host.machine.add_member("ada", "owner")
-        assert await host.machine.authenticate(token) == Member(name="ada", role="owner")
+        assert await host.machine.authenticate(token) == await host.machine.member("ada")
+        assert (await host.machine.member("ada")).role == "owner"
         with pytest.raises(MemberError, match="no member has this token"):
             await host.machine.authenticate(token + "x")
         with pytest.raises(MemberError, match="exists already"):

@@ -16,7 +16,6 @@ from agentkit.conversations import (
     FinalEvent,
     FollowEvent,
     Machine,
-    Member,
     OutputEvent,
     RunNotFoundError,
     TextDeltaPart,
@@ -81,7 +80,7 @@ async def test_follow_resumes_at_every_offset_during_and_after(tmp_path: Path) -
         store=str(tmp_path / "m.db"), provider=provider, attachment_roots=[root]
     ) as machine:
         await machine.add_member("ada", "editor")
-        client = machine.client(Member(name="ada", role="editor"))
+        client = machine.client(await machine.member("ada"))
         conversation = await client.create_conversation()
         accepted = await conversation.prompt("go")
         full: list[FollowEvent] = []
@@ -135,7 +134,7 @@ async def test_follow_only_finds_runs_of_its_conversation(tmp_path: Path) -> Non
         store=str(tmp_path / "m.db"), provider=conformance_provider(), attachment_roots=[root]
     ) as machine:
         await machine.add_member("ada", "editor")
-        client = machine.client(Member(name="ada", role="editor"))
+        client = machine.client(await machine.member("ada"))
         one = await client.create_conversation()
         two = await client.create_conversation()
         accepted = await one.prompt("say one")
@@ -177,7 +176,7 @@ async def test_machine_agents_read_only_inside_the_roots(tmp_path: Path) -> None
         store=str(tmp_path / "m.db"), provider=provider, attachment_roots=[root]
     ) as machine:
         await machine.add_member("olga", "owner")
-        client = machine.client(Member(name="olga", role="owner"))
+        client = machine.client(await machine.member("olga"))
         await client.create_agent(AgentDefinition(name="reader", instructions="Read files."))
         agents = {a.name: a for a in await client.list_agents()}
         # One root: the runs' working folder, every file tool limited to it.

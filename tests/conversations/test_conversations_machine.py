@@ -39,7 +39,7 @@ async def _collect(stream: AsyncIterator[FollowEvent]) -> list[FollowEvent]:
 
 async def _owner(machine: Machine) -> LocalClient:
     await machine.add_member("olga", "owner")
-    return machine.client(Member(name="olga", role="owner"))
+    return machine.client(await machine.member("olga"))
 
 
 async def test_definition_and_app_agents_in_conversations(tmp_path: Path) -> None:
@@ -146,7 +146,7 @@ async def test_stores_by_url_or_object_and_the_default_location(
         client = await _owner(m)
         await client.create_conversation(name="kept")
     async with Machine(store=url, provider=conformance_provider(), attachment_roots=[root]) as m:
-        client = m.client(Member(name="olga", role="owner"))
+        client = m.client(await m.member("olga"))
         assert [r.name for r in await client.list_conversations()] == ["kept"]
     store = SQLiteStore(tmp_path / "object.db")
     async with Machine(store=store, provider=conformance_provider(), attachment_roots=[root]):
@@ -190,7 +190,7 @@ async def test_a_callers_mistakes_are_clear_errors(tmp_path: Path, call: Any, me
 
 async def test_a_machine_outside_its_block_says_so(tmp_path: Path) -> None:
     machine = Machine(store=str(tmp_path / "m.db"), attachment_roots=[tmp_path])
-    client = machine.client(Member(name="olga", role="owner"))
+    client = machine.client(Member(id="0" * 32, name="olga", role="owner"))
     with pytest.raises(RuntimeError, match="async with Machine"):
         await client.rename_conversation("x", "y")
     with pytest.raises(ValueError, match="two configured agents"):
@@ -210,9 +210,7 @@ async def test_closing_the_machine_cancels_its_runs(tmp_path: Path) -> None:
         conversation = await client.create_conversation()
         await conversation.prompt("hang")
     async with Machine(store=db, provider=conformance_provider(), attachment_roots=[root]) as m:
-        details = await m.client(Member(name="olga", role="owner")).get_conversation(
-            conversation.id
-        )
+        details = await m.client(await m.member("olga")).get_conversation(conversation.id)
         assert not details.is_running and details.turns[-1].status == "cancelled"
 
 
@@ -235,5 +233,5 @@ async def test_interrupting_the_runs_ends_them_as_a_crash_would(tmp_path: Path) 
         assert final.error == "interrupted: its process stopped"
         await m.interrupt_runs()  # nothing left to interrupt: returns at once
     async with Machine(store=db, provider=conformance_provider(), attachment_roots=[root]) as m:
-        turns = await m.client(Member(name="olga", role="owner")).list_turns(conversation.id)
+        turns = await m.client(await m.member("olga")).list_turns(conversation.id)
     assert turns[-1].status == "interrupted" and turns[-1].text == "partial answer"

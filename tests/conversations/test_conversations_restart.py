@@ -19,7 +19,6 @@ from agentkit.conversations import (
     ConversationView,
     FinalEvent,
     Machine,
-    Member,
 )
 from agentkit.runtime._lease import INTERRUPTED_REASON as CORE_REASON
 from agentkit.testing import conformance_provider
@@ -88,7 +87,7 @@ async def test_restart_after_sigkill_shows_the_run_interrupted(
         lease_duration=1.5,
         poll_interval=0.05,
     ) as machine:
-        client = machine.client(Member(name="ada", role="owner"))
+        client = machine.client(await machine.member("ada"))
         conversation = client.conversation(conversation_id)
         # Every saved turn is there at once, the killed run's prompt included.
         details = await conversation.get()

@@ -17,12 +17,12 @@ from agentkit.conversations import (
     ConversationService,
     FinalEvent,
     Machine,
-    Member,
     Members,
     RunNotFoundError,
     RunService,
 )
 from agentkit.spec import AgentSpec
+from agentkit.stores import RunRecord
 from agentkit.testing import ScriptedProvider
 
 pytestmark = pytest.mark.anyio
@@ -47,9 +47,9 @@ async def test_a_conversation_through_the_services(tmp_path: Path) -> None:
         await machine.members.add("olga", "owner")
         await machine.members.add("ada", "editor")
         await machine.members.add("vic", "viewer")
-        olga = Member(name="olga", role="owner")
-        ada = Member(name="ada", role="editor")
-        vic = Member(name="vic", role="viewer")
+        olga = await machine.member("olga")
+        ada = await machine.member("ada")
+        vic = await machine.member("vic")
 
         info = await machine.agents.create(olga, AgentDefinition(name="notes"))
         assert info.source == "machine"
@@ -96,7 +96,7 @@ async def test_a_follow_checks_the_access_once(
 ) -> None:
     async with _machine(tmp_path, ScriptedProvider(["Noted."])) as machine:
         await machine.members.add("ada", "editor")
-        ada = Member(name="ada", role="editor")
+        ada = await machine.member("ada")
         conversation_id = await machine.conversations.create(ada)
         accepted = await machine.runs.prompt(ada, conversation_id, "Hello")
 
@@ -129,8 +129,8 @@ async def test_private_runs_are_private_to_owners_too(tmp_path: Path) -> None:
     async with _machine(tmp_path, ScriptedProvider(["Mine.", "Ours."])) as machine:
         await machine.members.add("olga", "owner")
         await machine.members.add("bob", "editor")
-        olga = Member(name="olga", role="owner")
-        bob = Member(name="bob", role="editor")
+        olga = await machine.member("olga")
+        bob = await machine.member("bob")
         private = await machine.conversations.create(bob, name="Mine")
         shared = await machine.conversations.create(bob, name="Ours", visibility="shared")
         for conversation_id in (private, shared):
@@ -148,8 +148,11 @@ async def test_private_runs_are_private_to_owners_too(tmp_path: Path) -> None:
         assert not await machine.runs.readable(bob, command_line.id)
         assert not await machine.runs.readable(olga, "no-such-session")
 
-        olga_reads = await machine.runs.readable_sessions(olga)
-        assert shared in olga_reads and command_line.id in olga_reads
-        assert private not in olga_reads
-        assert {private, shared} <= set(await machine.runs.readable_sessions(bob))
-        assert command_line.id not in await machine.runs.readable_sessions(bob)
+        cli_run = RunRecord("cli-run", command_line.id, "cli:agent", "completed", 1.0, 2.0)
+        await machine.store.create_run(cli_run)
+        olga_reads = {run.session_id for run in await machine.runs.list(olga)}
+        assert olga_reads == {shared, command_line.id}
+        bob_reads = {run.session_id for run in await machine.runs.list(bob)}
+        assert bob_reads == {private, shared}
+        assert list(await machine.runs.list(bob, session_id=command_line.id)) == []
+        assert len(await machine.runs.list(olga, session_id=command_line.id)) == 1

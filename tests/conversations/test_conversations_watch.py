@@ -10,7 +10,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from agentkit.conversations import ConversationView, FinalEvent, Machine, Member
+from agentkit.conversations import ConversationView, FinalEvent, Machine
 from agentkit.testing import conformance_provider
 
 pytestmark = pytest.mark.anyio
@@ -29,7 +29,7 @@ async def test_async_and_failing_callbacks(tmp_path: Path) -> None:
         store=str(tmp_path / "m.db"), provider=conformance_provider(), attachment_roots=[root]
     ) as machine:
         await machine.add_member("ada", "editor")
-        client = machine.client(Member(name="ada", role="editor"))
+        client = machine.client(await machine.member("ada"))
         conversation = await client.create_conversation()
         seen: list[ConversationView] = []
         calls = {"failing": 0}
@@ -67,8 +67,8 @@ async def test_another_machine_on_the_same_store(tmp_path: Path) -> None:
         Machine(store=db, provider=conformance_provider(), **options) as b,  # type: ignore[arg-type]
     ):
         await a.add_member("ada", "editor")
-        ada_on_a = a.client(Member(name="ada", role="editor"))
-        ada_on_b = b.client(Member(name="ada", role="editor"))
+        ada_on_a = a.client(await a.member("ada"))
+        ada_on_b = b.client(await b.member("ada"))
         conversation = await ada_on_a.create_conversation()
         views: list[ConversationView] = []
         stop = await conversation.watch(views.append)

@@ -300,7 +300,7 @@ async def test_a_run_accepted_by_the_conversations_machine_is_the_requests_child
 ) -> None:
     # The server's route calls the machine's prompt, which calls Runtime.start: a span the
     # request has (an OTel ASGI middleware's) is the run's parent, with no server code.
-    from agentkit.conversations import Machine, Member
+    from agentkit.conversations import Machine
 
     tracer = otel.tracer_provider.get_tracer("test")
     root = tmp_path / "space"
@@ -310,7 +310,7 @@ async def test_a_run_accepted_by_the_conversations_machine_is_the_requests_child
     ) as machine:
         machine.runtime.tracer_provider = otel.tracer_provider
         await machine.add_member("olga", "owner")
-        client = machine.client(Member(name="olga", role="owner"))
+        client = machine.client(await machine.member("olga"))
         conversation = await client.create_conversation()
         with tracer.start_as_current_span("POST /v1/conversations/{id}/runs") as request:
             accepted = await client.prompt(conversation.id, "hello")

@@ -27,7 +27,6 @@ from agentkit.conversations import (
     FinalEvent,
     FollowEvent,
     Machine,
-    Member,
     OutputEvent,
     TextDeltaPart,
     TextPart,
@@ -316,7 +315,7 @@ async def test_an_in_process_machine_follows_and_cancels_a_served_run_by_notific
 ) -> None:
     machine, server = machine_beside
     token = await machine.add_member("ada", "owner")
-    local = machine.client(Member(name="ada", role="owner"))
+    local = machine.client(await machine.member("ada"))
     async with RemoteMachine(server.url, token) as remote:
         conversation = await remote.create_conversation(name="beside")
         accepted = await remote.prompt(conversation.id, "slow 20")

@@ -117,7 +117,8 @@ def test_every_route_but_two_needs_a_member_token(server: Served, http: httpx.Cl
         wrong = http.request(method, path, headers=bearer("not-a-token"))
         assert wrong.status_code == 401
     token = server.add_member("ada", "owner")
-    assert http.get("/v1/me", headers=bearer(token)).json() == {"name": "ada", "role": "owner"}
+    me = http.get("/v1/me", headers=bearer(token)).json()
+    assert me == {"id": me["id"], "name": "ada", "role": "owner"} and len(me["id"]) == 32
 
 
 def test_conversation_routes(server: Served, http: httpx.Client) -> None:

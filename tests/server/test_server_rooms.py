@@ -44,10 +44,13 @@ def _until(http: httpx.Client, url: str, token: str, check: Any) -> Any:
 def test_rooms_grants_and_publishing(server: Served, http: httpx.Client) -> None:
     ada = server.add_member("ada", "editor")
     bob = server.add_member("bob", "editor")
+    ada_id = http.get("/v1/me", headers=bearer(ada)).json()["id"]
+    bob_id = http.get("/v1/me", headers=bearer(bob)).json()["id"]
     created = http.post("/v1/rooms", json={"name": "lab"}, headers=bearer(ada))
     assert created.status_code == 201
     room = created.json()
-    assert room["owners"] == ["ada"] and room["head"] == 0
+    # Members own and are granted by id: a later member named "bob" is someone else.
+    assert room["owners"] == [ada_id] and room["head"] == 0
     url = f"/v1/rooms/{room['id']}"
     # bob sees the lobby (a grant to every member) but not ada's room.
     listed = [r["id"] for r in http.get("/v1/rooms", headers=bearer(bob)).json()["rooms"]]
@@ -61,7 +64,7 @@ def test_rooms_grants_and_publishing(server: Served, http: httpx.Client) -> None
     )
     assert granted.status_code == 200
     assert granted.json() == {
-        "participant": "member:bob", "read": ["chat.*"], "publish": ["chat.message"]
+        "participant": f"member:{bob_id}", "read": ["chat.*"], "publish": ["chat.message"]
     }
     denied = http.put(f"{url}/grants/member:bob", json={"read": ["*"]}, headers=bearer(bob))
     assert denied.status_code == 403 and denied.json()["error"]["code"] == "access_denied"
@@ -85,7 +88,9 @@ def test_rooms_grants_and_publishing(server: Served, http: httpx.Client) -> None
     assert bad.status_code == 422
     assert http.get(f"{url}/events", params={"limit": 0}, headers=bearer(ada)).status_code == 422
     grants = http.get(f"{url}/grants", headers=bearer(ada)).json()["grants"]
-    assert [g["participant"] for g in grants] == ["member:bob"]
+    assert [g["participant"] for g in grants] == [f"member:{bob_id}"]
+    nobody = http.put(f"{url}/grants/member:nobody", json={"read": ["*"]}, headers=bearer(ada))
+    assert nobody.status_code == 422  # no member of that name: nothing a newcomer could take
 
 
 def test_the_extensions_agents_and_a_stream(server: Served, http: httpx.Client) -> None:

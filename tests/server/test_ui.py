@@ -350,12 +350,14 @@ def test_runs_routes_follow_conversation_access(machine: Machine) -> None:
     for other in ("ada", "vic"):
         hidden = machine.call(other, "GET", f"/v1/runs/{run_id}")
         assert hidden.status_code == 404 and hidden.json()["error"]["code"] == "run_not_found"
-        assert machine.call(other, "GET", f"/v1/runs?session={private}").json() == {"runs": []}
+        no_runs = {"runs": [], "next": None}
+        assert machine.call(other, "GET", f"/v1/runs?session={private}").json() == no_runs
         listed = machine.call(other, "GET", "/v1/runs").json()["runs"]
         assert run_id not in [r["id"] for r in listed]
     missing = machine.call("bob", "GET", "/v1/runs/nope")
     assert missing.json() == {"error": {"code": "run_not_found", "message": "no run 'nope'"}}
-    assert machine.call("vic", "GET", f"/v1/runs?session={private}").json() == {"runs": []}
+    empty = {"runs": [], "next": None}
+    assert machine.call("vic", "GET", f"/v1/runs?session={private}").json() == empty
     assert run_id in [r["id"] for r in machine.call("bob", "GET", "/v1/runs").json()["runs"]]
     assert run_id not in [r["id"] for r in machine.call("vic", "GET", "/v1/runs").json()["runs"]]
     assert machine.call("bob", "GET", "/v1/runs?limit=0").status_code == 422

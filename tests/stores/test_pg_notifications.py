@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 import anyio
 import pytest
 
-from agentkit.stores import PostgresStore, open_store
+from agentkit.stores import ConversationRecord, PostgresStore, open_store
 from agentkit.stores._pg_listen import PostgresNotifications
 from support.pg import dsn, postgres_url
 
@@ -89,6 +89,21 @@ async def test_a_write_in_one_process_wakes_a_reader_in_the_other(
         await first.notifications.publish(["live:r\n[2]"])
         assert await live.wait(10.0)
         assert live.take() == (False, ["[2]"])
+
+
+async def test_a_conversation_created_or_changed_wakes_its_sessions_readers(
+    stores: tuple[PostgresStore, PostgresStore],
+) -> None:
+    first, second = stores
+    record = ConversationRecord("c1", "a1", "m1", "private", "Plans", 1000.0, 1000.0)
+    with await second.notifications.subscribe("session:c1") as changes:
+        await first.create_conversation(record, "rool")
+        assert await changes.wait(10.0)
+        assert "session:c1" in changes.notified
+    with await second.notifications.subscribe("session:c1") as changes:
+        await first.update_conversation("c1", updated_at=1001.0, visibility="shared")
+        assert await changes.wait(10.0)
+        assert "session:c1" in changes.notified
 
 
 async def test_a_listener_that_loses_its_connection_reconnects_and_wakes_everyone(

@@ -1,6 +1,7 @@
-"""The store interface in three parts: `SessionStore`, `RunStore` and `RoomStore`, which
-`Store` combines. Every backend is each part, at run time and for `mypy --strict`, so code
-that needs only rooms (or only sessions, only runs) can ask for just that."""
+"""The store interface in four parts: `SessionStore`, `RunStore`, `RoomStore` and
+`RecordStore`, which `Store` combines. Every backend is each part, at run time and for
+`mypy --strict`, so code that needs only rooms (or only sessions, runs, records) can ask for
+just that."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 from agentkit.stores import (
     MemoryStore,
     PostgresStore,
+    RecordStore,
     RoomStore,
     RunStore,
     SessionStore,
@@ -25,7 +27,7 @@ from agentkit.stores import (
 from support.paths import SRC
 
 HERE = Path(__file__).resolve().parent
-PARTS = [SessionStore, RunStore, RoomStore]
+PARTS = [SessionStore, RunStore, RoomStore, RecordStore]
 
 
 def _backends() -> list[Any]:
@@ -47,7 +49,7 @@ def test_every_backend_is_every_part(store: Any, part: type) -> None:
     assert isinstance(store, part)
 
 
-def test_store_is_the_three_parts_and_aclose() -> None:
+def test_store_is_the_four_parts_and_aclose() -> None:
     assert all(issubclass(Store, part) for part in PARTS)
     own = [_methods(part) for part in PARTS]
     # the parts share no method, and together with `aclose` they are the whole interface

@@ -116,9 +116,7 @@ async def test_store_conformance_names_the_failing_checks() -> None:
     after=st.integers(-3, 45),
 )
 @pytest.mark.anyio
-async def test_sqlite_event_log_matches_the_reference(
-    batches: list[list[int]], after: int
-) -> None:
+async def test_sqlite_event_log_matches_the_reference(batches: list[list[int]], after: int) -> None:
     """Any sequence of batches, valid or not, leaves SQLite's log exactly like MemoryStore's."""
     stores: list[Store] = [MemoryStore(), SQLiteStore(":memory:")]
     outcomes: list[list[str]] = []

@@ -14,6 +14,7 @@ agentkit fingerprint FILE
 agentkit members add NAME --role owner|editor|viewer [--db URL]
 agentkit members list [--db URL] [--format text|json]
 agentkit members remove NAME [--db URL]
+agentkit members rotate NAME [--db URL]
 agentkit serve [--db URL] [--host HOST] [--port PORT] [--provider NAME] ...
 agentkit chat [--url URL | --db URL] [--token TOKEN] [--conversation ID | --new NAME]
               [--agent NAME] [--provider NAME] [--script FILE]

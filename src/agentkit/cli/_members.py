@@ -1,4 +1,4 @@
-"""`agentkit members add|list|remove`: the members of a machine, straight in its store.
+"""`agentkit members add|list|remove|rotate`: the members of a machine, straight in its store.
 
 They need no `Machine` (and no provider): `Members` reads and writes the store, so they
 work the same whether or not `agentkit serve` runs on that database.
@@ -29,7 +29,8 @@ __all__ = [
 ]
 
 NO_SUCH_MEMBER = 1
-"""Exit code of `members remove` when there is no member with that name."""
+"""Exit code of `members remove` and `members rotate` when there is no member with that
+name."""
 
 
 def machine_store_location(db: str | None) -> str:
@@ -53,12 +54,13 @@ def add_members_parser(sub: Any) -> None:
     """The `members` command's arguments and help, with `add`, `list` and `remove`."""
     members = sub.add_parser(
         "members",
-        help="add, list or remove the members of a machine",
+        help="add, list, remove the members of a machine or give one a new token",
         description=wrap_paragraphs(
             "Manage the members of a machine (the people and programs that use it through "
-            "'agentkit serve' or 'agentkit chat'): each has a name, a role and a secret "
-            "token. These commands work on the machine's store directly, whether or not a "
-            "server runs on it.",
+            "'agentkit serve' or 'agentkit chat'): each has an id that is never reused, a "
+            "name, a role and a secret token. A member added under the name of a removed "
+            "one is someone else: it sees nothing of the old one's. These commands work "
+            "on the machine's store directly, whether or not a server runs on it.",
             "Roles: owner (manages agents, creates conversations and prompts), editor "
             "(creates conversations and prompts), viewer (reads shared conversations).",
         ),
@@ -68,11 +70,12 @@ examples:
   agentkit members add ada --role owner
   TOKEN=$(agentkit members add ci-bot --role editor --db machine.db)
   agentkit members list --format json
+  NEW=$(agentkit members rotate ci-bot)
   agentkit members remove ci-bot --db postgresql://agentkit@db.internal/agentkit
 
 exit codes:
   0  done
-  1  remove: no member with this name (said on stderr)
+  1  remove, rotate: no member with this name (said on stderr)
   2  usage or environment error: a name that is taken or not valid, an unknown role,
      a store that cannot be opened or fails""",
     )
@@ -111,7 +114,7 @@ exit codes:
     listing = members_sub.add_parser(
         "list",
         help="list the members and their roles",
-        description="List the members of the machine, oldest first: name and role.",
+        description="List the members of the machine, oldest first: name, role and id.",
         formatter_class=HELP_FORMATTER,
         epilog="""\
 examples:
@@ -119,8 +122,8 @@ examples:
   agentkit members list --format json --db machine.db
 
 output:
-  text  a table: NAME ROLE
-  json  a JSON list of {"name", "role"}
+  text  a table: NAME ROLE ID
+  json  a JSON list of {"name", "role", "id"}
 
 exit codes:
   0  listed (a store that does not exist yet lists nothing)
@@ -150,6 +153,28 @@ exit codes:
     remove.add_argument("name", metavar="NAME", help="the member's name")
     remove.add_argument("--db", metavar="URL", help=DB_HELP)
 
+    rotate = members_sub.add_parser(
+        "rotate",
+        help="give a member a new token and print it",
+        description=wrap_paragraphs(
+            "Give a member a new secret token and print it, alone on one line of stdout. "
+            "The old token is refused from the next request on; the member keeps its id, "
+            "role, conversations and rooms."
+        ),
+        formatter_class=HELP_FORMATTER,
+        epilog="""\
+examples:
+  agentkit members rotate ci-bot
+  NEW=$(agentkit members rotate ada --db machine.db)
+
+exit codes:
+  0  rotated (the new token is on stdout)
+  1  no member with this name (said on stderr)
+  2  usage or environment error (a store that cannot be opened)""",
+    )
+    rotate.add_argument("name", metavar="NAME", help="the member's name")
+    rotate.add_argument("--db", metavar="URL", help=DB_HELP)
+
 
 def members_command(args: argparse.Namespace) -> int:
     """Run `agentkit members add|list|remove` with parsed arguments; returns the exit
@@ -168,6 +193,8 @@ def members_command(args: argparse.Namespace) -> int:
                 return await _add(store, args.name, args.role)
             if args.members_command == "remove":
                 return await _remove(store, args.name)
+            if args.members_command == "rotate":
+                return await _rotate(store, args.name)
             return await _list(store, args.list_format)
         finally:
             if store is not None:
@@ -206,15 +233,34 @@ async def _remove(store: Store | None, name: str) -> int:
     return 0
 
 
-async def _list(store: Store | None, fmt: str) -> int:
+async def _rotate(store: Store | None, name: str) -> int:
     from agentkit.conversations import Members
 
-    found = [] if store is None else await Members(store).list()
-    rows = [{"name": member.name, "role": member.role} for member in found]
+    members = None if store is None else Members(store)
+    if members is None or await members.get(name) is None:
+        print(f"agentkit: error: no member {name!r}", file=sys.stderr)
+        return NO_SUCH_MEMBER
+    print(await members.rotate(name), flush=True)
+    return 0
+
+
+async def _list(store: Store | None, fmt: str) -> int:
+    from agentkit.conversations import Member, Members
+
+    found: list[Member] = []
+    if store is not None:
+        members = Members(store)
+        page = await members.list(limit=1000)
+        found.extend(page)
+        while page.next is not None:
+            page = await members.list(limit=1000, cursor=page.next)
+            found.extend(page)
+    rows = [{"name": m.name, "role": m.role, "id": m.id} for m in found]
     if fmt == "json":
         print(json.dumps(rows, indent=2, ensure_ascii=False))
     elif rows:
-        print_table(sys.stdout, ("NAME", "ROLE"), [(r["name"], r["role"]) for r in rows])
+        table = [(r["name"], r["role"], r["id"]) for r in rows]
+        print_table(sys.stdout, ("NAME", "ROLE", "ID"), table)
     else:
         print("no members", file=sys.stderr)
     return 0

@@ -157,6 +157,30 @@ exit codes:
         "PostgreSQL's notifications (which wake readers at once), and between two tries "
         "of a standby room agent to take over from a server that died (default: 1)",
     )
+    serve.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="seconds a request's head (its line and headers) has to arrive in full; a "
+        "slower connection is closed (default: 10)",
+    )
+    serve.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=15.0,
+        metavar="SECONDS",
+        help="seconds a connection may wait on its client, for its next request or in the "
+        "middle of a request body, before it is closed (default: 15)",
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="open connections at most, event streams included; a request on one more is "
+        "answered 503 (default: 1000)",
+    )
     add_provider_timeouts(serve)
 
 
@@ -188,9 +212,13 @@ def serve_command(args: argparse.Namespace) -> int:
         ("--heartbeat-interval", args.heartbeat_interval),
         ("--lease-duration", args.lease_duration),
         ("--poll-interval", args.poll_interval),
+        ("--header-timeout", args.header_timeout),
+        ("--idle-timeout", args.idle_timeout),
     ):
         if not 0 < value <= 86_400:
             raise UsageError(f"{option} must be a number of seconds above 0")
+    if not 1 <= args.max_connections <= 1_000_000:
+        raise UsageError("--max-connections must be between 1 and 1000000")
     if args.heartbeat_interval >= args.lease_duration:
         raise UsageError("--heartbeat-interval must be shorter than --lease-duration")
     if not 0 <= args.port <= 65535:
@@ -250,6 +278,9 @@ def serve_command(args: argparse.Namespace) -> int:
                     max_body_bytes=args.max_body_bytes,
                     cors_origins=args.cors_origin or (),
                     keepalive=args.keepalive,
+                    header_timeout=args.header_timeout,
+                    idle_timeout=args.idle_timeout,
+                    max_connections=args.max_connections,
                 )
         except ExtensionError as exc:
             raise ServeError(str(exc)) from None

@@ -17,7 +17,7 @@ import anyio
 from pydantic import TypeAdapter, ValidationError
 
 from agentkit._internal.callbacks import call_logged
-from agentkit.client._transport import Dropped, Transport, Unreachable
+from agentkit.client._transport import Dropped, Transport, Unreachable, page_query
 from agentkit.client.contract import (
     CANCEL_CONVERSATION,
     CREATE_CONVERSATION,
@@ -63,6 +63,7 @@ from agentkit.conversations import (
     Visibility,
     WatchCallback,
 )
+from agentkit.paging import Page
 from agentkit.spec import ReasoningEffort
 
 if TYPE_CHECKING:
@@ -172,10 +173,13 @@ class RemoteMachine(ConversationClient):
 
     # --- agents ---------------------------------------------------------------------
 
-    async def list_agents(self) -> list[AgentInfo]:
-        """Every agent of the machine, `rool` first."""
-        body = await self._request(LIST_AGENTS)
-        return [AgentInfo.model_validate(agent) for agent in body["agents"]]
+    async def list_agents(
+        self, *, limit: int | None = None, cursor: str | None = None
+    ) -> Page[AgentInfo]:
+        """A page of the agents of the machine, oldest first (`rool` first): `limit`
+        (1..1000, 100 by default) and `cursor`, the `next` of the page before."""
+        body = await self._request(LIST_AGENTS, params=page_query(limit, cursor))
+        return Page([AgentInfo.model_validate(a) for a in body["agents"]], body.get("next"))
 
     async def create_agent(self, definition: AgentDefinition) -> AgentInfo:
         """Create an agent (owners only); `AgentExistsError` when the name is taken."""
@@ -221,20 +225,27 @@ class RemoteMachine(ConversationClient):
         )
         return self.conversation(ConversationDetails.model_validate(body).id)
 
-    async def list_conversations(self) -> list[ConversationSummary]:
-        """Light rows of the conversations this member can see, most recent first."""
-        body = await self._request(LIST_CONVERSATIONS)
-        return [ConversationSummary.model_validate(row) for row in body["conversations"]]
+    async def list_conversations(
+        self, *, limit: int | None = None, cursor: str | None = None
+    ) -> Page[ConversationSummary]:
+        """A page of light rows of the conversations this member can see, newest first."""
+        body = await self._request(LIST_CONVERSATIONS, params=page_query(limit, cursor))
+        rows = [ConversationSummary.model_validate(row) for row in body["conversations"]]
+        return Page(rows, body.get("next"))
 
     async def get_conversation(self, conversation_id: str) -> ConversationDetails:
         """Metadata and saved turns."""
         body = await self._request(GET_CONVERSATION, conversation_id=conversation_id)
         return ConversationDetails.model_validate(body)
 
-    async def list_turns(self, conversation_id: str) -> list[Turn]:
-        """The saved turns, oldest first."""
-        body = await self._request(LIST_TURNS, conversation_id=conversation_id)
-        return [Turn.model_validate(turn) for turn in body["turns"]]
+    async def list_turns(
+        self, conversation_id: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> Page[Turn]:
+        """A page of the saved turns, oldest first."""
+        body = await self._request(
+            LIST_TURNS, conversation_id=conversation_id, params=page_query(limit, cursor)
+        )
+        return Page([Turn.model_validate(turn) for turn in body["turns"]], body.get("next"))
 
     async def rename_conversation(self, conversation_id: str, name: str) -> None:
         """Change the name (turns do not change)."""
@@ -392,6 +403,7 @@ class RemoteMachine(ConversationClient):
         body: Any = None,
         headers: dict[str, str] | None = None,
         conversation_id: str | None = None,
+        params: dict[str, str] | None = None,
     ) -> Any:
         """One JSON request (`conversation_id` fills the path's `id`): the decoded body of
         a 2xx answer, else the in-process client's exception for the error it carries."""
@@ -400,7 +412,9 @@ class RemoteMachine(ConversationClient):
         if conversation_id is not None:
             values["id"] = conversation_id
         errors = functools.partial(_error_of, conversation_id=conversation_id)
-        return await self._transport.request(operation, values, errors, body=body, headers=headers)
+        return await self._transport.request(
+            operation, values, errors, body=body, headers=headers, params=params
+        )
 
 
 class _Watch:

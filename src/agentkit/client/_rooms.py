@@ -15,13 +15,14 @@ from typing import Any
 
 import anyio
 
-from agentkit.client._transport import Dropped, Transport, Unreachable
+from agentkit.client._transport import Dropped, Transport, Unreachable, page_query
 from agentkit.client.contract import (
     CREATE_ROOM,
     DELEGATE,
     DELETE_ROOM,
     GET_DELEGATION,
     GET_ROOM,
+    LIST_DELEGATIONS,
     LIST_GRANTS,
     LIST_ROOMS,
     PUBLISH,
@@ -35,6 +36,7 @@ from agentkit.client.contract import (
     rooms_exception,
 )
 from agentkit.conversations import ConversationClient
+from agentkit.paging import Page
 from agentkit.rooms import (
     DelegationNotFoundError,
     DelegationRecord,
@@ -84,8 +86,9 @@ class RemoteRoomsClient(RoomsClient):
 
     @property
     def participant(self) -> str:
-        """`member:<name>`: how this member appears as an author and in grants."""
-        return f"member:{self._machine.member.name}"
+        """`member:<id>`: how this member appears as an author and in grants (by its
+        id, which no later member of the same name shares)."""
+        return f"member:{self._machine.member.id}"
 
     async def _call(
         self,
@@ -112,10 +115,13 @@ class RemoteRoomsClient(RoomsClient):
             raise RoomError("a room's name is 1 to 200 characters")
         return RoomInfo.model_validate(await self._call(CREATE_ROOM, body={"name": name}))
 
-    async def list_rooms(self) -> list[RoomInfo]:
-        """The rooms this member owns or holds a grant in, oldest first."""
-        body = await self._call(LIST_ROOMS)
-        return [RoomInfo.model_validate(room) for room in body["rooms"]]
+    async def list_rooms(
+        self, *, limit: int | None = None, cursor: str | None = None
+    ) -> Page[RoomInfo]:
+        """A page of the rooms this member owns or holds a grant in, oldest first (see
+        `agentkit.paging`)."""
+        body = await self._call(LIST_ROOMS, params=page_query(limit, cursor))
+        return Page([RoomInfo.model_validate(r) for r in body["rooms"]], body.get("next"))
 
     async def get_room(self, room_id: str) -> RoomInfo:
         """A room with its head (`RoomNotFoundError` when it is not visible)."""
@@ -172,14 +178,16 @@ class RemoteRoomsClient(RoomsClient):
         after: int = 0,
         types: Sequence[str] | None = None,
         limit: int = 100,
-    ) -> list[RoomEvent]:
-        """A page of the events after position `after` that the member may read (and of
-        `types` patterns, when given), at most `limit` (up to 1,000)."""
-        params = {"after": str(check_position(after)), "limit": str(max(1, min(int(limit), 1000)))}
+        cursor: str | None = None,
+    ) -> Page[RoomEvent]:
+        """A page of the events after position `after` (or after the `next` cursor of the
+        page before) that the member may read, and of `types` patterns when given: at most
+        `limit` (1 to 1,000). `next` is `None` once the page reached the room's head."""
+        params = {"after": str(check_position(after)), **page_query(limit, cursor)}
         if types:
             params["types"] = _types(types)
         body = await self._call(READ_EVENTS, _room(room_id), params=params)
-        return [_event(event) for event in body["events"]]
+        return Page([_event(event) for event in body["events"]], body.get("next"))
 
     def subscribe(
         self, room_id: str, *, after: int = 0, types: Sequence[str] | None = None
@@ -243,6 +251,13 @@ class RemoteRoomsClient(RoomsClient):
             raise DelegationNotFoundError(f"room {room_id!r} has no delegation {delegation_id!r}")
         body = await self._call(GET_DELEGATION, {**_room(room_id), "id": delegation_id})
         return _delegation(body)
+
+    async def list_delegations(
+        self, room_id: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> Page[DelegationRecord]:
+        """A page of the room's delegations this member may see, oldest first."""
+        body = await self._call(LIST_DELEGATIONS, _room(room_id), params=page_query(limit, cursor))
+        return Page([_delegation(d) for d in body["delegations"]], body.get("next"))
 
     async def wait_delegation(self, room_id: str, delegation_id: str) -> DelegationRecord:
         """The delegation once it is `completed` or `failed` (bound the wait with

@@ -17,13 +17,15 @@ import anyio
 
 from agentkit.client.contract import Operation, SseEvent, SseParser
 from agentkit.conversations import ConversationError
+from agentkit.errors import InvalidPageError
+from agentkit.paging import check_limit
 
 if TYPE_CHECKING:
     import ssl
 
     import httpx
 
-__all__ = ["Backoff", "Dropped", "ErrorOf", "Transport", "Unreachable"]
+__all__ = ["Backoff", "Dropped", "ErrorOf", "Transport", "Unreachable", "page_query"]
 
 # Statuses a proxy or a restarting server gives for a moment: a stream retries them.
 _TRANSIENT = frozenset({502, 503, 504})
@@ -231,3 +233,16 @@ def _ssl_context() -> ssl.SSLContext:
 
 def _describe(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
+
+
+def page_query(limit: int | None, cursor: str | None) -> dict[str, str]:
+    """A list request's `limit` and `cursor` query parameters, checked here as the server
+    checks them, so that a bad `limit` raises the same `InvalidPageError` as in process."""
+    params: dict[str, str] = {}
+    if limit is not None:
+        params["limit"] = str(check_limit(limit))
+    if cursor is not None:
+        if not isinstance(cursor, str):
+            raise InvalidPageError("cursor is not one this list gave")
+        params["cursor"] = cursor
+    return params

@@ -30,11 +30,13 @@ if TYPE_CHECKING:
     from agentkit.conversations._conversation_service import ConversationService
     from agentkit.conversations._errors import (
         AccessDeniedError,
+        AgentDeletedError,
         AgentExistsError,
         AttachmentError,
         ConversationBusyError,
         ConversationError,
         ConversationNotFoundError,
+        InvalidPageError,
         MachineAgentNotFoundError,
         MemberError,
         RunNotFoundError,
@@ -73,6 +75,8 @@ if TYPE_CHECKING:
 
 _EXPORTS: dict[str, str] = {
     "AccessDeniedError": "agentkit.conversations._errors",
+    "AgentDeletedError": "agentkit.conversations._errors",
+    "InvalidPageError": "agentkit.conversations._errors",
     "AgentDefinition": "agentkit.conversations._models",
     "AgentExistsError": "agentkit.conversations._errors",
     "AgentInfo": "agentkit.conversations._models",
@@ -127,6 +131,7 @@ __all__ = [
     "ROOL",
     "AccessDeniedError",
     "AgentDefinition",
+    "AgentDeletedError",
     "AgentExistsError",
     "AgentInfo",
     "AgentService",
@@ -144,6 +149,7 @@ __all__ = [
     "FinalEvent",
     "FinalStatus",
     "FollowEvent",
+    "InvalidPageError",
     "JsonPart",
     "LocalClient",
     "Machine",

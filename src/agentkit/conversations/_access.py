@@ -20,9 +20,9 @@ from typing import NamedTuple
 from agentkit.conversations._context import MachineContext
 from agentkit.conversations._errors import AccessDeniedError, ConversationNotFoundError
 from agentkit.conversations._members import Members
-from agentkit.conversations._meta import ConversationMeta, is_conversation
+from agentkit.conversations._meta import ConversationMeta
 from agentkit.conversations._models import Member
-from agentkit.stores import SessionRecord
+from agentkit.stores import ConversationRecord, SessionRecord
 
 __all__ = [
     "Access",
@@ -34,8 +34,8 @@ __all__ = [
 ]
 
 
-def can_see(member: Member, meta: ConversationMeta) -> bool:
-    return meta.visibility == "shared" or meta.creator == member.name
+def can_see(member: Member, record: ConversationRecord) -> bool:
+    return record.visibility == "shared" or record.creator_id == member.id
 
 
 def can_write(member: Member) -> bool:
@@ -54,10 +54,11 @@ def require_owner(member: Member, what: str) -> None:
 
 class VisibleConversation(NamedTuple):
     """A conversation a member may see: the member as it is now, the conversation's
-    session and its record."""
+    session, its record and its run bookkeeping."""
 
     member: Member
     session: SessionRecord
+    record: ConversationRecord
     meta: ConversationMeta
 
 
@@ -73,7 +74,7 @@ class Access:
         longer a member, `RuntimeError` when the machine is not open."""
         if not self._context.is_open:
             raise RuntimeError("use the machine inside 'async with Machine(...) as machine:'")
-        current = await self._members.get(member.name)
+        current = await self._members.get_by_id(member.id)
         if current is None:
             raise AccessDeniedError(f"{member.name!r} is not a member of this machine")
         return current
@@ -83,29 +84,26 @@ class Access:
         same as for a missing one, when not)."""
         current = await self.member(member)
         store = self._context.store
-        session = (
-            await store.get_session(conversation_id) if isinstance(conversation_id, str) else None
-        )
-        if session is None or not is_conversation(session.metadata):
-            raise ConversationNotFoundError(str(conversation_id))
-        meta = ConversationMeta.from_metadata(session.metadata)
-        if not can_see(current, meta):
+        if not isinstance(conversation_id, str) or len(conversation_id) > 200:
+            raise ConversationNotFoundError(str(conversation_id)[:200])
+        record = await store.get_conversation(conversation_id)
+        if record is None or not can_see(current, record):
             raise ConversationNotFoundError(conversation_id)
-        return VisibleConversation(current, session, meta)
+        session = await store.get_session(conversation_id)
+        if session is None:  # deleted meanwhile
+            raise ConversationNotFoundError(conversation_id)
+        return VisibleConversation(
+            current, session, record, ConversationMeta.from_metadata(session.metadata)
+        )
 
     async def session_readable(self, member: Member, session_id: str) -> bool:
         """Whether `member` may read the runs of session `session_id` (see above)."""
         current = await self.member(member)
-        session = await self._context.store.get_session(session_id)
-        if session is None:
-            return False
-        return _reads(current, session)
-
-    async def readable_sessions(self, member: Member) -> list[str]:
-        """The sessions whose runs `member` may read."""
-        current = await self.member(member)
-        sessions = await self._context.store.list_sessions()
-        return [session.id for session in sessions if _reads(current, session)]
+        store = self._context.store
+        record = await store.get_conversation(session_id)
+        if record is not None:
+            return can_see(current, record)
+        return current.role == "owner" and await store.get_session(session_id) is not None
 
     async def writable(
         self, member: Member, conversation_id: str, what: str
@@ -115,10 +113,3 @@ class Access:
         found = await self.visible(member, conversation_id)
         require_writer(found.member, what)
         return found
-
-
-def _reads(member: Member, session: SessionRecord) -> bool:
-    """Whether `member` (as it is now) may read the runs of `session`."""
-    if is_conversation(session.metadata):
-        return can_see(member, ConversationMeta.from_metadata(session.metadata))
-    return member.role == "owner"

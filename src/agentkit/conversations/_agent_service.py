@@ -1,21 +1,26 @@
 """`machine.agents`: the agents a machine offers, listed for any member and managed by
 owners; and the spec each one runs with.
 
-The built-in `rool` and the configured agents (definition files, app folders) are read-only;
-owners create, replace and delete the others, each kept as a session of a reserved agent id
-(its definition in the metadata).
+Every agent is a record with an id that is never reused (see
+[`AgentRecord`][agentkit.stores.AgentRecord]): the built-in `rool` and the configured
+agents (definition files, app folders) are recorded when the machine opens; owners create,
+replace and delete the others. A conversation is bound to its agent's id: replacing the
+agent keeps the id (new runs use the new definition), deleting it ends the conversation's
+prompts (`AgentDeletedError`) whatever is created later under the same name.
 """
 
 from __future__ import annotations
 
+import secrets
+import time
 from collections.abc import Mapping
 
 from agentkit.conversations._access import Access, require_owner
 from agentkit.conversations._agents import (
     ROOL,
-    agent_definition,
     agent_info,
     check_agent_name,
+    configured_info,
     machine_spec,
 )
 from agentkit.conversations._context import MachineContext
@@ -25,20 +30,15 @@ from agentkit.conversations._errors import (
     MachineAgentNotFoundError,
 )
 from agentkit.conversations._models import AgentDefinition, AgentInfo, Member
+from agentkit.errors import AgentDeletedError
+from agentkit.paging import Page, check_limit, decode_key, page_of, record_key
 from agentkit.spec import AgentSpec, SpecError
-from agentkit.stores import SessionExistsError
+from agentkit.stores import AgentRecord, RecordExistsError, RecordNotFoundError
 
-__all__ = ["AGENT_SESSIONS", "AgentService"]
+__all__ = ["AgentService"]
 
-AGENT_SESSIONS = "agentkit-machine:agent"
-"""The reserved agent id of the sessions that hold machine agents."""
-
-_AGENT_KEY = "agentkit.agent"
 _CACHED_SPECS = 256  # specs kept for reuse, at most (the runtime caches per spec)
-
-
-def _session_id(name: str) -> str:
-    return f"agentkit-agent:{name}"
+_PAGES = "agents"
 
 
 class AgentService:
@@ -63,52 +63,135 @@ class AgentService:
             description="The machine's general agent.",
             instructions=rool_instructions,
         )
-        self._specs: dict[str, tuple[AgentDefinition, AgentSpec]] = {}
+        self._specs: dict[tuple[str, int], AgentSpec] = {}
 
-    async def spec(self, name: str) -> AgentSpec:
-        """The spec agent `name` runs with as it is now (`MachineAgentNotFoundError` when
-        the machine has no such agent). Specs are reused while the agent is unchanged, so
-        the runtime's per-spec caches keep working across runs."""
-        if name in self._configured:
-            return self._configured[name]
-        if name == ROOL:
-            definition = self._rool
-        else:
-            stored = await self._stored(name)
-            if stored is None:
-                raise MachineAgentNotFoundError(f"the machine has no agent {name!r}")
-            definition = stored
-        cached = self._specs.get(name)
-        if cached is None or cached[0] != definition:
+    async def record_builtins(self) -> None:
+        """Record `rool` and the configured agents, each under the id it already has in
+        the store (a first start gives them one). The machine calls this when it opens."""
+        await self._ensure(ROOL, "builtin")
+        for name in self._configured:
+            await self._ensure(name, "configured")
+
+    async def _ensure(self, name: str, source: str) -> AgentRecord:
+        store = self._context.store
+        for _ in range(3):  # another process may record it meanwhile
+            found = await store.find_agent(name)
+            if found is not None:
+                if found.source != source:
+                    raise ConversationError(
+                        f"the agent {name!r} is configured here but the machine has an "
+                        f"agent of that name already ({found.source}): delete one of them"
+                    )
+                return found
+            now = time.time()
+            record = AgentRecord(secrets.token_hex(16), name, 1, source, now, now)  # type: ignore[arg-type]
+            try:
+                await store.create_agent(record)
+                return record
+            except RecordExistsError:
+                continue
+        raise ConversationError(f"could not record the agent {name!r}")
+
+    async def find(self, name: str) -> AgentRecord:
+        """The live agent called `name` (`MachineAgentNotFoundError` when none)."""
+        found = await self._context.store.find_agent(name) if isinstance(name, str) else None
+        if found is None or not self._offered(found):
+            raise MachineAgentNotFoundError(f"the machine has no agent {name!r}")
+        return found
+
+    def _offered(self, record: AgentRecord) -> bool:
+        """Whether this machine runs the agent (a configured agent of another process's
+        configuration is not offered here)."""
+        return record.source != "configured" or record.name in self._configured
+
+    async def spec_of(self, agent_id: str) -> AgentSpec:
+        """The spec the agent of id `agent_id` runs with as it is now.
+
+        Raises:
+            AgentDeletedError: It was deleted.
+            MachineAgentNotFoundError: The machine has no such agent, or it is a
+                configured agent this machine does not load.
+        """
+        record = await self._context.store.get_agent(agent_id)
+        if record is None:
+            raise MachineAgentNotFoundError(f"the machine has no agent {agent_id!r}")
+        if record.deleted_at is not None:
+            raise AgentDeletedError(
+                f"the agent {record.name!r} of this conversation was deleted: "
+                "its turns stay readable, it takes no prompt"
+            )
+        if record.source == "configured":
+            spec = self._configured.get(record.name)
+            if spec is None:
+                raise MachineAgentNotFoundError(
+                    f"the agent {record.name!r} is not configured on this machine"
+                )
+            return spec
+        key = (record.id, record.version)
+        cached = self._specs.get(key)
+        if cached is None:
             if len(self._specs) >= _CACHED_SPECS:
                 self._specs.clear()
-            spec = machine_spec(definition, self._context.attachment_roots)
-            cached = self._specs[name] = (definition, spec)
-        return cached[1]
+            definition = self._definition(record)
+            cached = self._specs[key] = machine_spec(definition, self._context.attachment_roots)
+        return cached
+
+    def _definition(self, record: AgentRecord) -> AgentDefinition:
+        if record.source == "builtin":
+            return self._rool
+        return AgentDefinition.model_validate(record.definition)
 
     async def create(self, member: Member, definition: AgentDefinition) -> AgentInfo:
         """Create a machine agent as `member` (an owner); `AgentExistsError` when one has
         this name already."""
-        return await self._put(member, definition, replace=False)
+        await self._check_put(member, definition)
+        now = time.time()
+        record = AgentRecord(
+            secrets.token_hex(16),
+            definition.name,
+            1,
+            "machine",
+            now,
+            now,
+            definition.model_dump(mode="json"),
+        )
+        try:
+            await self._context.store.create_agent(record)
+        except RecordExistsError:
+            raise AgentExistsError(
+                f"the agent {definition.name!r} exists already: replace it instead"
+            ) from None
+        return self._info(record)
 
     async def replace(self, member: Member, definition: AgentDefinition) -> AgentInfo:
-        """Replace a machine agent as `member` (an owner); `MachineAgentNotFoundError`
-        when there is none of this name."""
-        return await self._put(member, definition, replace=True)
+        """Replace a machine agent as `member` (an owner): it keeps its id, new runs use
+        the new definition; `MachineAgentNotFoundError` when there is none of this name."""
+        await self._check_put(member, definition)
+        found = await self.find(definition.name)
+        try:
+            record = await self._context.store.replace_agent(
+                found.id, definition.model_dump(mode="json"), time.time()
+            )
+        except RecordNotFoundError:
+            raise MachineAgentNotFoundError(
+                f"the machine has no agent {definition.name!r}"
+            ) from None
+        return self._info(record)
 
     async def delete(self, member: Member, name: str) -> None:
-        """Delete a machine agent as `member` (an owner)."""
+        """Delete a machine agent as `member` (an owner). Its conversations stay readable
+        and take no prompt, whatever is created later under its name."""
         require_owner(await self._access.member(member), "manage agents")
         self._check_editable(name)
-        if not isinstance(name, str) or await self._stored(name) is None:
-            raise MachineAgentNotFoundError(f"the machine has no agent {name!r}")
-        await self._context.store.delete_session(_session_id(name))
+        found = await self.find(name)
+        try:
+            await self._context.store.delete_agent(found.id, time.time())
+        except RecordNotFoundError:
+            raise MachineAgentNotFoundError(f"the machine has no agent {name!r}") from None
 
-    async def _stored(self, name: str) -> AgentDefinition | None:
-        session = await self._context.store.get_session(_session_id(name))
-        if session is None or session.agent_id != AGENT_SESSIONS:
-            return None
-        return agent_definition(session.metadata[_AGENT_KEY])
+    def is_configured(self, name: str) -> bool:
+        """Whether `name` is a configured agent of this machine (read-only)."""
+        return name in self._configured
 
     def _check_editable(self, name: str) -> None:
         if name == ROOL:
@@ -118,47 +201,30 @@ class AgentService:
                 f"the agent {name!r} is configured (a definition file or an app): change it there"
             )
 
-    async def _put(self, member: Member, definition: AgentDefinition, replace: bool) -> AgentInfo:
+    async def _check_put(self, member: Member, definition: AgentDefinition) -> None:
         require_owner(await self._access.member(member), "manage agents")
         check_agent_name(definition.name)
         self._check_editable(definition.name)
-        roots = self._context.attachment_roots
         try:
-            machine_spec(definition, roots)  # refuse what could not run
+            machine_spec(definition, self._context.attachment_roots)  # refuse what could not run
         except SpecError as exc:
             raise ConversationError(f"agent {definition.name!r}: {exc}") from None
-        store = self._context.store
-        record = {_AGENT_KEY: {"definition": definition.model_dump(mode="json")}}
-        session_id = _session_id(definition.name)
-        if replace:
-            if await self._stored(definition.name) is None:
-                raise MachineAgentNotFoundError(f"the machine has no agent {definition.name!r}")
-            session = await store.update_session(session_id, record)
-        else:
-            try:
-                session = await store.create_session(session_id, AGENT_SESSIONS, record)
-            except SessionExistsError:
-                raise AgentExistsError(
-                    f"the agent {definition.name!r} exists already: replace it instead"
-                ) from None
-        return agent_info(definition, roots, "machine", session.updated_at)
 
-    async def list(self, member: Member) -> list[AgentInfo]:
-        """Every agent the machine offers, as `member`: `rool`, the configured ones, then
-        the machine agents."""
-        await self._access.member(member)
+    def _info(self, record: AgentRecord) -> AgentInfo:
         roots = self._context.attachment_roots
-        found = [agent_info(self._rool, roots, "builtin", None)]
-        for spec in self._configured.values():
-            found.append(
-                AgentInfo(
-                    name=spec.id,
-                    description=spec.description,
-                    tools=spec.tools,
-                    source="configured",
-                )
-            )
-        for session in await self._context.store.list_sessions(AGENT_SESSIONS):
-            definition = agent_definition(session.metadata[_AGENT_KEY])
-            found.append(agent_info(definition, roots, "machine", session.updated_at))
-        return found
+        if record.source == "configured":
+            return configured_info(record, self._configured[record.name])
+        source = "builtin" if record.source == "builtin" else "machine"
+        updated = None if record.source == "builtin" else record.updated_at
+        return agent_info(record, self._definition(record), roots, source, updated)
+
+    async def list(
+        self, member: Member, *, limit: int | None = None, cursor: str | None = None
+    ) -> Page[AgentInfo]:
+        """A page of the agents the machine offers, as `member`, oldest first (`rool`
+        and the configured ones come first on a new machine)."""
+        await self._access.member(member)
+        size = check_limit(limit)
+        records = await self._context.store.list_agents(decode_key(cursor, _PAGES), size + 1)
+        page = page_of(records, size, _PAGES, record_key, lambda record: record)
+        return Page([self._info(r) for r in page if self._offered(r)], page.next)

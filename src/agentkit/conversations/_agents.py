@@ -17,16 +17,18 @@ from typing import Any
 from agentkit.conversations._errors import ConversationError
 from agentkit.conversations._models import AgentDefinition, AgentInfo
 from agentkit.spec import AgentSpec, ModelSelection, ReasoningEffort
+from agentkit.stores import AgentRecord
 
 __all__ = [
     "ROOL",
-    "agent_definition",
     "agent_info",
     "check_agent_name",
+    "configured_info",
     "default_tools",
     "machine_context",
     "machine_spec",
     "run_spec",
+    "with_machine_context",
 ]
 
 ROOL = "rool"
@@ -90,6 +92,28 @@ def machine_spec(definition: AgentDefinition, roots: Sequence[Path]) -> AgentSpe
     )
 
 
+MACHINE_CONTEXT_KEY = "machineContext"
+"""The spec metadata key an agent sets to `False` to run without the machine context."""
+
+
+def with_machine_context(spec: AgentSpec, roots: Sequence[Path]) -> AgentSpec:
+    """A configured agent (a definition file, an app agent, an `AgentSpec`) with the
+    built-in machine context before its own system prompt, as every machine agent has it;
+    as it is when its metadata says `"machineContext": false`."""
+    if spec.metadata.get(MACHINE_CONTEXT_KEY) is False:
+        return spec
+    context = machine_context(roots, spec.tools)
+    prompt = f"{context}\n\n{spec.system_prompt}" if spec.system_prompt.strip() else context
+    return spec.model_copy(update={"system_prompt": prompt})
+
+
+def fingerprint_of(spec: AgentSpec) -> str | None:
+    """The v2 fingerprint of the definition file a spec was bound from, if it was."""
+    record = spec.metadata.get("definition")
+    value = record.get("fingerprint") if isinstance(record, dict) else None
+    return value if isinstance(value, str) else None
+
+
 def run_spec(
     spec: AgentSpec,
     effort: ReasoningEffort | None,
@@ -107,20 +131,32 @@ def run_spec(
     return AgentSpec(**{**spec.model_dump(), **update})
 
 
-def agent_definition(metadata: dict[str, Any]) -> AgentDefinition:
-    """An agent definition back from its stored form."""
-    return AgentDefinition.model_validate(metadata["definition"])
-
-
 def agent_info(
-    definition: AgentDefinition, roots: Sequence[Path], source: Any, updated_at: float | None
+    record: AgentRecord,
+    definition: AgentDefinition,
+    roots: Sequence[Path],
+    source: Any,
+    updated_at: float | None,
 ) -> AgentInfo:
     tools = definition.tools if definition.tools is not None else default_tools(roots)
     return AgentInfo(
+        id=record.id,
         name=definition.name,
+        version=record.version,
         description=definition.description,
         instructions=definition.instructions,
         tools=tools,
         source=source,
         updated_at=updated_at,
+    )
+
+
+def configured_info(record: AgentRecord, spec: AgentSpec) -> AgentInfo:
+    return AgentInfo(
+        id=record.id,
+        name=spec.id,
+        version=record.version,
+        description=spec.description,
+        tools=spec.tools,
+        source="configured",
     )

@@ -19,6 +19,7 @@ from agentkit.conversations._models import (
     Turn,
     Visibility,
 )
+from agentkit.paging import Page
 from agentkit.spec import ReasoningEffort
 
 __all__ = [
@@ -55,8 +56,12 @@ class ConversationClient(Protocol):
 
     # --- agents ---------------------------------------------------------------------
 
-    async def list_agents(self) -> list[AgentInfo]:
-        """Every agent of the machine, `rool` first."""
+    async def list_agents(
+        self, *, limit: int | None = None, cursor: str | None = None
+    ) -> Page[AgentInfo]:
+        """A page of the agents of the machine, oldest first (`rool` first): `limit`
+        (1..1000, 100 by default) and `cursor`, the `next` of the page before (see
+        `agentkit.paging`)."""
         ...
 
     async def create_agent(self, definition: AgentDefinition) -> AgentInfo:
@@ -69,7 +74,8 @@ class ConversationClient(Protocol):
         ...
 
     async def delete_agent(self, name: str) -> None:
-        """Delete an agent (owners only; never `rool`). Its conversations stay readable."""
+        """Delete an agent (owners only; never `rool`). Its conversations stay readable and
+        answer `AgentDeletedError` to a prompt, whatever is created later under its name."""
         ...
 
     # --- conversations --------------------------------------------------------------
@@ -85,16 +91,22 @@ class ConversationClient(Protocol):
         """Create a conversation with `agent` (owners and editors)."""
         ...
 
-    async def list_conversations(self) -> list[ConversationSummary]:
-        """Light rows of the conversations this member can see, most recent first."""
+    async def list_conversations(
+        self, *, limit: int | None = None, cursor: str | None = None
+    ) -> Page[ConversationSummary]:
+        """A page of light rows of the conversations this member can see, newest first
+        (see `list_agents` for `limit` and `cursor`)."""
         ...
 
     async def get_conversation(self, conversation_id: str) -> ConversationDetails:
         """Metadata and saved turns."""
         ...
 
-    async def list_turns(self, conversation_id: str) -> list[Turn]:
-        """The saved turns, oldest first."""
+    async def list_turns(
+        self, conversation_id: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> Page[Turn]:
+        """A page of the saved turns, oldest first (see `list_agents` for `limit` and
+        `cursor`)."""
         ...
 
     async def rename_conversation(self, conversation_id: str, name: str) -> None:
@@ -169,9 +181,11 @@ class Conversation:
         """Metadata and saved turns."""
         return await self.client.get_conversation(self.id)
 
-    async def list_turns(self) -> list[Turn]:
-        """The saved turns, oldest first."""
-        return await self.client.list_turns(self.id)
+    async def list_turns(
+        self, *, limit: int | None = None, cursor: str | None = None
+    ) -> Page[Turn]:
+        """A page of the saved turns, oldest first (see `agentkit.paging`)."""
+        return await self.client.list_turns(self.id, limit=limit, cursor=cursor)
 
     async def prompt(
         self,
@@ -199,9 +213,7 @@ class Conversation:
         """Follow a run: by default the running one, else the latest."""
         if run_id is None:
             details = await self.get()
-            run_id = details.active_run_id or (
-                details.turns[-1].run_id if details.turns else None
-            )
+            run_id = details.active_run_id or (details.turns[-1].run_id if details.turns else None)
             if run_id is None:
                 raise RunNotFoundError(f"conversation {self.id!r} has no run to follow")
         async for event in self.client.follow(self.id, run_id, after=after):

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterable
 
-from agentkit.conversations._access import Access, can_see, require_writer
+from agentkit.conversations._access import Access, require_writer
 from agentkit.conversations._agent_service import AgentService
 from agentkit.conversations._agents import ROOL
 from agentkit.conversations._client import StopWatch, WatchCallback
 from agentkit.conversations._context import MachineContext
-from agentkit.conversations._errors import ConversationError
-from agentkit.conversations._meta import ConversationMeta, is_conversation, save_meta
+from agentkit.conversations._errors import ConversationError, InvalidPageError
 from agentkit.conversations._models import (
     ConversationDetails,
     ConversationSummary,
@@ -23,10 +23,13 @@ from agentkit.conversations._models import (
 )
 from agentkit.conversations._turns import active_run, build_turns
 from agentkit.conversations._watch import Watch
+from agentkit.paging import Page, check_limit, decode_cursor, decode_key, page_of, record_key
+from agentkit.stores import ConversationRecord
 
 __all__ = ["ConversationService"]
 
 _VISIBILITIES = ("private", "shared")
+_PAGES = "conversations"
 
 
 class ConversationService:
@@ -55,41 +58,68 @@ class ConversationService:
         require_writer(current, "create conversations")
         if visibility not in _VISIBILITIES:
             raise ConversationError(f"visibility {visibility!r} is not 'private' or 'shared'")
-        await self._agents.spec(agent)  # the agent must exist
+        found = await self._agents.find(agent)  # the agent must exist
         conversation_id = str(uuid.uuid4())
-        meta = ConversationMeta(
-            name=_name(name),
+        now = time.time()
+        record = ConversationRecord(
+            id=conversation_id,
+            agent_id=found.id,
+            creator_id=current.id,
             visibility=visibility,
-            creator=current.name,
+            name=_name(name),
+            created_at=now,
+            updated_at=now,
             instructions=instructions or None,
-            created_at=time.time(),
         )
-        await self._context.store.create_session(conversation_id, agent, meta.to_metadata())
+        await self._context.store.create_conversation(record, found.name)
         return conversation_id
 
     async def get(self, member: Member, conversation_id: str) -> ConversationDetails:
         """The conversation and its turns, as `member` sees it."""
-        _, session, meta = await self._access.visible(member, conversation_id)
-        turns, active = await build_turns(self._context.store, conversation_id, meta)
+        _, session, record, meta = await self._access.visible(member, conversation_id)
+        store = self._context.store
+        turns, active = await build_turns(store, conversation_id, meta)
+        agent = await store.get_agent(record.agent_id)
+        creator = await store.get_member(record.creator_id)
         return ConversationDetails(
             id=session.id,
-            name=meta.name,
-            agent=session.agent_id,
-            visibility=meta.visibility,
-            creator=meta.creator,
-            instructions=meta.instructions,
-            created_at=meta.created_at,
-            updated_at=session.updated_at,
+            name=record.name,
+            agent=agent.name if agent is not None else session.agent_id,
+            agent_id=record.agent_id,
+            agent_deleted=agent is not None and agent.deleted_at is not None,
+            visibility=record.visibility,
+            creator=creator.name if creator is not None else "",
+            creator_id=record.creator_id,
+            instructions=record.instructions,
+            created_at=record.created_at,
+            updated_at=max(record.updated_at, session.updated_at),
             is_running=active is not None,
             active_run_id=active,
             turns=tuple(turns),
         )
 
-    async def turns(self, member: Member, conversation_id: str) -> list[Turn]:
-        """The conversation's saved turns, as `member` sees them."""
-        _, _, meta = await self._access.visible(member, conversation_id)
-        turns, _ = await build_turns(self._context.store, conversation_id, meta)
-        return turns
+    async def turns(
+        self,
+        member: Member,
+        conversation_id: str,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Page[Turn]:
+        """A page of the conversation's saved turns, oldest first, as `member` sees them."""
+        size = check_limit(limit)
+        after = None if cursor is None else decode_cursor(cursor, "turns", str, str)
+        if after is not None and after[0] != conversation_id:
+            raise InvalidPageError("cursor is not one this list gave")
+        _, _, _, meta = await self._access.visible(member, conversation_id)
+        turns, _ = await build_turns(
+            self._context.store,
+            conversation_id,
+            meta,
+            after=None if after is None else after[1],
+            count=size + 1,
+        )
+        return page_of(turns, size, "turns", lambda t: (conversation_id, t.id), lambda t: t)
 
     async def update(
         self,
@@ -104,14 +134,13 @@ class ConversationService:
             raise ConversationError(f"visibility {visibility!r} is not 'private' or 'shared'")
         changes = self._context.changes
         async with changes.lock(conversation_id):
-            _, session, meta = await self._access.writable(
-                member, conversation_id, "change conversations"
+            await self._access.writable(member, conversation_id, "change conversations")
+            await self._context.store.update_conversation(
+                conversation_id,
+                updated_at=time.time(),
+                name=None if name is None else _name(name),
+                visibility=visibility,
             )
-            if name is not None:
-                meta.name = _name(name)
-            if visibility is not None:
-                meta.visibility = visibility
-            await save_meta(self._context.store, session, meta)
         changes.changed(conversation_id)
 
     async def delete(self, member: Member, conversation_id: str) -> None:
@@ -149,29 +178,42 @@ class ConversationService:
         group.start_soon(watch.run, name=f"agentkit watch {conversation_id}")
         return watch.stop
 
-    async def list(self, member: Member) -> list[ConversationSummary]:
-        """The conversations `member` sees, most recently updated first."""
+    async def list(
+        self, member: Member, *, limit: int | None = None, cursor: str | None = None
+    ) -> Page[ConversationSummary]:
+        """A page of the conversations `member` sees, newest first (by creation: a page's
+        boundary never moves, whatever is created or updated meanwhile)."""
         current = await self._access.member(member)
+        size = check_limit(limit)
         store = self._context.store
-        rows = []
-        for session in await store.list_sessions():
-            if not is_conversation(session.metadata):
-                continue
-            meta = ConversationMeta.from_metadata(session.metadata)
-            if not can_see(current, meta):
-                continue
-            rows.append(
+        records = await store.list_conversations(current.id, decode_key(cursor, _PAGES), size + 1)
+        page = page_of(records, size, _PAGES, record_key, lambda record: record)
+        running = await store.running_sessions([record.id for record in page])
+        names = await self._agent_names(record.agent_id for record in page)
+        return Page(
+            [
                 ConversationSummary(
-                    id=session.id,
-                    name=meta.name,
-                    agent=session.agent_id,
-                    visibility=meta.visibility,
-                    updated_at=session.updated_at,
-                    is_running=await active_run(store, session.id) is not None,
+                    id=record.id,
+                    name=record.name,
+                    agent=names.get(record.agent_id, ""),
+                    agent_id=record.agent_id,
+                    visibility=record.visibility,
+                    created_at=record.created_at,
+                    updated_at=record.updated_at,
+                    is_running=record.id in running,
                 )
-            )
-        rows.sort(key=lambda row: row.updated_at, reverse=True)
-        return rows
+                for record in page
+            ],
+            page.next,
+        )
+
+    async def _agent_names(self, agent_ids: Iterable[str]) -> dict[str, str]:
+        names: dict[str, str] = {}
+        for agent_id in set(agent_ids):
+            found = await self._context.store.get_agent(agent_id)
+            if found is not None:
+                names[agent_id] = found.name
+        return names
 
 
 def _name(name: str) -> str:

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from agentkit.errors import (
     AccessDeniedError,
+    AgentDeletedError,
     AgentExistsError,
     AttachmentError,
     ConversationBusyError,
     ConversationError,
     ConversationNotFoundError,
+    InvalidPageError,
     MachineAgentNotFoundError,
     MemberError,
     RunNotFoundError,
@@ -18,11 +20,13 @@ from agentkit.errors import (
 
 __all__ = [
     "AccessDeniedError",
+    "AgentDeletedError",
     "AgentExistsError",
     "AttachmentError",
     "ConversationBusyError",
     "ConversationError",
     "ConversationNotFoundError",
+    "InvalidPageError",
     "MachineAgentNotFoundError",
     "MemberError",
     "RunNotFoundError",

@@ -27,6 +27,7 @@ from agentkit.conversations._models import (
     Visibility,
 )
 from agentkit.conversations._run_service import RunService
+from agentkit.paging import Page
 from agentkit.spec import ReasoningEffort
 
 __all__ = ["LocalClient"]
@@ -60,8 +61,10 @@ class LocalClient(ConversationClient):
     def member(self) -> Member:
         return self._member
 
-    async def list_agents(self) -> list[AgentInfo]:
-        return await self._agents.list(self._member)
+    async def list_agents(
+        self, *, limit: int | None = None, cursor: str | None = None
+    ) -> Page[AgentInfo]:
+        return await self._agents.list(self._member, limit=limit, cursor=cursor)
 
     async def create_agent(self, definition: AgentDefinition) -> AgentInfo:
         return await self._agents.create(self._member, definition)
@@ -85,14 +88,20 @@ class LocalClient(ConversationClient):
         )
         return self.conversation(conversation_id)
 
-    async def list_conversations(self) -> list[ConversationSummary]:
-        return await self._conversations.list(self._member)
+    async def list_conversations(
+        self, *, limit: int | None = None, cursor: str | None = None
+    ) -> Page[ConversationSummary]:
+        return await self._conversations.list(self._member, limit=limit, cursor=cursor)
 
     async def get_conversation(self, conversation_id: str) -> ConversationDetails:
         return await self._conversations.get(self._member, conversation_id)
 
-    async def list_turns(self, conversation_id: str) -> list[Turn]:
-        return await self._conversations.turns(self._member, conversation_id)
+    async def list_turns(
+        self, conversation_id: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> Page[Turn]:
+        return await self._conversations.turns(
+            self._member, conversation_id, limit=limit, cursor=cursor
+        )
 
     async def rename_conversation(self, conversation_id: str, name: str) -> None:
         await self._conversations.update(self._member, conversation_id, name=name)

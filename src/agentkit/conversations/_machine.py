@@ -18,14 +18,16 @@ import anyio
 
 from agentkit.conversations._access import Access
 from agentkit.conversations._agent_service import AgentService
-from agentkit.conversations._agents import ROOL, working_dir
+from agentkit.conversations._agents import ROOL, with_machine_context, working_dir
 from agentkit.conversations._attachments import DEFAULT_ATTACHMENT_ROOTS, normalise_roots
 from agentkit.conversations._context import MachineContext
 from agentkit.conversations._conversation_service import ConversationService
+from agentkit.conversations._errors import MemberError
 from agentkit.conversations._local import LocalClient
 from agentkit.conversations._members import Members
 from agentkit.conversations._models import FollowEvent, Member, Role
 from agentkit.conversations._run_service import RunService
+from agentkit.paging import Page
 from agentkit.permissions import PermissionHandler
 from agentkit.providers import Provider
 from agentkit.rooms import LocalRoomsClient, Rooms
@@ -123,7 +125,7 @@ class Machine:
         for spec in [*agents, *loaded]:
             if spec.id == ROOL or spec.id in self._configured:
                 raise ValueError(f"two configured agents are named {spec.id!r}")
-            self._configured[spec.id] = spec
+            self._configured[spec.id] = with_machine_context(spec, roots)
         if store is None:
             store = default_machine_store()
         self.runtime = Runtime(
@@ -147,7 +149,12 @@ class Machine:
         """The conversations: created, read, changed, deleted and watched by members."""
         self.runs = RunService(self._context, access, self.agents)
         """The conversations' runs: prompted, followed and cancelled by members."""
-        self.rooms = Rooms(runtime=self.runtime, poll_interval=poll_interval, role_of=self._role_of)
+        self.rooms = Rooms(
+            runtime=self.runtime,
+            poll_interval=poll_interval,
+            role_of=self._role_of,
+            member_id_of=self._member_id_of,
+        )
         """The machine's rooms: same store, runtime and members (`rooms_client`)."""
 
     @property
@@ -174,6 +181,7 @@ class Machine:
             group = anyio.create_task_group()
             await group.__aenter__()
             self._context.open(group)
+            await self.agents.record_builtins()
             if self.runtime.notifications.shared:
                 group.start_soon(self.runs.serve_cancel_requests)
             await self.rooms.__aenter__()
@@ -224,9 +232,24 @@ class Machine:
         """The member with this name, or `None`."""
         return await self.members.get(name)
 
-    async def list_members(self) -> list[Member]:
-        """Every member, oldest first."""
-        return await self.members.list()
+    async def member(self, name: str) -> Member:
+        """The member with this name, with its id (`MemberError` when there is none):
+        what `client(...)` takes."""
+        found = await self.members.get(name)
+        if found is None:
+            raise MemberError(f"no member {name!r}")
+        return found
+
+    async def list_members(
+        self, *, limit: int | None = None, cursor: str | None = None
+    ) -> Page[Member]:
+        """A page of the members, oldest first (see `agentkit.paging`)."""
+        return await self.members.list(limit=limit, cursor=cursor)
+
+    async def rotate_member(self, name: str) -> str:
+        """Give a member a new token and return it; the old one is refused at once (see
+        `Members.rotate`)."""
+        return await self.members.rotate(name)
 
     async def set_role(self, name: str, role: Role) -> Member:
         """Change a member's role; it applies to the member's next call."""
@@ -241,9 +264,14 @@ class Machine:
         """The member a token belongs to (`MemberError` when none)."""
         return await self.members.authenticate(token)
 
-    async def _role_of(self, name: str) -> Role | None:
-        current = await self.members.get(name)
+    async def _role_of(self, member_id: str) -> Role | None:
+        current = await self.members.get_by_id(member_id)
         return None if current is None else current.role
+
+    async def _member_id_of(self, name: str) -> str | None:
+        """The id of the member a room grant names, by its name or by its id."""
+        current = await self.members.get(name) or await self.members.get_by_id(name)
+        return None if current is None else current.id
 
     # --- clients ----------------------------------------------------------------------
 
@@ -255,7 +283,7 @@ class Machine:
 
     def rooms_client(self, member: Member) -> LocalRoomsClient:
         """The rooms API acting as `member` (its current role checked on every call)."""
-        return self.rooms.client(member.name, role=member.role)
+        return self.rooms.client(member.id, role=member.role)
 
     async def follow_checked(
         self, member: Member, conversation_id: str, run_id: str, *, after: int | None = None
@@ -286,7 +314,5 @@ def _load_agent_files(
     # The machine's runtime has the built-in tools, and `tools`.
     names = [*builtin_tools().names(), *(tools.names() if tools is not None else ())]
     return [
-        spec
-        for path in paths
-        for spec in load_agents(path, format_name=format_name, tools=names)
+        spec for path in paths for spec in load_agents(path, format_name=format_name, tools=names)
     ]

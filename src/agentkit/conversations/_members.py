@@ -1,37 +1,37 @@
-"""Members: a name, a role and a secret token, kept as sessions of a reserved agent id
-(one session per member, the token stored as its SHA-256 hash)."""
+"""Members: an id that is never reused, a name, a role and a secret token, kept as member
+records in the store (the token as its SHA-256 hash, under a unique index)."""
 
 from __future__ import annotations
 
 import hashlib
-import hmac
 import re
 import secrets
-from typing import Any
+import time
 
 from agentkit.conversations._errors import MemberError
 from agentkit.conversations._models import Member, Role
-from agentkit.stores import SessionExistsError, Store
+from agentkit.paging import Page, check_limit, decode_key, page_of, record_key
+from agentkit.stores import MemberRecord, RecordExistsError, RecordNotFoundError, Store
 
-__all__ = ["MEMBER_AGENT", "Members"]
-
-MEMBER_AGENT = "agentkit-machine:member"
-"""The reserved agent id of the sessions that hold members."""
+__all__ = ["TOKEN_PREFIX", "Members", "member_of"]
 
 TOKEN_PREFIX = "ak_"
 """How every member token starts."""
 
-_KEY = "agentkit.member"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}$")
 _ROLES = ("owner", "editor", "viewer")
-
-
-def _session_id(name: str) -> str:
-    return f"agentkit-member:{name}"
+_PAGES = "members"
 
 
 def _hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def _new_token() -> str:
+    # 256 random bits. The prefix says what the secret is (to people and to secret
+    # scanners) and keeps a token from starting with '-', which a command line would
+    # take for an option.
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
 
 
 def _check(name: str, role: str) -> None:
@@ -43,6 +43,11 @@ def _check(name: str, role: str) -> None:
         raise MemberError(f"role {role!r} is not one of owner, editor, viewer")
 
 
+def member_of(record: MemberRecord) -> Member:
+    """The API's view of a member record."""
+    return Member(id=record.id, name=record.name, role=record.role)
+
+
 class Members:
     """The members of a machine, straight in its store: what `agentkit members` uses, so
     that members are managed whether or not a machine (a server) runs on that store.
@@ -52,8 +57,10 @@ class Members:
     token = await Members(store).add("ada", "owner")
     ```
 
-    A machine reads members from the store on every call: one added or removed here
-    applies to a running server's next request.
+    A machine reads members from the store on every call: one added, removed or given a
+    new token here applies to a running server's next request. A member's id is never
+    reused: a member added later under a removed member's name is someone else, who sees
+    nothing of the old one's and owns nothing of it.
     """
 
     def __init__(self, store: Store) -> None:
@@ -66,14 +73,11 @@ class Members:
             MemberError: The name is taken or not valid, or the role is unknown.
         """
         _check(name, role)
-        # 256 random bits. The prefix says what the secret is (to people and to secret
-        # scanners) and keeps a token from starting with '-', which a command line
-        # would take for an option.
-        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        record = {_KEY: {"name": name, "role": role, "tokenHash": _hash(token)}}
+        token = _new_token()
+        record = MemberRecord(secrets.token_hex(16), name, role, _hash(token), time.time())
         try:
-            await self._store.create_session(_session_id(name), MEMBER_AGENT, record)
-        except SessionExistsError:
+            await self._store.create_member(record)
+        except RecordExistsError:
             raise MemberError(f"member {name!r} exists already") from None
         return token
 
@@ -81,46 +85,66 @@ class Members:
         """The member with this name, or `None`."""
         if not isinstance(name, str) or not _NAME.match(name):
             return None
-        session = await self._store.get_session(_session_id(name))
-        if session is None or session.agent_id != MEMBER_AGENT:
+        record = await self._store.find_member(name)
+        return None if record is None else member_of(record)
+
+    async def get_by_id(self, member_id: str) -> Member | None:
+        """The member with this id, or `None` (also once it is removed)."""
+        if not isinstance(member_id, str):
             return None
-        return _member(session.metadata)
+        record = await self._store.get_member(member_id)
+        if record is None or record.removed_at is not None:
+            return None
+        return member_of(record)
+
+    async def _live(self, name: str) -> MemberRecord:
+        record = await self._store.find_member(name) if isinstance(name, str) else None
+        if record is None:
+            raise MemberError(f"no member {name!r}")
+        return record
 
     async def set_role(self, name: str, role: Role) -> Member:
         """Change a member's role (`MemberError` when there is no such member)."""
         _check(name, role)
-        session = await self._store.get_session(_session_id(name))
-        if session is None or session.agent_id != MEMBER_AGENT:
-            raise MemberError(f"no member {name!r}")
-        record = dict(session.metadata[_KEY])
-        record["role"] = role
-        await self._store.update_session(session.id, {_KEY: record})
-        return Member(name=name, role=role)
+        record = await self._live(name)
+        try:
+            return member_of(await self._store.update_member(record.id, role=role))
+        except RecordNotFoundError:
+            raise MemberError(f"no member {name!r}") from None
+
+    async def rotate(self, name: str) -> str:
+        """Give a member a new token and return it: the old token is refused from now on,
+        the member keeps its id, role, conversations and rooms (`MemberError` when there
+        is no such member)."""
+        record = await self._live(name)
+        token = _new_token()
+        try:
+            await self._store.update_member(record.id, token_hash=_hash(token))
+        except RecordNotFoundError:
+            raise MemberError(f"no member {name!r}") from None
+        return token
 
     async def remove(self, name: str) -> None:
-        """Remove a member (`MemberError` when there is no such member)."""
-        if await self.get(name) is None:
-            raise MemberError(f"no member {name!r}")
-        await self._store.delete_session(_session_id(name))
+        """Remove a member (`MemberError` when there is no such member). Its id is kept
+        by the store, never given to anyone else."""
+        record = await self._live(name)
+        try:
+            await self._store.remove_member(record.id, time.time())
+        except RecordNotFoundError:
+            raise MemberError(f"no member {name!r}") from None
 
-    async def list(self) -> list[Member]:
-        """Every member, oldest first."""
-        return [_member(s.metadata) for s in await self._store.list_sessions(MEMBER_AGENT)]
+    async def list(self, *, limit: int | None = None, cursor: str | None = None) -> Page[Member]:
+        """A page of the members, oldest first (see `agentkit.paging`)."""
+        size = check_limit(limit)
+        records = await self._store.list_members(decode_key(cursor, _PAGES), size + 1)
+        return page_of(records, size, _PAGES, record_key, member_of)
 
     async def authenticate(self, token: str) -> Member:
-        """The member a token belongs to, compared in constant time (`MemberError`
-        when none)."""
-        digest = _hash(token) if isinstance(token, str) else ""
-        found = None
-        for session in await self._store.list_sessions(MEMBER_AGENT):
-            stored = str(session.metadata[_KEY].get("tokenHash", ""))
-            if hmac.compare_digest(stored, digest) and digest:
-                found = _member(session.metadata)
-        if found is None:
+        """The member a token belongs to: one indexed lookup of the token's hash, whatever
+        the number of members (`MemberError` when none)."""
+        if not isinstance(token, str) or not token or len(token) > 200:
             raise MemberError("no member has this token")
-        return found
-
-
-def _member(metadata: dict[str, Any]) -> Member:
-    record = metadata[_KEY]
-    return Member(name=record["name"], role=record["role"])
+        record = await self._store.member_by_token(_hash(token))
+        if record is None:
+            raise MemberError("no member has this token")
+        return member_of(record)

@@ -152,24 +152,39 @@ class Turn(_Model):
 
 
 class ConversationSummary(_Model):
-    """A light row of `list_conversations()`."""
+    """A light row of `list_conversations()`.
+
+    Attributes:
+        agent: The agent's name; `agent_id` its id.
+    """
 
     id: str
     name: str
     agent: str
+    agent_id: str
     visibility: Visibility
+    created_at: float
     updated_at: float
     is_running: bool
 
 
 class ConversationDetails(_Model):
-    """`get()`: a conversation's metadata and its saved turns."""
+    """`get()`: a conversation's metadata and its saved turns.
+
+    Attributes:
+        agent: The agent's name (as it was when deleted); `agent_id` its id.
+        agent_deleted: The agent was deleted: the conversation takes no prompt.
+        creator: The creator's name; `creator_id` its member id.
+    """
 
     id: str
     name: str
     agent: str
+    agent_id: str
+    agent_deleted: bool = False
     visibility: Visibility
     creator: str
+    creator_id: str
     instructions: str | None = None
     created_at: float
     updated_at: float
@@ -238,8 +253,14 @@ class ConversationView(_Model):
 
 
 class Member(_Model):
-    """A member of the machine: a name and a role (its token is stored hashed)."""
+    """A member of the machine: its id, a name and a role (its token is stored hashed).
 
+    Attributes:
+        id: Never reused: a member added later under the same name has another id and
+            sees nothing of this one's.
+    """
+
+    id: str
     name: str
     role: Role
 
@@ -269,11 +290,15 @@ class AgentInfo(_Model):
     """An agent of the machine, as `list_agents()` shows it.
 
     Attributes:
+        id: Kept when the agent is replaced, never reused once it is deleted.
+        version: 1 when created, one more at every replacement.
         source: `builtin` (rool), `machine` (created by an owner) or `configured`
             (loaded at start from a definition file or an app folder; read-only).
     """
 
+    id: str
     name: str
+    version: int = 1
     description: str = ""
     instructions: str = ""
     tools: tuple[str, ...] = ()

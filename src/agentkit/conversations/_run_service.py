@@ -9,6 +9,7 @@ process executing the run through the store's notifications.
 
 from __future__ import annotations
 
+import builtins
 import json
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
@@ -17,7 +18,7 @@ import anyio
 
 from agentkit.conversations._access import Access
 from agentkit.conversations._agent_service import AgentService
-from agentkit.conversations._agents import run_spec
+from agentkit.conversations._agents import fingerprint_of, run_spec
 from agentkit.conversations._attachments import check_attachments
 from agentkit.conversations._context import MachineContext
 from agentkit.conversations._errors import (
@@ -27,8 +28,8 @@ from agentkit.conversations._errors import (
     RunNotFoundError,
     TurnNotFoundError,
 )
-from agentkit.conversations._follow import follow_run
-from agentkit.conversations._meta import ConversationMeta, RunEntry, is_conversation, save_meta
+from agentkit.conversations._follow import follow_run, guarded
+from agentkit.conversations._meta import ConversationMeta, RunEntry, save_meta
 from agentkit.conversations._models import FollowEvent, Member, PromptAccepted
 from agentkit.conversations._turns import (
     INTERRUPTED_REASON,
@@ -38,6 +39,7 @@ from agentkit.conversations._turns import (
     user_turn_id,
 )
 from agentkit.events import TurnStart
+from agentkit.paging import Page, check_limit, decode_key, page_of, record_key
 from agentkit.providers import AssistantMessage, Message, UserMessage
 from agentkit.runtime import Run, SessionBusyError
 from agentkit.spec import ReasoningEffort, SpecError
@@ -84,12 +86,14 @@ class RunService:
         context = self._context
         store = context.store
         async with context.changes.lock(conversation_id):
-            _, session, meta = await self._access.writable(member, conversation_id, "prompt")
+            _, session, record, meta = await self._access.writable(
+                member, conversation_id, "prompt"
+            )
             paths = check_attachments(list(attachments), context.attachment_roots)
             if not text.strip() and not paths:
                 raise ConversationError("a prompt needs text or an attachment")
             try:
-                spec = run_spec(await self._agents.spec(session.agent_id), effort, output_schema)
+                spec = run_spec(await self._agents.spec_of(record.agent_id), effort, output_schema)
             except SpecError as exc:
                 raise ConversationError(f"the prompt's options are not valid: {exc}") from None
             runs = [
@@ -108,7 +112,7 @@ class RunService:
                     spec,
                     text,
                     session_id=conversation_id,
-                    context_suffix=meta.instructions,
+                    context_suffix=record.instructions,
                     thread_context={"attachments": paths} if paths else None,
                 )
             except SessionBusyError:
@@ -116,7 +120,7 @@ class RunService:
             except ValueError as exc:  # text that is not valid Unicode
                 raise ConversationError(str(exc)) from None
             self._keep(run)
-            meta.runs[run.id] = RunEntry(run.id, length, tuple(paths))
+            meta.runs[run.id] = RunEntry(run.id, length, tuple(paths), fingerprint_of(spec))
             await save_meta(store, session, meta)
         context.changes.changed(conversation_id)
         return PromptAccepted(
@@ -133,12 +137,21 @@ class RunService:
             raise ConversationError(f"after must be an offset (an integer), not {after!r}")
         await self._run_record(member, conversation_id, run_id)
         context = self._context
-        return follow_run(context.runtime, run_id, after, context.poll_interval)
+
+        async def allowed() -> None:
+            await self._run_record(member, conversation_id, run_id)
+
+        return guarded(
+            follow_run(context.runtime, run_id, after, context.poll_interval),
+            allowed,
+            lambda: context.changes.signal(conversation_id),
+            context.task_group(),
+        )
 
     async def cancel(self, member: Member, conversation_id: str, run_id: str | None = None) -> bool:
         """Cancel the conversation's running run as `member` (with `run_id`: only if it is
         that run); returns once it has ended, `False` when no such run was going."""
-        _, _, meta = await self._access.writable(member, conversation_id, "cancel runs")
+        _, _, _, meta = await self._access.writable(member, conversation_id, "cancel runs")
         if run_id is not None:
             await self._check_run(conversation_id, meta, run_id)
         active = await active_run(self._context.store, conversation_id)
@@ -157,9 +170,26 @@ class RunService:
         session's (command-line runs, room agents') when it is an owner."""
         return await self._access.session_readable(member, session_id)
 
-    async def readable_sessions(self, member: Member) -> list[str]:
-        """The sessions whose runs `member` may read (see `readable`)."""
-        return await self._access.readable_sessions(member)
+    async def list(
+        self,
+        member: Member,
+        *,
+        session_id: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Page[RunRecord]:
+        """A page of the runs `member` may read (see `readable`), newest first; only
+        session `session_id`'s when given."""
+        current = await self._access.member(member)
+        size = check_limit(limit)
+        records = await self._context.store.list_readable_runs(
+            current.id,
+            others=current.role == "owner",
+            session_id=session_id,
+            after=decode_key(cursor, "runs"),
+            limit=size + 1,
+        )
+        return page_of(records, size, "runs", record_key, lambda record: record)
 
     async def interrupt_executing(self) -> None:
         """End every run this machine executes as a crash would, but at once (see
@@ -198,7 +228,7 @@ class RunService:
         self._runs[run.id] = run
 
     async def _run_record(self, member: Member, conversation_id: str, run_id: str) -> RunRecord:
-        _, _, meta = await self._access.visible(member, conversation_id)
+        _, _, _, meta = await self._access.visible(member, conversation_id)
         return await self._check_run(conversation_id, meta, run_id)
 
     async def _check_run(
@@ -215,7 +245,7 @@ class RunService:
         self,
         conversation_id: str,
         meta: ConversationMeta,
-        runs: list[RunRecord],
+        runs: builtins.list[RunRecord],
         replace_turn: str,
     ) -> int:
         """Drop the user turn `replace_turn` and every turn after it; returns the length
@@ -239,8 +269,8 @@ class RunService:
         self,
         conversation_id: str,
         meta: ConversationMeta,
-        runs: list[RunRecord],
-        transcript: list[Message],
+        runs: builtins.list[RunRecord],
+        transcript: builtins.list[Message],
     ) -> int:
         """Make the transcript show what the last run's turns show when it did not
         complete (the engine saves a step only once it has finished): its prompt, and
@@ -253,7 +283,7 @@ class RunService:
             return 0
         store = self._context.store
         partial = meta.partials.get(last.id, "")
-        added: list[Message] = []
+        added: builtins.list[Message] = []
         if len(transcript) == entry.transcript_start:
             events = await store.read_events(last.id, -1)
             prompt = ""
@@ -320,6 +350,19 @@ class RunService:
         finally:
             self._stopping.discard(run.id)
 
+    async def fingerprint(self, run: RunRecord) -> str | None:
+        """The v2 fingerprint of the definition file `run`'s agent was bound from (a
+        conversation's run, or one of `agentkit run` on the same store), if it was."""
+        session = await self._context.store.get_session(run.session_id)
+        if session is None:
+            return None
+        entry = ConversationMeta.from_metadata(session.metadata).runs.get(run.id)
+        if entry is not None:
+            return entry.fingerprint
+        record = session.metadata.get("definition")
+        value = record.get("fingerprint") if isinstance(record, dict) else None
+        return value if isinstance(value, str) else None
+
     async def _stop(self, run: Run, reason: str | None = None) -> None:
         """Stop a run this machine executes and wait for its end; the text it had
         streamed since its last complete part is kept with the conversation."""
@@ -331,7 +374,7 @@ class RunService:
         if partial and stopped:
             async with context.changes.lock(run.session_id):
                 session = await context.store.get_session(run.session_id)
-                if session is not None and is_conversation(session.metadata):
+                if session is not None and await context.store.get_conversation(run.session_id):
                     meta = ConversationMeta.from_metadata(session.metadata)
                     meta.partials[run.id] = partial
                     await save_meta(context.store, session, meta)

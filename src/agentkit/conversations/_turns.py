@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from agentkit.conversations._errors import TurnNotFoundError
 from agentkit.conversations._meta import ConversationMeta
 from agentkit.conversations._models import (
     AttachmentPart,
@@ -94,9 +95,7 @@ def final_of(end: TurnEnd, error: str | None, offset: int) -> FinalEvent:
         status = "cancelled"
     else:
         status = "error"
-    return FinalEvent(
-        offset=offset, status=status, error=None if status == "completed" else error
-    )
+    return FinalEvent(offset=offset, status=status, error=None if status == "completed" else error)
 
 
 def turn_status(record: RunRecord) -> TurnStatus:
@@ -179,26 +178,50 @@ def _agent_turn(record: RunRecord, entries: Iterable[EventEntry], partial: str) 
 
 
 async def build_turns(
-    store: Store, conversation_id: str, meta: ConversationMeta
+    store: Store,
+    conversation_id: str,
+    meta: ConversationMeta,
+    *,
+    after: str | None = None,
+    count: int | None = None,
 ) -> tuple[list[Turn], str | None]:
     """The saved turns of a conversation, and the id of its running run (whose agent turn
-    is not saved yet, so not among the turns)."""
+    is not saved yet, so not among the turns).
+
+    With `after` (a turn id), only the turns after that one; with `count`, at most that
+    many: only the runs those turns come from are read. `TurnNotFoundError` when `after`
+    is not a saved turn of the conversation (replaced since, say).
+    """
     turns: list[Turn] = []
     active: str | None = None
     dropped = set(meta.dropped)
-    for record in await store.list_runs(conversation_id):
-        if record.id in dropped:
-            continue
-        entries = await store.read_events(record.id)
-        prompt = ""
-        if entries and isinstance(entries[0].event, TurnStart):
-            prompt = entries[0].event.user_prompt
-        entry = meta.runs.get(record.id)
-        turns.append(_user_turn(record, prompt, entry.attachments if entry else ()))
+    runs = [record for record in await store.list_runs(conversation_id) if record.id not in dropped]
+    skip_user = False
+    if after is not None:
+        index = next(
+            (i for i, r in enumerate(runs) if after in (user_turn_id(r.id), f"a-{r.id}")), None
+        )
+        if index is None:
+            raise TurnNotFoundError(f"no turn {after!r} in this conversation (replaced?)")
+        skip_user = after == user_turn_id(runs[index].id)
+        runs = runs[index if skip_user else index + 1 :]
+    for record in runs:
         if record.status == "running":
             active = record.id
-            continue
-        turns.append(_agent_turn(record, entries, meta.partials.get(record.id, "")))
+        if count is not None and len(turns) >= count:
+            continue  # still looking for the running run
+        entries = await store.read_events(record.id)
+        if not skip_user:
+            prompt = ""
+            if entries and isinstance(entries[0].event, TurnStart):
+                prompt = entries[0].event.user_prompt
+            entry = meta.runs.get(record.id)
+            turns.append(_user_turn(record, prompt, entry.attachments if entry else ()))
+        skip_user = False
+        if record.status != "running":
+            turns.append(_agent_turn(record, entries, meta.partials.get(record.id, "")))
+    if count is not None:
+        del turns[count:]
     return turns, active
 
 

@@ -12,6 +12,16 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from agentkit.errors import InvalidPageError
+from agentkit.paging import (
+    Page,
+    check_limit,
+    decode_cursor,
+    decode_key,
+    encode_cursor,
+    page_of,
+    record_key,
+)
 from agentkit.rooms._errors import (
     DelegationNotFoundError,
     RoomAccessError,
@@ -57,6 +67,8 @@ class ClientHost(RoomLog, Protocol):
 
     async def info(self, room: RoomRecord) -> RoomInfo: ...
 
+    async def participant_key(self, participant: str) -> str: ...
+
     async def page(
         self,
         room_id: str,
@@ -74,11 +86,14 @@ class RoomsClient(Protocol):
 
     @property
     def participant(self) -> str:
-        """`member:<name>`: how this member appears as an author and in grants."""
+        """`member:<id>` on a machine (`member:<name>` for a standalone `Rooms` host):
+        how this member appears as an author and in grants."""
         ...
 
     async def create_room(self, name: str) -> RoomInfo: ...
-    async def list_rooms(self) -> list[RoomInfo]: ...
+    async def list_rooms(
+        self, *, limit: int | None = None, cursor: str | None = None
+    ) -> Page[RoomInfo]: ...
     async def get_room(self, room_id: str) -> RoomInfo: ...
     async def delete_room(self, room_id: str) -> None: ...
     async def set_grant(
@@ -95,12 +110,16 @@ class RoomsClient(Protocol):
         after: int = 0,
         types: Sequence[str] | None = None,
         limit: int = 100,
-    ) -> list[RoomEvent]: ...
+        cursor: str | None = None,
+    ) -> Page[RoomEvent]: ...
     def subscribe(
         self, room_id: str, *, after: int = 0, types: Sequence[str] | None = None
     ) -> AsyncIterator[RoomEvent]: ...
     async def delegate(self, room_id: str, agent: str, task: Any) -> DelegationRecord: ...
     async def get_delegation(self, room_id: str, delegation_id: str) -> DelegationRecord: ...
+    async def list_delegations(
+        self, room_id: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> Page[DelegationRecord]: ...
     async def wait_delegation(self, room_id: str, delegation_id: str) -> DelegationRecord: ...
 
 
@@ -173,16 +192,26 @@ class LocalRoomsClient(RoomsClient):
         await self._host.store.create_room(room)
         return await self._host.info(room)
 
-    async def list_rooms(self) -> list[RoomInfo]:
-        """The rooms this member owns or holds a grant in, oldest first."""
-        found = []
-        for room in await self._host.store.list_rooms():
+    async def list_rooms(
+        self, *, limit: int | None = None, cursor: str | None = None
+    ) -> Page[RoomInfo]:
+        """A page of the rooms this member owns or holds a grant in, oldest first (see
+        `agentkit.paging`)."""
+        size = check_limit(limit)
+        after = decode_key(cursor, "rooms")
+        found: list[RoomRecord] = []
+        for room in sorted(await self._host.store.list_rooms(), key=record_key):
+            if after is not None and record_key(room) <= after:
+                continue
             try:
                 await self._access(room.id)
             except RoomNotFoundError:
                 continue
-            found.append(await self._host.info(room))
-        return found
+            found.append(room)
+            if len(found) > size:
+                break
+        page = page_of(found, size, "rooms", record_key, lambda room: room)
+        return Page([await self._host.info(room) for room in page], page.next)
 
     async def get_room(self, room_id: str) -> RoomInfo:
         room, _, _ = await self._access(room_id)
@@ -209,13 +238,13 @@ class LocalRoomsClient(RoomsClient):
                 f"participant {participant!r} is not 'member:<name>', 'member:*' (every "
                 "member) or 'agent:<id>'"
             )
-        grant = RoomGrant(
-            participant,
-            check_patterns(read, "a read pattern"),
-            check_patterns(publish, "a publish pattern"),
-        )
+        read = check_patterns(read, "a read pattern")
+        publish = check_patterns(publish, "a publish pattern")
+        # On a machine a member is granted by its id: a later member of the same name is
+        # someone else and gets nothing of this grant.
+        grant = RoomGrant(await self._host.participant_key(participant), read, publish)
         if not grant.read and not grant.publish:
-            await self._host.store.delete_grant(room_id, participant)
+            await self._host.store.delete_grant(room_id, grant.participant)
         else:
             await self._host.store.set_grant(room_id, grant)
         return grant
@@ -254,14 +283,22 @@ class LocalRoomsClient(RoomsClient):
         after: int = 0,
         types: Sequence[str] | None = None,
         limit: int = 100,
-    ) -> list[RoomEvent]:
-        """A page of the events after position `after` that the member may read (and of
-        `types` patterns, when given), at most `limit` (up to 1,000)."""
+        cursor: str | None = None,
+    ) -> Page[RoomEvent]:
+        """A page of the events after position `after` (or after the `next` cursor of the
+        page before) that the member may read, and of `types` patterns when given: at most
+        `limit` (1 to 1,000). `next` is `None` once the page reached the room's head."""
+        limit = check_limit(limit)
         _, _, grant = await self._access(room_id)
         wanted = check_patterns(types, "a type pattern") if types else None
+        if cursor is not None:
+            room, after = decode_cursor(cursor, "events", str, int)
+            if room != room_id:
+                raise InvalidPageError("cursor is not one this list gave")
         check_position(after)
-        events, _ = await self._host.page(room_id, grant.read, after, wanted, limit)
-        return events
+        events, scanned = await self._host.page(room_id, grant.read, after, wanted, limit)
+        following = encode_cursor("events", room_id, scanned) if len(events) >= limit else None
+        return Page(events, following)
 
     async def subscribe(
         self, room_id: str, *, after: int = 0, types: Sequence[str] | None = None
@@ -331,6 +368,23 @@ class LocalRoomsClient(RoomsClient):
         ):
             raise DelegationNotFoundError(f"room {room_id!r} has no delegation {delegation_id!r}")
         return record
+
+    async def list_delegations(
+        self, room_id: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> Page[DelegationRecord]:
+        """A page of the room's delegations this member may see (as `get_delegation`
+        says), oldest first."""
+        size = check_limit(limit)
+        after = decode_key(cursor, "delegations")
+        _, owner, grant = await self._access(room_id)
+        sees_all = owner or matches_any(grant.read, "delegation.completed")
+        found = [
+            record
+            for record in sorted(await self._host.store.list_delegations(room_id), key=record_key)
+            if (after is None or record_key(record) > after)
+            and (sees_all or record.requested_by == self.participant)
+        ]
+        return page_of(found[: size + 1], size, "delegations", record_key, lambda r: r)
 
     async def wait_delegation(self, room_id: str, delegation_id: str) -> DelegationRecord:
         """The delegation once it is `completed` or `failed` (bound the wait with

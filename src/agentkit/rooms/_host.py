@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import TaskGroup
 
-from agentkit.rooms._errors import RoomAgentError
+from agentkit.rooms._errors import RoomAgentError, RoomError
 from agentkit.rooms._models import (
     EventInput,
+    MemberIdOf,
     Role,
     RoleOf,
     RoomAgent,
@@ -62,11 +63,10 @@ __all__ = ["Role", "Rooms"]
 
 _logger = logging.getLogger("agentkit.rooms")
 
+
 def room_topic(room_id: str) -> str:
     """The notifications topic of a room's publications."""
     return f"room:{room_id}"
-
-
 
 
 class Rooms:
@@ -90,6 +90,9 @@ class Rooms:
             agent is removed, before they are cancelled.
         role_of: Looks a member's current role up on each call (a machine's member list);
             without it, a client's role is the one it was made with.
+        member_id_of: Resolves the member a grant or an owner list names (`member:ada`)
+            to the member's identity (a machine's member id, which no later member of
+            the same name shares); without it, members are named as they are.
     """
 
     def __init__(
@@ -100,6 +103,7 @@ class Rooms:
         poll_interval: float = 1.0,
         shutdown_timeout: float = 10.0,
         role_of: RoleOf | None = None,
+        member_id_of: MemberIdOf | None = None,
     ) -> None:
         if store is None and runtime is None:
             raise ValueError("Rooms needs a store or a runtime (whose store it uses)")
@@ -114,6 +118,7 @@ class Rooms:
         self.poll_interval = poll_interval
         self.shutdown_timeout = shutdown_timeout
         self.role_of = role_of
+        self.member_id_of = member_id_of
         self.notifications: Notifications = notifications_of(self.store)
         """What wakes workers and subscribers (see `agentkit.stores.Notifications`)."""
         self._workers: dict[tuple[str, str], Worker] = {}
@@ -148,7 +153,8 @@ class Rooms:
         return None
 
     def client(self, name: str, *, role: Role = "editor") -> LocalRoomsClient:
-        """The rooms API acting as the member `name` (author `member:<name>`)."""
+        """The rooms API acting as the member `name` (author `member:<name>`; a machine
+        passes the member's id)."""
         from agentkit.rooms._client import LocalRoomsClient
 
         return LocalRoomsClient(self, name, role)
@@ -158,9 +164,11 @@ class Rooms:
     async def ensure_room(self, room_id: str, name: str, *, owners: Sequence[str] = ()) -> RoomInfo:
         """The room `room_id`, created with `name` and `owners` (member names) when it does
         not exist yet; a fixed id makes setup code safe to run at every start. Machine
-        owners own every room whatever `owners` says."""
+        owners own every room whatever `owners` says. On a machine each owner must be a
+        member already (`RoomError` otherwise): it is recorded by its id."""
         room = await self.store.get_room(room_id)
         if room is None:
+            owners = [await self.member_key(owner) for owner in owners]
             record = RoomRecord(
                 id=room_id,
                 name=name,
@@ -173,6 +181,24 @@ class Rooms:
             room = await self.store.get_room(room_id)
             assert room is not None
         return await self.info(room)
+
+    async def member_key(self, name: str) -> str:
+        """The identity of the member called `name` (its id on a machine); `RoomError`
+        when the machine has no such member."""
+        if self.member_id_of is None:
+            return name
+        found = await self.member_id_of(name)
+        if found is None:
+            raise RoomError(f"no member {name!r}")
+        return found
+
+    async def participant_key(self, participant: str) -> str:
+        """`participant` with a member named by its identity (`member:<id>` on a
+        machine); `member:*` and `agent:<id>` as they are."""
+        kind, _, name = participant.partition(":")
+        if kind != "member" or name == "*":
+            return participant
+        return f"member:{await self.member_key(name)}"
 
     async def info(self, room: RoomRecord) -> RoomInfo:
         """A stored room as members see it (with its head)."""
@@ -191,7 +217,7 @@ class Rooms:
         """Give a participant (`member:<name>`, `agent:<id>`) read and publish patterns in
         a room, as the host."""
         grant = RoomGrant(
-            participant,
+            await self.participant_key(participant),
             check_patterns(read, "a read pattern"),
             check_patterns(publish, "a publish pattern"),
         )

@@ -22,6 +22,7 @@ __all__ = [
     "MAX_PAYLOAD_BYTES",
     "DelegatingRoomAgent",
     "EventInput",
+    "MemberIdOf",
     "Role",
     "RoleOf",
     "RoomAgent",
@@ -40,7 +41,12 @@ Role = Literal["owner", "editor", "viewer"]
 owners of every room."""
 
 RoleOf = Callable[[str], Awaitable["Role | None"]]
-"""Looks a member's current role up (a machine's member list)."""
+"""Looks a member's current role up by its identity (a machine's member id), `None` when
+it is not a member (any more)."""
+
+MemberIdOf = Callable[[str], Awaitable["str | None"]]
+"""Resolves what a caller names a member by (its name, or its id) to its identity (a
+machine's member id), `None` when no member has it."""
 
 MAX_PAYLOAD_BYTES = 65_536
 """The largest payload of one event, as JSON."""

@@ -42,6 +42,8 @@ DEFAULT_MAX_BODY_BYTES = 1_048_576
 
 MEMBER_HANDLERS: dict[Operation, Handler] = {
     contract.GET_ME: c.me,
+    contract.LIST_MEMBERS: c.list_members,
+    contract.ROTATE_TOKEN: c.rotate_token,
     contract.LIST_AGENTS: c.list_agents,
     contract.PUT_AGENT: c.put_agent,
     contract.DELETE_AGENT: c.delete_agent,
@@ -67,6 +69,7 @@ MEMBER_HANDLERS: dict[Operation, Handler] = {
     contract.STREAM_EVENTS: r.stream_events,
     contract.DELEGATE: r.delegate,
     contract.GET_DELEGATION: r.get_delegation,
+    contract.LIST_DELEGATIONS: r.list_delegations,
     contract.LIST_ROOM_AGENTS: r.list_workers,
     contract.LIST_RUNS: runs.list_runs,
     contract.GET_RUN: runs.get_run,

@@ -15,6 +15,7 @@ from pydantic.alias_generators import to_camel
 from agentkit.conversations import (
     AgentInfo,
     ConversationSummary,
+    Member,
     Turn,
     Visibility,
 )
@@ -28,6 +29,8 @@ __all__ = [
     "ErrorBody",
     "ErrorDetail",
     "Health",
+    "MemberList",
+    "NewToken",
     "PromptRequest",
     "TurnList",
     "UpdateConversation",
@@ -73,15 +76,39 @@ class CancelResult(_Body):
 
 
 class AgentList(_Body):
+    """`GET /v1/agents`: a page of agents; `next` is the cursor of the next page."""
+
     agents: list[AgentInfo]
+    next: str | None = None
 
 
 class ConversationList(_Body):
+    """`GET /v1/conversations`: a page of conversations, newest first."""
+
     conversations: list[ConversationSummary]
+    next: str | None = None
 
 
 class TurnList(_Body):
+    """`GET /v1/conversations/{id}/turns`: a page of turns, oldest first."""
+
     turns: list[Turn]
+    next: str | None = None
+
+
+class MemberList(_Body):
+    """`GET /v1/members`: a page of the members, oldest first (owners only)."""
+
+    members: list[Member]
+    next: str | None = None
+
+
+class NewToken(_Body):
+    """`POST /v1/members/{name}/token`: the member's new token (the old one is refused
+    from now on)."""
+
+    member: Member
+    token: str
 
 
 class Health(_Body):

@@ -33,6 +33,8 @@ from agentkit.server._bodies import (
     CancelResult,
     ConversationList,
     CreateConversation,
+    MemberList,
+    NewToken,
     PromptRequest,
     TurnList,
     UpdateConversation,
@@ -40,6 +42,7 @@ from agentkit.server._bodies import (
 from agentkit.server._errors import HTTPError
 from agentkit.server._http import (
     json_response,
+    page_params,
     read_body,
     refuse_python_names,
     state_of,
@@ -64,8 +67,36 @@ async def me(request: Request, member: Member) -> Response:
 
 
 async def list_agents(request: Request, member: Member) -> Response:
-    agents = _machine(request).agents
-    return json_response(AgentList(agents=await agents.list(member)))
+    limit, cursor = page_params(request)
+    page = await _machine(request).agents.list(member, limit=limit, cursor=cursor)
+    return json_response(AgentList(agents=page, next=page.next))
+
+
+async def list_members(request: Request, member: Member) -> Response:
+    machine = _machine(request)
+    limit, cursor = page_params(request)
+    _require_owner(member, "list members")
+    page = await machine.list_members(limit=limit, cursor=cursor)
+    return json_response(MemberList(members=page, next=page.next))
+
+
+async def rotate_token(request: Request, member: Member) -> Response:
+    machine = _machine(request)
+    _require_owner(member, "give members new tokens")
+    name = request.path_params["name"]
+    if await machine.get_member(name) is None:
+        raise HTTPError("member_not_found", f"no member {name!r}")
+    token = await machine.rotate_member(name)
+    rotated = await machine.get_member(name)
+    if rotated is None:  # removed meanwhile
+        raise HTTPError("member_not_found", f"no member {name!r}")
+    return json_response(NewToken(member=rotated, token=token))
+
+
+def _require_owner(member: Member, what: str) -> None:
+    # The member was read from the store for this request: its role is current.
+    if member.role != "owner":
+        raise HTTPError("access_denied", f"{member.name!r} is a {member.role}: only owners {what}")
 
 
 async def put_agent(request: Request, member: Member) -> Response:
@@ -101,12 +132,11 @@ async def delete_agent(request: Request, member: Member) -> Response:
     name = request.path_params["name"]
     if name == ROOL:
         raise HTTPError("agent_protected", "the agent 'rool' is built in: it cannot be deleted")
-    for info in await agents.list(member):
-        if info.name == name and info.source == "configured":
-            raise HTTPError(
-                "agent_protected",
-                f"the agent {name!r} is configured (a definition file or an app): delete it there",
-            )
+    if agents.is_configured(name):
+        raise HTTPError(
+            "agent_protected",
+            f"the agent {name!r} is configured (a definition file or an app): delete it there",
+        )
     await agents.delete(member, name)
     return Response(status_code=204)
 
@@ -129,8 +159,9 @@ async def create_conversation(request: Request, member: Member) -> Response:
 
 
 async def list_conversations(request: Request, member: Member) -> Response:
-    conversations = _machine(request).conversations
-    return json_response(ConversationList(conversations=await conversations.list(member)))
+    limit, cursor = page_params(request)
+    page = await _machine(request).conversations.list(member, limit=limit, cursor=cursor)
+    return json_response(ConversationList(conversations=page, next=page.next))
 
 
 async def get_conversation(request: Request, member: Member) -> Response:
@@ -156,9 +187,10 @@ async def delete_conversation(request: Request, member: Member) -> Response:
 
 
 async def list_turns(request: Request, member: Member) -> Response:
+    limit, cursor = page_params(request)
     conversations = _machine(request).conversations
-    turns = await conversations.turns(member, request.path_params["id"])
-    return json_response(TurnList(turns=turns))
+    page = await conversations.turns(member, request.path_params["id"], limit=limit, cursor=cursor)
+    return json_response(TurnList(turns=page, next=page.next))
 
 
 # --- runs ----------------------------------------------------------------------------------

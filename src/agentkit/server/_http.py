@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import anyio
 from pydantic import BaseModel, ValidationError
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
@@ -23,6 +23,7 @@ __all__ = [
     "State",
     "authorised",
     "json_response",
+    "page_params",
     "read_body",
     "refuse_python_names",
     "state_of",
@@ -84,6 +85,27 @@ def json_response(
     return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 
+def page_params(request: Request) -> tuple[int | None, str | None]:
+    """A list route's `limit` (1..1000) and `cursor` query parameters (422 naming the
+    parameter when one is not valid)."""
+    raw = request.query_params.get("limit")
+    limit = None
+    if raw is not None:
+        if not (0 < len(raw) <= 4 and raw.isascii() and raw.isdigit()):
+            raise HTTPError(
+                "invalid_page", "limit must be an integer from 1 to 1000", field="limit"
+            )
+        limit = int(raw)
+        if not 1 <= limit <= 1000:
+            raise HTTPError(
+                "invalid_page", "limit must be an integer from 1 to 1000", field="limit"
+            )
+    cursor = request.query_params.get("cursor")
+    if cursor is not None and not (0 < len(cursor) <= 2048 and cursor.isascii()):
+        raise HTTPError("invalid_page", "cursor is not one this list gave", field="cursor")
+    return limit, cursor
+
+
 async def _member(request: Request) -> Member:
     """The member whose token the request carries (401 otherwise)."""
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
@@ -105,11 +127,14 @@ async def read_body(request: Request, model: type[BodyT], *, empty_ok: bool = Fa
         raise HTTPError("body_too_large", f"the request body is over {limit} bytes")
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise HTTPError("body_too_large", f"the request body is over {limit} bytes")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise HTTPError("body_too_large", f"the request body is over {limit} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect:  # gone, or closed for its silence: no one reads the answer
+        raise HTTPError("bad_request", "the connection closed before the body ended") from None
     raw = b"".join(chunks)
     if not raw.strip():
         if empty_ok:

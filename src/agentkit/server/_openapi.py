@@ -30,6 +30,8 @@ from agentkit.server._bodies import (
     CreateConversation,
     ErrorBody,
     Health,
+    MemberList,
+    NewToken,
     PromptRequest,
     TurnList,
     UpdateConversation,
@@ -58,6 +60,8 @@ _READ: tuple[type[BaseModel], ...] = (
     FinalEvent,
     Health,
     Member,
+    MemberList,
+    NewToken,
     OutputEvent,
     PromptAccepted,
     RoomInfo,
@@ -88,16 +92,54 @@ def _content(model: type) -> dict[str, Any]:
 
 
 def _list_of(key: str, model: type) -> dict[str, Any]:
+    """A page of `model` items under `key`, with the `next` cursor."""
     schema = {
         "type": "object",
-        "properties": {key: {"type": "array", "items": _ref(model)}},
-        "required": [key],
+        "properties": {
+            key: {"type": "array", "items": _ref(model)},
+            "next": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        },
+        "required": [key, "next"],
     }
     return {"application/json": {"schema": schema}}
 
 
+_PAGE_PARAMETERS: list[dict[str, Any]] = [
+    {
+        "name": "limit",
+        "in": "query",
+        "required": False,
+        "description": "How many items the page holds at most (100 by default).",
+        "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
+    },
+    {
+        "name": "cursor",
+        "in": "query",
+        "required": False,
+        "description": "The `next` of the page before (opaque).",
+        "schema": {"type": "string", "maxLength": 2048},
+    },
+]
+
+
 def _error(description: str) -> dict[str, Any]:
     return {"description": description, "content": _content(ErrorBody)}
+
+
+def _paged(
+    operation: Operation,
+    summary: str,
+    responses: dict[str, Any],
+    parameters: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A list operation: its page parameters and the 422 of a bad `limit` or `cursor`."""
+    bad = _error("A `limit` outside 1..1000 or a cursor the list did not give (`invalid_page`).")
+    return _operation(
+        operation,
+        summary,
+        {**responses, "422": bad},
+        parameters=[*(parameters or []), *_PAGE_PARAMETERS],
+    )
 
 
 _SSE_FOLLOW = (
@@ -220,9 +262,27 @@ def openapi_document() -> dict[str, Any]:
             "The member the token belongs to.",
             {"200": {"description": "The member.", "content": _content(Member)}},
         ),
+        _paged(
+            contract.LIST_MEMBERS,
+            "A page of the members, oldest first (owners).",
+            {
+                "200": {"description": "The members.", "content": _content(MemberList)},
+                "403": forbidden,
+            },
+        ),
         _operation(
+            contract.ROTATE_TOKEN,
+            "Give a member a new token; the old one is refused at once (owners).",
+            {
+                "200": {"description": "The new token.", "content": _content(NewToken)},
+                "403": forbidden,
+                "404": _error("No such member."),
+            },
+            parameters=[_path("name", "The member's name.")],
+        ),
+        _paged(
             contract.LIST_AGENTS,
-            "Every agent of the machine, `rool` first.",
+            "A page of the agents of the machine, oldest first (`rool` first).",
             {"200": {"description": "The agents.", "content": _content(AgentList)}},
         ),
         _operation(
@@ -250,9 +310,9 @@ def openapi_document() -> dict[str, Any]:
             },
             parameters=[agent],
         ),
-        _operation(
+        _paged(
             contract.LIST_CONVERSATIONS,
-            "The conversations the caller can see, most recent first.",
+            "A page of the conversations the caller can see, newest first.",
             {"200": {"description": "Light rows.", "content": _content(ConversationList)}},
         ),
         _operation(
@@ -295,9 +355,9 @@ def openapi_document() -> dict[str, Any]:
             {"204": {"description": "Deleted."}, "403": forbidden, "404": missing},
             parameters=[conversation],
         ),
-        _operation(
+        _paged(
             contract.LIST_TURNS,
-            "The saved turns, oldest first.",
+            "A page of the saved turns, oldest first.",
             {
                 "200": {"description": "The turns.", "content": _content(TurnList)},
                 "404": missing,
@@ -407,9 +467,9 @@ def _room_operations(forbidden: dict[str, Any]) -> list[dict[str, Any]]:
         }
     }
     return [
-        _operation(
+        _paged(
             contract.LIST_ROOMS,
-            "The rooms the caller owns or holds a grant in.",
+            "A page of the rooms the caller owns or holds a grant in, oldest first.",
             {"200": {"description": "The rooms.", "content": _content(RoomList)}},
         ),
         _operation(
@@ -466,25 +526,14 @@ def _room_operations(forbidden: dict[str, Any]) -> list[dict[str, Any]]:
             body=PublishBody,
             parameters=[room],
         ),
-        _operation(
+        _paged(
             contract.READ_EVENTS,
-            "A page of readable events after a position.",
+            "A page of readable events after a position (or the `next` cursor).",
             {
                 "200": {"description": "Events.", "content": _list_of("events", RoomEvent)},
                 "404": missing,
-                "422": _error("A bad position, pattern or limit."),
             },
-            parameters=[
-                room,
-                after,
-                types,
-                {
-                    "name": "limit",
-                    "in": "query",
-                    "required": False,
-                    "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
-                },
-            ],
+            parameters=[room, after, types],
         ),
         _operation(
             contract.STREAM_EVENTS,
@@ -521,6 +570,18 @@ def _room_operations(forbidden: dict[str, Any]) -> list[dict[str, Any]]:
             },
             parameters=[room, _path("id", "The delegation's id.")],
         ),
+        _paged(
+            contract.LIST_DELEGATIONS,
+            "A page of the room's delegations the caller may see, oldest first.",
+            {
+                "200": {
+                    "description": "Delegations.",
+                    "content": _list_of("delegations", DelegationRecord),
+                },
+                "404": missing,
+            },
+            parameters=[room],
+        ),
         _operation(
             contract.LIST_ROOM_AGENTS,
             "The agents registered in the room on this server: cursor, lag, failures, standby.",
@@ -536,14 +597,11 @@ def _run_operations() -> list[dict[str, Any]]:
         "members the runs of the conversations they can see)."
     )
     return [
-        _operation(
+        _paged(
             contract.LIST_RUNS,
-            "Runs, most recent first: a session's (`session`, a conversation's id or any "
-            "session of the store), else every readable one.",
-            {
-                "200": {"description": "The runs.", "content": _content(RunList)},
-                "422": _error("A bad limit."),
-            },
+            "A page of runs, most recent first: a session's (`session`, a conversation's id "
+            "or any session of the store), else every readable one.",
+            {"200": {"description": "The runs.", "content": _content(RunList)}},
             parameters=[
                 {
                     "name": "session",
@@ -551,12 +609,6 @@ def _run_operations() -> list[dict[str, Any]]:
                     "required": False,
                     "description": "Only this session's runs (none when it is not readable).",
                     "schema": {"type": "string"},
-                },
-                {
-                    "name": "limit",
-                    "in": "query",
-                    "required": False,
-                    "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
                 },
             ],
         ),

@@ -23,7 +23,13 @@ from agentkit.rooms import (
     RoomInfo,
 )
 from agentkit.server._errors import HTTPError
-from agentkit.server._http import json_response, read_body, state_of, stream_response
+from agentkit.server._http import (
+    json_response,
+    page_params,
+    read_body,
+    state_of,
+    stream_response,
+)
 
 __all__ = ["CreateRoom", "DelegationRequest", "GrantBody", "PublishBody", "RoomList"]
 
@@ -62,7 +68,10 @@ class DelegationRequest(_Body):
 
 
 class RoomList(_Body):
+    """`GET /v1/rooms`: a page of rooms, oldest first; `next` is the next page's cursor."""
+
     rooms: list[RoomInfo]
+    next: str | None = None
 
 
 def _rooms(request: Request, member: Member) -> LocalRoomsClient:
@@ -107,7 +116,9 @@ async def create_room(request: Request, member: Member) -> Response:
 
 
 async def list_rooms(request: Request, member: Member) -> Response:
-    return json_response(RoomList(rooms=await _rooms(request, member).list_rooms()))
+    limit, cursor = page_params(request)
+    page = await _rooms(request, member).list_rooms(limit=limit, cursor=cursor)
+    return json_response(RoomList(rooms=page, next=page.next))
 
 
 async def get_room(request: Request, member: Member) -> Response:
@@ -150,16 +161,15 @@ async def publish(request: Request, member: Member) -> Response:
 
 
 async def read_events(request: Request, member: Member) -> Response:
-    raw_limit = request.query_params.get("limit", "100")
-    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= 1000:
-        raise HTTPError("invalid", "limit must be 1 to 1000", field="limit")
+    limit, cursor = page_params(request)
     events = await _rooms(request, member).read(
         request.path_params["room"],
         after=_after(request, header=False),
         types=_types(request),
-        limit=int(raw_limit),
+        limit=100 if limit is None else limit,
+        cursor=cursor,
     )
-    return json_response({"events": [_wire(event) for event in events]})
+    return json_response({"events": [_wire(event) for event in events], "next": events.next})
 
 
 async def stream_events(request: Request, member: Member) -> Response:
@@ -190,6 +200,15 @@ async def get_delegation(request: Request, member: Member) -> Response:
         request.path_params["room"], request.path_params["id"]
     )
     return json_response(_wire(record))
+
+
+async def list_delegations(request: Request, member: Member) -> Response:
+    limit, cursor = page_params(request)
+    page = await _rooms(request, member).list_delegations(
+        request.path_params["room"], limit=limit, cursor=cursor
+    )
+    delegations = [_wire(record) for record in page]
+    return json_response({"delegations": delegations, "next": page.next})
 
 
 async def list_workers(request: Request, member: Member) -> Response:

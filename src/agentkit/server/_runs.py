@@ -17,13 +17,10 @@ from starlette.responses import Response
 from agentkit.conversations import Member
 from agentkit.events import to_wire
 from agentkit.server._errors import HTTPError
-from agentkit.server._http import json_response, state_of
+from agentkit.server._http import json_response, page_params, state_of
 from agentkit.stores import RunRecord
 
 __all__ = ["RunDetails", "RunList", "StoredEvent"]
-
-_LIMIT = 50
-"""How many runs `GET /v1/runs` answers by default (the most recent)."""
 
 
 class _Body(BaseModel):
@@ -40,16 +37,21 @@ class StoredEvent(_Body):
 
 
 class RunDetails(_Body):
-    """`GET /v1/runs/{run_id}`: the run's record and its stored events, in order."""
+    """`GET /v1/runs/{run_id}`: the run's record and its stored events, in order;
+    `fingerprint`, the v2 fingerprint of the definition file its agent was bound from
+    (a Markdown definition's runs), else `None`."""
 
     run: RunRecord
     events: list[StoredEvent]
+    fingerprint: str | None = None
 
 
 class RunList(_Body):
-    """`GET /v1/runs`: runs, most recent first."""
+    """`GET /v1/runs`: a page of runs, most recent first; `next` is the cursor of the
+    next page."""
 
     runs: list[RunRecord]
+    next: str | None = None
 
 
 async def get_run(request: Request, member: Member) -> Response:
@@ -62,21 +64,15 @@ async def get_run(request: Request, member: Member) -> Response:
         StoredEvent(offset=entry.offset, event=to_wire(entry.event))
         for entry in await store.read_events(run_id)
     ]
-    return json_response(RunDetails(run=run, events=events))
+    fingerprint = await state_of(request).machine.runs.fingerprint(run)
+    return json_response(RunDetails(run=run, events=events, fingerprint=fingerprint))
 
 
 async def list_runs(request: Request, member: Member) -> Response:
     machine = state_of(request).machine
-    raw_limit = request.query_params.get("limit", str(_LIMIT))
-    if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= 1000:
-        raise HTTPError("invalid", "limit must be 1 to 1000", field="limit")
-    session = request.query_params.get("session")
-    if session:
-        if not await machine.runs.readable(member, session):
-            return json_response(RunList(runs=[]))
-        sessions = [session]
-    else:
-        sessions = await machine.runs.readable_sessions(member)
-    runs = [run for session_id in sessions for run in await machine.store.list_runs(session_id)]
-    runs.sort(key=lambda run: run.created_at, reverse=True)
-    return json_response(RunList(runs=runs[: int(raw_limit)]))
+    limit, cursor = page_params(request)
+    session = request.query_params.get("session") or None
+    if session is not None and len(session) > 200:
+        return json_response(RunList(runs=[]))
+    page = await machine.runs.list(member, session_id=session, limit=limit, cursor=cursor)
+    return json_response(RunList(runs=page, next=page.next))

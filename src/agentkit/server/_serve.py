@@ -5,6 +5,11 @@ gets its real number to print), and the signals are agentkit's, not uvicorn's: o
 first SIGINT or SIGTERM the server refuses new runs, ends the runs in flight as
 interrupted (their followers get that final event), closes the watch streams, and only
 then lets uvicorn finish the open responses. A second signal exits at once.
+
+The connections are bounded (`_connections`): a request head has `header_timeout` seconds
+to arrive, a connection waits at most `idle_timeout` seconds on its client (for its next
+request, or in the middle of a body), and a connection beyond `max_connections` open ones
+is answered 503.
 """
 
 from __future__ import annotations
@@ -19,6 +24,13 @@ import anyio
 from agentkit._internal.signals import watch_stop_signals
 from agentkit.conversations import Machine
 from agentkit.server._app import DEFAULT_MAX_BODY_BYTES, create_app
+from agentkit.server._connections import (
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_CONNECTIONS,
+    protocol_class,
+    raise_open_files_limit,
+)
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -62,6 +74,9 @@ async def serve(
     cors_origins: Sequence[str] = (),
     keepalive: float = 15.0,
     shutdown_timeout: float = 10.0,
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
 ) -> None:
     """Serve `machine` (open) on `sock` until SIGINT or SIGTERM, on asyncio.
 
@@ -73,7 +88,22 @@ async def serve(
         keepalive: Seconds between keep-alive comments on idle SSE streams.
         shutdown_timeout: Seconds the runs in flight and the open responses get to end
             once a stop is asked.
+        header_timeout: Seconds a request head has to arrive in full, from the
+            connection's opening or the first byte after a response; past them the
+            connection is closed (with `408` if part of a head came).
+        idle_timeout: Seconds a connection may wait on its client, for its next request
+            or in the middle of a request body, before it is closed (with `408` in a body).
+        max_connections: Open connections at most, event streams included; a
+            connection beyond them is answered `503` (`unavailable`) and closed. The
+            process's soft limit of open files is raised towards it (within the hard one).
+
+    Raises:
+        ValueError: A timeout is not above 0, or `max_connections` is below 1.
     """
+    if not (header_timeout > 0 and idle_timeout > 0):
+        raise ValueError("header_timeout and idle_timeout must be above 0 seconds")
+    if max_connections < 1:
+        raise ValueError("max_connections must be at least 1")
     import uvicorn
 
     app = create_app(
@@ -85,9 +115,13 @@ async def serve(
         log_level="warning",
         access_log=False,
         timeout_graceful_shutdown=max(1, int(shutdown_timeout)),
+        http=protocol_class(header_timeout=header_timeout, max_connections=max_connections),
+        # Typed `int` by uvicorn, which only hands it to `loop.call_later`: any float will do.
+        timeout_keep_alive=idle_timeout,  # type: ignore[arg-type]
         # Behind a proxy, X-Forwarded-* are only trusted from the addresses configured
         # in FORWARDED_ALLOW_IPS (uvicorn's own setting); nothing here reads them.
     )
+    raise_open_files_limit(max_connections + 256)  # the store's files, the providers' sockets
     server = _quiet_server(config)
     async with anyio.create_task_group() as group:
         group.start_soon(watch_stop_signals, lambda _: stop(app, machine, server, shutdown_timeout))

@@ -17,10 +17,17 @@ from agentkit._internal.lazy import lazy_exports
 if TYPE_CHECKING:
     from agentkit.errors import OffsetError, StoreLocationError
     from agentkit.stores._base import (
+        AgentRecord,
+        ConversationRecord,
         DelegationRecord,
         DelegationStatus,
         EventEntry,
+        MemberRecord,
         NewRoomEvent,
+        PageKey,
+        RecordExistsError,
+        RecordNotFoundError,
+        RecordStore,
         RoomEvent,
         RoomExistsError,
         RoomGrant,
@@ -46,6 +53,13 @@ if TYPE_CHECKING:
     from agentkit.stores._sqlite import SQLiteStore
 
 _EXPORTS: dict[str, str] = {
+    "RecordStore": "agentkit.stores._base",
+    "RecordNotFoundError": "agentkit.stores._base",
+    "RecordExistsError": "agentkit.stores._base",
+    "PageKey": "agentkit.stores._base",
+    "MemberRecord": "agentkit.stores._base",
+    "ConversationRecord": "agentkit.stores._base",
+    "AgentRecord": "agentkit.stores._base",
     "DelegationRecord": "agentkit.stores._base",
     "DelegationStatus": "agentkit.stores._base",
     "EventEntry": "agentkit.stores._base",
@@ -79,14 +93,21 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "AgentRecord",
+    "ConversationRecord",
     "DelegationRecord",
     "DelegationStatus",
     "EventEntry",
+    "MemberRecord",
     "MemoryStore",
     "NewRoomEvent",
     "Notifications",
     "OffsetError",
+    "PageKey",
     "PostgresStore",
+    "RecordExistsError",
+    "RecordNotFoundError",
+    "RecordStore",
     "RoomEvent",
     "RoomExistsError",
     "RoomGrant",

@@ -17,6 +17,14 @@ from agentkit.errors import (
 )
 from agentkit.events import AgentMessage
 from agentkit.messages import Message
+from agentkit.stores._records import (
+    AgentRecord,
+    ConversationRecord,
+    MemberRecord,
+    PageKey,
+    RecordExistsError,
+    RecordNotFoundError,
+)
 from agentkit.stores._rooms import (
     WIRE_CONFIG,
     DelegationRecord,
@@ -30,10 +38,17 @@ from agentkit.stores._rooms import (
 )
 
 __all__ = [
+    "AgentRecord",
+    "ConversationRecord",
     "DelegationRecord",
     "DelegationStatus",
     "EventEntry",
+    "MemberRecord",
     "NewRoomEvent",
+    "PageKey",
+    "RecordExistsError",
+    "RecordNotFoundError",
+    "RecordStore",
     "RoomEvent",
     "RoomExistsError",
     "RoomGrant",
@@ -350,7 +365,136 @@ class RoomStore(Protocol):
 
 
 @runtime_checkable
-class Store(SessionStore, RunStore, RoomStore, Protocol):
+class RecordStore(Protocol):
+    """A machine's members, agents and conversations as records with ids that are never
+    reused (see `agentkit.stores` records). Lists are read a page at a time: at most
+    `limit` records after the `(created_at, id)` key of the previous page's last record;
+    `ValueError` for a `limit` outside 1..1001. Conversations are sessions too (the
+    session of the same id holds the transcript and runs): deleting the session deletes
+    the record.
+    """
+
+    async def create_member(self, member: MemberRecord) -> None:
+        """Record a new member; `RecordExistsError` when a live member has its name, or any
+        member its id or token hash (nothing written)."""
+        ...
+
+    async def get_member(self, member_id: str) -> MemberRecord | None:
+        """The member with this id, removed or not, or `None`."""
+        ...
+
+    async def find_member(self, name: str) -> MemberRecord | None:
+        """The live member with this name, or `None`."""
+        ...
+
+    async def member_by_token(self, token_hash: str) -> MemberRecord | None:
+        """The live member whose token has this hash (one indexed lookup), or `None`."""
+        ...
+
+    async def update_member(
+        self, member_id: str, *, role: str | None = None, token_hash: str | None = None
+    ) -> MemberRecord:
+        """Change a live member's role and/or token hash; `RecordNotFoundError` when it is
+        missing or removed, `RecordExistsError` when another member has the hash."""
+        ...
+
+    async def remove_member(self, member_id: str, removed_at: float) -> None:
+        """Mark a live member removed (its row stays, so its id is never reused);
+        `RecordNotFoundError` when it is missing or removed already."""
+        ...
+
+    async def list_members(
+        self, after: PageKey | None = None, limit: int = 1001
+    ) -> list[MemberRecord]:
+        """Live members, oldest first."""
+        ...
+
+    async def create_agent(self, agent: AgentRecord) -> None:
+        """Record a new agent; `RecordExistsError` when a live agent has its name or any
+        agent its id."""
+        ...
+
+    async def get_agent(self, agent_id: str) -> AgentRecord | None:
+        """The agent with this id, deleted or not, or `None`."""
+        ...
+
+    async def find_agent(self, name: str) -> AgentRecord | None:
+        """The live agent with this name, or `None`."""
+        ...
+
+    async def replace_agent(
+        self, agent_id: str, definition: dict[str, Any], updated_at: float
+    ) -> AgentRecord:
+        """Give a live agent a new definition (its version grows by one, its id stays);
+        `RecordNotFoundError` when it is missing or deleted."""
+        ...
+
+    async def delete_agent(self, agent_id: str, deleted_at: float) -> None:
+        """Mark a live agent deleted (its row stays); `RecordNotFoundError` when missing
+        or deleted already."""
+        ...
+
+    async def list_agents(
+        self, after: PageKey | None = None, limit: int = 1001
+    ) -> list[AgentRecord]:
+        """Live agents, oldest first."""
+        ...
+
+    async def create_conversation(
+        self,
+        conversation: ConversationRecord,
+        session_agent: str,
+        metadata: dict[str, Any] | None = None,
+    ) -> SessionRecord:
+        """Create a conversation and its session (of agent id `session_agent`, the spec id
+        its runs use, with `metadata`) in one transaction; `SessionExistsError` when the
+        id is taken."""
+        ...
+
+    async def get_conversation(self, conversation_id: str) -> ConversationRecord | None:
+        """The conversation, or `None`."""
+        ...
+
+    async def update_conversation(
+        self,
+        conversation_id: str,
+        *,
+        updated_at: float,
+        name: str | None = None,
+        visibility: str | None = None,
+    ) -> ConversationRecord:
+        """Rename a conversation and/or change its visibility (each left as it is when
+        `None`); `RecordNotFoundError` when missing."""
+        ...
+
+    async def list_conversations(
+        self, viewer_id: str, after: PageKey | None = None, limit: int = 1001
+    ) -> list[ConversationRecord]:
+        """The shared conversations and `viewer_id`'s private ones, newest first
+        (descending `(created_at, id)`: `after` is the key of the previous page's last)."""
+        ...
+
+    async def list_readable_runs(
+        self,
+        viewer_id: str,
+        *,
+        others: bool,
+        session_id: str | None = None,
+        after: PageKey | None = None,
+        limit: int = 1001,
+    ) -> list[RunRecord]:
+        """Runs `viewer_id` may read, newest first (descending `(created_at, id)`): those
+        of shared conversations and of its private ones, and with `others` those of
+        sessions that are no conversation. Only session `session_id`'s when given."""
+        ...
+
+    async def running_sessions(self, session_ids: Sequence[str]) -> set[str]:
+        """The sessions among `session_ids` that have a `running` run."""
+        ...
+
+
+@runtime_checkable
+class Store(SessionStore, RunStore, RoomStore, RecordStore, Protocol):
     """Where sessions, transcripts, run events and rooms live: a
     [`SessionStore`][agentkit.stores.SessionStore], a [`RunStore`][agentkit.stores.RunStore]
     and a [`RoomStore`][agentkit.stores.RoomStore] in one backend, which its owner closes.

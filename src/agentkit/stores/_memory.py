@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from agentkit.errors import OffsetError
@@ -49,6 +49,7 @@ from agentkit.stores._codec import (
     message_json,
     session_from_row,
 )
+from agentkit.stores._memory_records import MemoryRecords
 from agentkit.stores._rooms import (
     delegation_from_row,
     event_from_row,
@@ -101,7 +102,7 @@ class _Room:
         self.delegations: dict[str, tuple[Any, ...]] = {}
 
 
-class MemoryStore:
+class MemoryStore(MemoryRecords):
     """Everything in dicts of rows, up to a bound; nothing survives the process.
 
     Args:
@@ -149,6 +150,16 @@ class MemoryStore:
         self._idle: OrderedDict[str, None] = OrderedDict()
         self._ended: OrderedDict[str, None] = OrderedDict()
         self._rooms: dict[str, _Room] = {}
+        self._init_records()
+
+    def _session_ids(self) -> Iterable[str]:
+        return self._sessions.keys()
+
+    def _all_runs(self) -> Iterable[RunRecord]:
+        return (RunRecord(*row) for row in self._runs.values())
+
+    def _has_running(self, session_id: str) -> bool:
+        return session_id in self._running
 
     # --- bounds -----------------------------------------------------------------------
 

@@ -8,6 +8,11 @@ an old database at once upgrade it once. A database newer than the code is refus
 Each migration is written for both dialects side by side, so the two layouts cannot drift
 apart. `{p}` stands for the schema prefix of PostgreSQL's tables (empty for SQLite).
 Migrations never change once released: a change of layout is a new migration.
+
+Migration 4 also upgrades the data: what version 3 kept as sessions of reserved agent ids
+(members, owner-created agents) becomes rows of the new tables, and each conversation
+session gets its conversation row (its record stays in the session's metadata too, where
+the per-run entries live).
 """
 
 from __future__ import annotations
@@ -25,6 +30,127 @@ class Migration:
     description: str
     sqlite: tuple[str, ...]
     postgres: tuple[str, ...]
+
+
+class _SQLiteJSON:
+    """What the data upgrade of migration 4 says differently in SQLite."""
+
+    p = ""
+    empty = "'{}'"
+    new_id = "lower(hex(randomblob(16)))"
+
+    def text(self, key: str, *path: str) -> str:
+        return f"json_extract(metadata, '$.\"{key}\".{'.'.join(path)}')"
+
+    def number(self, key: str, *path: str) -> str:
+        return self.text(key, *path)
+
+    def json(self, key: str, *path: str) -> str:
+        return self.text(key, *path)  # an object comes out as its JSON text
+
+    def is_object(self, key: str) -> str:
+        # `CASE` reads the metadata only when it is JSON that SQLite accepts (a session's
+        # metadata may hold NaN, which it does not).
+        return (
+            f"CASE WHEN json_valid(metadata) THEN json_type(metadata, '$.\"{key}\"') END = 'object'"
+        )
+
+
+class _PostgresJSON:
+    """What the data upgrade of migration 4 says differently in PostgreSQL."""
+
+    p = "{p}"  # the statements are formatted with the schema prefix
+    empty = "'{{}}'"
+    new_id = "md5(random()::text || clock_timestamp()::text)"
+
+    def text(self, key: str, *path: str) -> str:
+        steps = "".join(f" -> '{step}'" for step in path[:-1])
+        return f"(metadata::json -> '{key}'{steps} ->> '{path[-1]}')"
+
+    def number(self, key: str, *path: str) -> str:
+        return f"{self.text(key, *path)}::double precision"
+
+    def json(self, key: str, *path: str) -> str:
+        steps = "".join(f" -> '{step}'" for step in path)
+        return f"(metadata::json -> '{key}'{steps})::text"
+
+    def is_object(self, key: str) -> str:
+        # `json`, not `jsonb`: it takes any text `json.dumps` writes (NUL escapes too), and
+        # `CASE` casts only the metadata that mentions the key.
+        return (
+            f"CASE WHEN metadata LIKE '%\"{key}\"%' "
+            f"THEN json_typeof(metadata::json -> '{key}') END = 'object'"
+        )
+
+
+def _upgrade_records(d: _SQLiteJSON | _PostgresJSON) -> tuple[str, ...]:
+    """Migration 4's data upgrade in one dialect: version 3 kept members and owner-made
+    agents as sessions of reserved agent ids (`agentkit-machine:member`, `:agent`) and a
+    conversation's record in its session's metadata (`agentkit.conversation`)."""
+    p, member, agent, conversation = (
+        d.p,
+        "agentkit.member",
+        "agentkit.agent",
+        "agentkit.conversation",
+    )
+    sessions = f"{p}agentkit_sessions"
+    return (
+        # Members: a fresh id each, the token hash and role as they were.
+        f"""INSERT INTO {p}agentkit_members (id, name, role, token_hash, created_at)
+            SELECT {d.new_id}, {d.text(member, "name")}, {d.text(member, "role")},
+                {d.text(member, "tokenHash")}, created_at
+            FROM {sessions} WHERE agent_id = 'agentkit-machine:member' ORDER BY seq""",
+        # Agents created by owners, with their definitions.
+        f"""INSERT INTO {p}agentkit_agents
+                (id, name, version, source, definition, created_at, updated_at)
+            SELECT {d.new_id}, {d.text(agent, "definition", "name")}, 1, 'machine',
+                {d.json(agent, "definition")}, created_at, updated_at
+            FROM {sessions} WHERE agent_id = 'agentkit-machine:agent' ORDER BY seq""",
+        # Every other agent a conversation names: the built-in one or a configured one.
+        f"""INSERT INTO {p}agentkit_agents
+                (id, name, version, source, definition, created_at, updated_at)
+            SELECT {d.new_id}, used.name, 1,
+                CASE WHEN used.name = 'rool' THEN 'builtin' ELSE 'configured' END, {d.empty},
+                used.first, used.first
+            FROM (
+                SELECT agent_id AS name, min(created_at) AS first FROM {sessions}
+                WHERE {d.is_object(conversation)} GROUP BY agent_id
+            ) AS used
+            WHERE NOT EXISTS (
+                SELECT 1 FROM {p}agentkit_agents AS a
+                WHERE a.name = used.name AND a.deleted_at IS NULL
+            )
+            ORDER BY used.first, used.name""",
+        # Conversations: their agent's id, and their creator's member id; a creator who is
+        # no member any more gets an id no member has, so no newcomer of that name
+        # inherits their private conversations.
+        f"""INSERT INTO {p}agentkit_conversations
+                (id, agent_id, creator_id, visibility, name, instructions, created_at,
+                 updated_at)
+            SELECT s.id,
+                (SELECT a.id FROM {p}agentkit_agents AS a
+                 WHERE a.name = s.agent_id AND a.deleted_at IS NULL),
+                coalesce(
+                    (SELECT m.id FROM {p}agentkit_members AS m
+                     WHERE m.name = s.creator AND m.removed_at IS NULL),
+                    {d.new_id}),
+                CASE WHEN s.visibility = 'shared' THEN 'shared' ELSE 'private' END,
+                coalesce(s.name, ''), s.instructions,
+                coalesce(nullif(s.created, 0), s.created_at), s.updated_at
+            FROM (
+                SELECT seq, id, agent_id, created_at, updated_at,
+                    {d.text(conversation, "creator")} AS creator,
+                    {d.text(conversation, "visibility")} AS visibility,
+                    {d.text(conversation, "name")} AS name,
+                    {d.text(conversation, "instructions")} AS instructions,
+                    {d.number(conversation, "createdAt")} AS created
+                FROM {sessions} WHERE {d.is_object(conversation)}
+            ) AS s
+            ORDER BY s.seq""",
+        # The member and agent sessions have become records.
+        f"DELETE FROM {sessions} "
+        "WHERE agent_id IN ('agentkit-machine:member', 'agentkit-machine:agent')",
+    )
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -217,6 +343,103 @@ MIGRATIONS: tuple[Migration, ...] = (
                 result text NOT NULL,
                 error text,
                 UNIQUE (room_id, id))""",
+        ),
+    ),
+    Migration(
+        4,
+        "members, agents and conversations as records; runs paged by time",
+        # Ids are never reused: a removed member or deleted agent keeps its row, and only
+        # live names are unique (partial unique indexes). Conversations are read a page
+        # at a time by keyset (created_at, id): the shared ones and a viewer's private
+        # ones are two ranges of their own indexes. On PostgreSQL, ids compare in code
+        # point order (COLLATE "C") like SQLite's and Python's, whatever the locale.
+        sqlite=(
+            """CREATE TABLE agentkit_members (
+                seq INTEGER PRIMARY KEY,
+                id TEXT NOT NULL UNIQUE,
+                name TEXT NOT NULL,
+                role TEXT NOT NULL,
+                token_hash TEXT NOT NULL UNIQUE,
+                created_at REAL NOT NULL,
+                removed_at REAL)""",
+            "CREATE UNIQUE INDEX agentkit_members_name ON agentkit_members (name) "
+            "WHERE removed_at IS NULL",
+            "CREATE INDEX agentkit_members_live ON agentkit_members (created_at, id) "
+            "WHERE removed_at IS NULL",
+            """CREATE TABLE agentkit_agents (
+                seq INTEGER PRIMARY KEY,
+                id TEXT NOT NULL UNIQUE,
+                name TEXT NOT NULL,
+                version INTEGER NOT NULL,
+                source TEXT NOT NULL,
+                definition TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL,
+                deleted_at REAL)""",
+            "CREATE UNIQUE INDEX agentkit_agents_name ON agentkit_agents (name) "
+            "WHERE deleted_at IS NULL",
+            "CREATE INDEX agentkit_agents_live ON agentkit_agents (created_at, id) "
+            "WHERE deleted_at IS NULL",
+            """CREATE TABLE agentkit_conversations (
+                id TEXT NOT NULL PRIMARY KEY
+                    REFERENCES agentkit_sessions (id) ON DELETE CASCADE,
+                agent_id TEXT NOT NULL,
+                creator_id TEXT NOT NULL,
+                visibility TEXT NOT NULL,
+                name TEXT NOT NULL,
+                instructions TEXT,
+                created_at REAL NOT NULL,
+                updated_at REAL NOT NULL)""",
+            "CREATE INDEX agentkit_conversations_visibility "
+            "ON agentkit_conversations (visibility, created_at, id)",
+            "CREATE INDEX agentkit_conversations_creator "
+            "ON agentkit_conversations (creator_id, created_at, id)",
+            "CREATE INDEX agentkit_runs_created ON agentkit_runs (created_at, id)",
+            *_upgrade_records(_SQLiteJSON()),
+        ),
+        postgres=(
+            """CREATE TABLE {p}agentkit_members (
+                seq bigserial PRIMARY KEY,
+                id text COLLATE "C" NOT NULL UNIQUE,
+                name text NOT NULL,
+                role text NOT NULL,
+                token_hash text NOT NULL UNIQUE,
+                created_at double precision NOT NULL,
+                removed_at double precision)""",
+            "CREATE UNIQUE INDEX agentkit_members_name ON {p}agentkit_members (name) "
+            "WHERE removed_at IS NULL",
+            "CREATE INDEX agentkit_members_live ON {p}agentkit_members (created_at, id) "
+            "WHERE removed_at IS NULL",
+            """CREATE TABLE {p}agentkit_agents (
+                seq bigserial PRIMARY KEY,
+                id text COLLATE "C" NOT NULL UNIQUE,
+                name text NOT NULL,
+                version integer NOT NULL,
+                source text NOT NULL,
+                definition text NOT NULL,
+                created_at double precision NOT NULL,
+                updated_at double precision NOT NULL,
+                deleted_at double precision)""",
+            "CREATE UNIQUE INDEX agentkit_agents_name ON {p}agentkit_agents (name) "
+            "WHERE deleted_at IS NULL",
+            "CREATE INDEX agentkit_agents_live ON {p}agentkit_agents (created_at, id) "
+            "WHERE deleted_at IS NULL",
+            """CREATE TABLE {p}agentkit_conversations (
+                id text COLLATE "C" NOT NULL PRIMARY KEY
+                    REFERENCES {p}agentkit_sessions (id) ON DELETE CASCADE,
+                agent_id text NOT NULL,
+                creator_id text NOT NULL,
+                visibility text NOT NULL,
+                name text NOT NULL,
+                instructions text,
+                created_at double precision NOT NULL,
+                updated_at double precision NOT NULL)""",
+            "CREATE INDEX agentkit_conversations_visibility "
+            "ON {p}agentkit_conversations (visibility, created_at, id)",
+            "CREATE INDEX agentkit_conversations_creator "
+            "ON {p}agentkit_conversations (creator_id, created_at, id)",
+            'CREATE INDEX agentkit_runs_created ON {p}agentkit_runs (created_at, id COLLATE "C")',
+            *_upgrade_records(_PostgresJSON()),
         ),
     ),
 )

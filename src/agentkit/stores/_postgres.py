@@ -15,6 +15,8 @@ from typing import Any, TypeVar, cast
 
 from agentkit.errors import OffsetError
 from agentkit.stores._base import (
+    PageKey,
+    RecordExistsError,
     RoomExistsError,
     RoomNotFoundError,
     RoomRecord,
@@ -32,8 +34,11 @@ from agentkit.stores._notify import Notifications
 from agentkit.stores._pg_connections import Connection, ConnectionPool
 from agentkit.stores._rooms import TypeFilter, like_prefix
 from agentkit.stores._sql import (
+    AGENT_COLUMNS,
+    CONVERSATION_COLUMNS,
     DELEGATION_COLUMNS,
     GRANT_COLUMNS,
+    MEMBER_COLUMNS,
     ROOM_COLUMNS,
     ROOM_EVENT_COLUMNS,
     RUN_COLUMNS,
@@ -248,6 +253,71 @@ class _SQL:
         )
         self.list_delegations = (
             f"SELECT {DELEGATION_COLUMNS} FROM {delegations} WHERE room_id = %s ORDER BY seq"
+        )
+        # --- records ---
+        members, agents = f"{p}agentkit_members", f"{p}agentkit_agents"
+        conversations = f"{p}agentkit_conversations"
+        self.insert_member = f"INSERT INTO {members} ({MEMBER_COLUMNS}) VALUES ({_marks(6)})"
+        self.get_member = f"SELECT {MEMBER_COLUMNS} FROM {members} WHERE id = %s"
+        self.find_member = (
+            f"SELECT {MEMBER_COLUMNS} FROM {members} WHERE name = %s AND removed_at IS NULL"
+        )
+        self.member_by_token = (
+            f"SELECT {MEMBER_COLUMNS} FROM {members} WHERE token_hash = %s AND removed_at IS NULL"
+        )
+        self.update_member = (
+            f"UPDATE {members} SET role = coalesce(%s, role), "
+            "token_hash = coalesce(%s, token_hash) WHERE id = %s AND removed_at IS NULL "
+            f"RETURNING {MEMBER_COLUMNS}"
+        )
+        self.remove_member = (
+            f"UPDATE {members} SET removed_at = %s WHERE id = %s AND removed_at IS NULL RETURNING 1"
+        )
+        self.members_page = _pages(MEMBER_COLUMNS, members, "removed_at IS NULL")
+        self.insert_agent = f"INSERT INTO {agents} ({AGENT_COLUMNS}) VALUES ({_marks(8)})"
+        self.get_agent = f"SELECT {AGENT_COLUMNS} FROM {agents} WHERE id = %s"
+        self.find_agent = (
+            f"SELECT {AGENT_COLUMNS} FROM {agents} WHERE name = %s AND deleted_at IS NULL"
+        )
+        self.replace_agent = (
+            f"UPDATE {agents} SET definition = %s, version = version + 1, updated_at = %s "
+            f"WHERE id = %s AND deleted_at IS NULL RETURNING {AGENT_COLUMNS}"
+        )
+        self.delete_agent = (
+            f"UPDATE {agents} SET deleted_at = %s WHERE id = %s AND deleted_at IS NULL RETURNING 1"
+        )
+        self.agents_page = _pages(AGENT_COLUMNS, agents, "deleted_at IS NULL")
+        self.insert_conversation = (
+            f"INSERT INTO {conversations} ({CONVERSATION_COLUMNS}) VALUES ({_marks(8)})"
+        )
+        self.get_conversation = f"SELECT {CONVERSATION_COLUMNS} FROM {conversations} WHERE id = %s"
+        self.update_conversation = _notifying(
+            f"UPDATE {conversations} SET updated_at = %s, name = coalesce(%s, name), "
+            "visibility = coalesce(%s, visibility) WHERE id = %s",
+            CONVERSATION_COLUMNS,
+        )
+        # Two ranges read newest first, each at most `limit` long: the shared
+        # conversations (visibility index) and the viewer's others (creator index).
+        self.conversations_page = tuple(
+            f"(SELECT {CONVERSATION_COLUMNS} FROM {conversations} "
+            f"WHERE visibility = 'shared'{before} {_NEWEST} LIMIT %s) UNION ALL "
+            f"(SELECT {CONVERSATION_COLUMNS} FROM {conversations} "
+            f"WHERE creator_id = %s AND visibility <> 'shared'{before} {_NEWEST} LIMIT %s) "
+            f"{_NEWEST} LIMIT %s"
+            for before in ("", ' AND (created_at, id) < (%s, %s COLLATE "C")')
+        )
+        run_cols_of_r = ", ".join(f"r.{column}" for column in RUN_COLUMNS.split(", "))
+        # A run is readable in a shared conversation, in the viewer's own, and (with
+        # `others`) outside every conversation.
+        self.readable_runs = (
+            f"SELECT {run_cols_of_r} FROM {runs} AS r "
+            f"LEFT JOIN {conversations} AS c ON c.id = r.session_id "
+            "WHERE (c.visibility = 'shared' OR c.creator_id = %s "
+            "OR (c.id IS NULL AND %s::boolean))"
+        )
+        self.running_sessions = (
+            f"SELECT DISTINCT session_id FROM {runs} "
+            "WHERE status = 'running' AND session_id = ANY(%s)"
         )
 
 
@@ -584,13 +654,165 @@ class _Postgres:
     async def list_delegations(self, conn: Connection, room_id: str) -> list[Any]:
         return (await conn.execute(self.sql.list_delegations, (room_id,))).rows
 
+    # --- records ----------------------------------------------------------------------
+
+    async def create_member(self, conn: Connection, params: tuple[Any, ...]) -> None:
+        await self._insert_record(conn, self.sql.insert_member, params, "member")
+
+    async def _insert_record(
+        self, conn: Connection, statement: str, params: tuple[Any, ...], kind: str
+    ) -> None:
+        from psycopg import errors
+
+        try:
+            await conn.execute(statement, params)
+        except errors.UniqueViolation:  # the id, a live name, a token hash
+            raise RecordExistsError(
+                f"{kind} {params[1]!r}: a live {kind} has this name, or a {kind} this id"
+                + (" or token" if kind == "member" else "")
+            ) from None
+
+    async def get_member(self, conn: Connection, member_id: str) -> Any:
+        return (await conn.execute(self.sql.get_member, (member_id,))).first()
+
+    async def find_member(self, conn: Connection, name: str) -> Any:
+        return (await conn.execute(self.sql.find_member, (name,))).first()
+
+    async def member_by_token(self, conn: Connection, token_hash: str) -> Any:
+        return (await conn.execute(self.sql.member_by_token, (token_hash,))).first()
+
+    async def update_member(
+        self, conn: Connection, member_id: str, role: str | None, token_hash: str | None
+    ) -> Any:
+        from psycopg import errors
+
+        try:
+            params = (role, token_hash, member_id)
+            return (await conn.execute(self.sql.update_member, params)).first()
+        except errors.UniqueViolation:
+            raise RecordExistsError("another member has this token") from None
+
+    async def remove_member(self, conn: Connection, member_id: str, removed_at: float) -> bool:
+        return bool((await conn.execute(self.sql.remove_member, (removed_at, member_id))).rows)
+
+    async def list_members(self, conn: Connection, after: PageKey | None, limit: int) -> list[Any]:
+        return await _read_page(conn, self.sql.members_page, after, limit)
+
+    async def create_agent(self, conn: Connection, params: tuple[Any, ...]) -> None:
+        await self._insert_record(conn, self.sql.insert_agent, params, "agent")
+
+    async def get_agent(self, conn: Connection, agent_id: str) -> Any:
+        return (await conn.execute(self.sql.get_agent, (agent_id,))).first()
+
+    async def find_agent(self, conn: Connection, name: str) -> Any:
+        return (await conn.execute(self.sql.find_agent, (name,))).first()
+
+    async def replace_agent(
+        self, conn: Connection, agent_id: str, definition: str, updated_at: float
+    ) -> Any:
+        params = (definition, updated_at, agent_id)
+        return (await conn.execute(self.sql.replace_agent, params)).first()
+
+    async def delete_agent(self, conn: Connection, agent_id: str, deleted_at: float) -> bool:
+        return bool((await conn.execute(self.sql.delete_agent, (deleted_at, agent_id))).rows)
+
+    async def list_agents(self, conn: Connection, after: PageKey | None, limit: int) -> list[Any]:
+        return await _read_page(conn, self.sql.agents_page, after, limit)
+
+    async def create_conversation(
+        self, conn: Connection, session: SessionRecord, metadata: str, params: tuple[Any, ...]
+    ) -> None:
+        from psycopg import errors
+
+        async with conn.transaction():
+            await self.create_session(conn, session, metadata)
+            try:
+                await conn.execute(self.sql.insert_conversation, params)
+            except errors.UniqueViolation:  # only a conversation left without its session
+                raise SessionExistsError(f"session {session.id!r} already exists") from None
+
+    async def get_conversation(self, conn: Connection, conversation_id: str) -> Any:
+        return (await conn.execute(self.sql.get_conversation, (conversation_id,))).first()
+
+    async def update_conversation(
+        self,
+        conn: Connection,
+        conversation_id: str,
+        updated_at: float,
+        name: str | None,
+        visibility: str | None,
+    ) -> Any:
+        topics = self._announce(_topic("session", conversation_id))
+        params = (updated_at, name, visibility, conversation_id, *topics)
+        row = (await conn.execute(self.sql.update_conversation, params)).first()
+        return None if row is None else row[: len(CONVERSATION_COLUMNS.split(", "))]
+
+    async def list_conversations(
+        self, conn: Connection, viewer_id: str, after: PageKey | None, limit: int
+    ) -> list[Any]:
+        first, later = self.sql.conversations_page
+        if after is None:
+            params: tuple[Any, ...] = (limit, viewer_id, limit, limit)
+            return (await conn.execute(first, params)).rows
+        params = (*after, limit, viewer_id, *after, limit, limit)
+        return (await conn.execute(later, params)).rows
+
+    async def list_readable_runs(
+        self,
+        conn: Connection,
+        viewer_id: str,
+        others: bool,
+        session_id: str | None,
+        after: PageKey | None,
+        limit: int,
+    ) -> list[Any]:
+        query, params = self.sql.readable_runs, list[Any]([viewer_id, others])
+        if session_id is not None:
+            query += " AND r.session_id = %s"
+            params.append(session_id)
+        if after is not None:
+            query += ' AND (r.created_at, r.id COLLATE "C") < (%s, %s)'
+            params.extend(after)
+        query += ' ORDER BY r.created_at DESC, r.id COLLATE "C" DESC LIMIT %s'
+        return (await conn.execute(query, (*params, limit))).rows
+
+    async def running_sessions(self, conn: Connection, session_ids: list[str]) -> set[str]:
+        rows = (await conn.execute(self.sql.running_sessions, (session_ids,))).rows
+        return {row[0] for row in rows}
+
+
+_NEWEST = "ORDER BY created_at DESC, id DESC"
+
+
+def _marks(count: int) -> str:
+    return ", ".join(["%s"] * count)
+
+
+def _pages(columns: str, table: str, live: str) -> tuple[str, str]:
+    """The first page and a later page of a table's live records, oldest first."""
+    select, order = f"SELECT {columns} FROM {table} WHERE {live}", "ORDER BY created_at, id"
+    return (
+        f"{select} {order} LIMIT %s",
+        f"{select} AND (created_at, id) > (%s, %s) {order} LIMIT %s",
+    )
+
+
+async def _read_page(
+    conn: Connection, statements: tuple[str, str], after: PageKey | None, limit: int
+) -> list[Any]:
+    first, later = statements
+    if after is None:
+        return (await conn.execute(first, (limit,))).rows
+    return (await conn.execute(later, (*after, limit))).rows
+
 
 async def _nothing(conn: Connection) -> None:
     """An operation that only makes sure the store has connected."""
 
 
 class PostgresStore(SQLStore):
-    """Sessions, transcripts, runs and events, and rooms, in PostgreSQL.
+    """Sessions, transcripts, runs and events, rooms, and records (members, agents,
+    conversations), in PostgreSQL.
 
     Args:
         dsn: A libpq connection string or URL, e.g. `postgresql://user@host:5432/db`.
@@ -598,7 +820,8 @@ class PostgresStore(SQLStore):
             schema of the connection's `search_path` (usually `public`). Tables are named
             `agentkit_sessions`, `agentkit_transcript`, `agentkit_runs`, `agentkit_events`,
             `agentkit_rooms`, `agentkit_room_events`, `agentkit_room_grants`,
-            `agentkit_room_cursors`, `agentkit_delegations` and `agentkit_schema_version`,
+            `agentkit_room_cursors`, `agentkit_delegations`, `agentkit_members`,
+            `agentkit_agents`, `agentkit_conversations` and `agentkit_schema_version`,
             and are created on first use.
         max_connections: The size of the store's connection pool: at most this many calls
             run at once (`open_store` reads it from a URL's `pool_size` parameter).
@@ -627,8 +850,9 @@ class PostgresStore(SQLStore):
     - `run:<run_id>` after `create_run`, `append_events`, `append_step` and a
       `finish_run` that ended the run;
     - `session:<session_id>` after `create_session`, `update_session`,
-      `delete_session`, `append_transcript`, `truncate_transcript`, `append_step`, and
-      `create_run` and `finish_run` (the run's session);
+      `delete_session`, `append_transcript`, `truncate_transcript`, `append_step`,
+      `create_run` and `finish_run` (the run's session), and `create_conversation` and
+      `update_conversation` (the conversation's session);
     - `room:<room_id>` after `create_room`, `update_room`, `delete_room`,
       `append_room_events`, `set_grant` and `delete_grant`.
 
@@ -750,9 +974,22 @@ class PostgresStore(SQLStore):
                 raise StoreError(newer_database_message("PostgreSQL", version))
             for number, statements in self._sql.migrations:
                 if number > version:
-                    for statement in statements:
-                        await conn.execute(statement)
-                    await conn.execute(self._sql.set_version, (number,))
+                    await self._migrate(conn, number, statements)
+
+    async def _migrate(self, conn: Connection, number: int, statements: list[str]) -> None:
+        """Apply migration `number` (inside `_create_schema`'s transaction, which a failure
+        rolls back whole: the database stays at the version it had)."""
+        from psycopg import errors
+
+        try:
+            for statement in statements:
+                await conn.execute(statement)
+        except errors.DatabaseError as exc:
+            raise StoreError(
+                f"PostgreSQL: upgrading the tables to schema version {number} failed, so "
+                f"nothing changed: {exc}"
+            ) from exc
+        await conn.execute(self._sql.set_version, (number,))
 
     async def aclose(self) -> None:
         """Close the pooled connections; the store cannot be used afterwards."""

@@ -24,9 +24,14 @@ from typing import Any, Protocol, TypeVar
 
 from agentkit.messages import Message
 from agentkit.stores._base import (
+    AgentRecord,
+    ConversationRecord,
     DelegationRecord,
     EventEntry,
+    MemberRecord,
     NewRoomEvent,
+    PageKey,
+    RecordNotFoundError,
     RoomEvent,
     RoomGrant,
     RoomNotFoundError,
@@ -46,6 +51,12 @@ from agentkit.stores._codec import (
     run_from_row,
     session_from_row,
 )
+from agentkit.stores._records import (
+    agent_from_row,
+    check_page,
+    conversation_from_row,
+    member_from_row,
+)
 from agentkit.stores._rooms import (
     TypeFilter,
     check_delegation,
@@ -60,8 +71,11 @@ from agentkit.stores._rooms import (
 )
 
 __all__ = [
+    "AGENT_COLUMNS",
+    "CONVERSATION_COLUMNS",
     "DELEGATION_COLUMNS",
     "GRANT_COLUMNS",
+    "MEMBER_COLUMNS",
     "ROOM_COLUMNS",
     "ROOM_EVENT_COLUMNS",
     "RUN_COLUMNS",
@@ -69,10 +83,13 @@ __all__ = [
     "Dialect",
     "RoomEventColumns",
     "SQLStore",
+    "agent_params",
     "check_limit",
+    "conversation_params",
     "delegation_params",
     "event_columns",
     "may_finish",
+    "member_params",
     "room_event_columns",
     "run_params",
 ]
@@ -83,6 +100,12 @@ SESSION_COLUMNS = "id, agent_id, created_at, updated_at, metadata"
 RUN_COLUMNS = (
     "id, session_id, agent_id, status, created_at, finished_at, owner, heartbeat_at, "
     "lease_expires_at, error"
+)
+
+MEMBER_COLUMNS = "id, name, role, token_hash, created_at, removed_at"
+AGENT_COLUMNS = "id, name, version, source, created_at, updated_at, definition, deleted_at"
+CONVERSATION_COLUMNS = (
+    "id, agent_id, creator_id, visibility, name, created_at, updated_at, instructions"
 )
 
 ROOM_COLUMNS = "id, name, created_by, created_at, metadata"
@@ -161,6 +184,46 @@ def delegation_params(room_id: str, delegation: DelegationRecord) -> tuple[Any, 
         delegation.updated_at,
         dump_json(delegation.result, f"the result of {what}"),
         delegation.error,
+    )
+
+
+def member_params(member: MemberRecord) -> tuple[Any, ...]:
+    """A member's values in the order of `MEMBER_COLUMNS`."""
+    return (
+        member.id,
+        member.name,
+        member.role,
+        member.token_hash,
+        member.created_at,
+        member.removed_at,
+    )
+
+
+def agent_params(agent: AgentRecord) -> tuple[Any, ...]:
+    """An agent's values in the order of `AGENT_COLUMNS`, its definition as JSON text."""
+    return (
+        agent.id,
+        agent.name,
+        agent.version,
+        agent.source,
+        agent.created_at,
+        agent.updated_at,
+        dump_metadata(agent.definition),
+        agent.deleted_at,
+    )
+
+
+def conversation_params(conversation: ConversationRecord) -> tuple[Any, ...]:
+    """A conversation's values in the order of `CONVERSATION_COLUMNS`."""
+    return (
+        conversation.id,
+        conversation.agent_id,
+        conversation.creator_id,
+        conversation.visibility,
+        conversation.name,
+        conversation.created_at,
+        conversation.updated_at,
+        conversation.instructions,
     )
 
 
@@ -252,6 +315,62 @@ class Dialect(Protocol):
     def set_cursor(self, conn: Any, room_id: str, consumer: str, position: int) -> None: ...
     def get_delegation(self, conn: Any, room_id: str, delegation_id: str) -> Any: ...
     def list_delegations(self, conn: Any, room_id: str) -> list[Any]: ...
+    def create_member(self, conn: Any, params: tuple[Any, ...]) -> None:
+        """Insert a member (`MEMBER_COLUMNS`); `RecordExistsError` on a unique index."""
+        ...
+
+    def get_member(self, conn: Any, member_id: str) -> Any: ...
+    def find_member(self, conn: Any, name: str) -> Any: ...
+    def member_by_token(self, conn: Any, token_hash: str) -> Any: ...
+    def update_member(
+        self, conn: Any, member_id: str, role: str | None, token_hash: str | None
+    ) -> Any:
+        """The live member's row after the update, or `None` when there is none;
+        `RecordExistsError` when another member has the hash."""
+        ...
+
+    def remove_member(self, conn: Any, member_id: str, removed_at: float) -> bool: ...
+    def list_members(self, conn: Any, after: PageKey | None, limit: int) -> list[Any]: ...
+    def create_agent(self, conn: Any, params: tuple[Any, ...]) -> None:
+        """Insert an agent (`AGENT_COLUMNS`); `RecordExistsError` on a unique index."""
+        ...
+
+    def get_agent(self, conn: Any, agent_id: str) -> Any: ...
+    def find_agent(self, conn: Any, name: str) -> Any: ...
+    def replace_agent(
+        self, conn: Any, agent_id: str, definition: str, updated_at: float
+    ) -> Any: ...
+    def delete_agent(self, conn: Any, agent_id: str, deleted_at: float) -> bool: ...
+    def list_agents(self, conn: Any, after: PageKey | None, limit: int) -> list[Any]: ...
+    def create_conversation(
+        self, conn: Any, session: SessionRecord, metadata: str, params: tuple[Any, ...]
+    ) -> None:
+        """Insert the session and the conversation (`CONVERSATION_COLUMNS`) in one
+        transaction; `SessionExistsError` when the id is taken."""
+        ...
+
+    def get_conversation(self, conn: Any, conversation_id: str) -> Any: ...
+    def update_conversation(
+        self,
+        conn: Any,
+        conversation_id: str,
+        updated_at: float,
+        name: str | None,
+        visibility: str | None,
+    ) -> Any: ...
+    def list_conversations(
+        self, conn: Any, viewer_id: str, after: PageKey | None, limit: int
+    ) -> list[Any]: ...
+    def list_readable_runs(
+        self,
+        conn: Any,
+        viewer_id: str,
+        others: bool,
+        session_id: str | None,
+        after: PageKey | None,
+        limit: int,
+    ) -> list[Any]: ...
+    def running_sessions(self, conn: Any, session_ids: list[str]) -> set[str]: ...
 
 
 class SQLStore:
@@ -513,3 +632,163 @@ class SQLStore:
         """The room's delegations, oldest first."""
         rows = await self._call(self._ops.list_delegations, room_id)
         return [delegation_from_row(row) for row in rows]
+
+    # --- records ----------------------------------------------------------------------
+
+    async def create_member(self, member: MemberRecord) -> None:
+        """Record a new member; `RecordExistsError` when a live member has its name, or any
+        member its id or token hash."""
+        await self._call(self._ops.create_member, member_params(member))
+
+    async def get_member(self, member_id: str) -> MemberRecord | None:
+        """The member with this id, removed or not, or `None`."""
+        row = await self._call(self._ops.get_member, member_id)
+        return None if row is None else member_from_row(row)
+
+    async def find_member(self, name: str) -> MemberRecord | None:
+        """The live member with this name, or `None`."""
+        row = await self._call(self._ops.find_member, name)
+        return None if row is None else member_from_row(row)
+
+    async def member_by_token(self, token_hash: str) -> MemberRecord | None:
+        """The live member whose token has this hash (one index lookup), or `None`."""
+        row = await self._call(self._ops.member_by_token, token_hash)
+        return None if row is None else member_from_row(row)
+
+    async def update_member(
+        self, member_id: str, *, role: str | None = None, token_hash: str | None = None
+    ) -> MemberRecord:
+        """Change a live member's role and/or token hash."""
+        row = await self._call(self._ops.update_member, member_id, role, token_hash)
+        if row is None:
+            raise RecordNotFoundError(f"no member {member_id!r}")
+        return member_from_row(row)
+
+    async def remove_member(self, member_id: str, removed_at: float) -> None:
+        """Mark a live member removed (its row and id stay)."""
+        if not await self._call(self._ops.remove_member, member_id, removed_at):
+            raise RecordNotFoundError(f"no member {member_id!r}")
+
+    async def list_members(
+        self, after: PageKey | None = None, limit: int = 1001
+    ) -> list[MemberRecord]:
+        """Live members, oldest first, a page at a time."""
+        check_page(after, limit)
+        rows = await self._call(self._ops.list_members, _key(after), limit)
+        return [member_from_row(row) for row in rows]
+
+    async def create_agent(self, agent: AgentRecord) -> None:
+        """Record a new agent; `RecordExistsError` when a live agent has its name or any
+        agent its id."""
+        await self._call(self._ops.create_agent, agent_params(agent))
+
+    async def get_agent(self, agent_id: str) -> AgentRecord | None:
+        """The agent with this id, deleted or not, or `None`."""
+        row = await self._call(self._ops.get_agent, agent_id)
+        return None if row is None else agent_from_row(row)
+
+    async def find_agent(self, name: str) -> AgentRecord | None:
+        """The live agent with this name, or `None`."""
+        row = await self._call(self._ops.find_agent, name)
+        return None if row is None else agent_from_row(row)
+
+    async def replace_agent(
+        self, agent_id: str, definition: dict[str, Any], updated_at: float
+    ) -> AgentRecord:
+        """Give a live agent a new definition: its version grows by one, its id stays."""
+        data = dump_metadata(definition)
+        row = await self._call(self._ops.replace_agent, agent_id, data, updated_at)
+        if row is None:
+            raise RecordNotFoundError(f"no agent {agent_id!r}")
+        return agent_from_row(row)
+
+    async def delete_agent(self, agent_id: str, deleted_at: float) -> None:
+        """Mark a live agent deleted (its row and id stay)."""
+        if not await self._call(self._ops.delete_agent, agent_id, deleted_at):
+            raise RecordNotFoundError(f"no agent {agent_id!r}")
+
+    async def list_agents(
+        self, after: PageKey | None = None, limit: int = 1001
+    ) -> list[AgentRecord]:
+        """Live agents, oldest first, a page at a time."""
+        check_page(after, limit)
+        rows = await self._call(self._ops.list_agents, _key(after), limit)
+        return [agent_from_row(row) for row in rows]
+
+    async def create_conversation(
+        self,
+        conversation: ConversationRecord,
+        session_agent: str,
+        metadata: dict[str, Any] | None = None,
+    ) -> SessionRecord:
+        """Create a conversation and its session in one transaction;
+        `SessionExistsError` when the id is taken."""
+        now = time.time()
+        session = SessionRecord(conversation.id, session_agent, now, now, dict(metadata or {}))
+        await self._call(
+            self._ops.create_conversation,
+            session,
+            dump_metadata(metadata),
+            conversation_params(conversation),
+        )
+        return session
+
+    async def get_conversation(self, conversation_id: str) -> ConversationRecord | None:
+        """The conversation, or `None`."""
+        row = await self._call(self._ops.get_conversation, conversation_id)
+        return None if row is None else conversation_from_row(row)
+
+    async def update_conversation(
+        self,
+        conversation_id: str,
+        *,
+        updated_at: float,
+        name: str | None = None,
+        visibility: str | None = None,
+    ) -> ConversationRecord:
+        """Rename a conversation and/or change its visibility."""
+        row = await self._call(
+            self._ops.update_conversation, conversation_id, updated_at, name, visibility
+        )
+        if row is None:
+            raise RecordNotFoundError(f"no conversation {conversation_id!r}")
+        return conversation_from_row(row)
+
+    async def list_conversations(
+        self, viewer_id: str, after: PageKey | None = None, limit: int = 1001
+    ) -> list[ConversationRecord]:
+        """The shared conversations and `viewer_id`'s private ones, newest first: two
+        index ranges, so a page costs the same however many conversations there are."""
+        check_page(after, limit)
+        rows = await self._call(self._ops.list_conversations, viewer_id, _key(after), limit)
+        return [conversation_from_row(row) for row in rows]
+
+    async def list_readable_runs(
+        self,
+        viewer_id: str,
+        *,
+        others: bool,
+        session_id: str | None = None,
+        after: PageKey | None = None,
+        limit: int = 1001,
+    ) -> list[RunRecord]:
+        """Runs `viewer_id` may read, newest first (see
+        [`Store.list_readable_runs`][agentkit.stores.Store.list_readable_runs])."""
+        check_page(after, limit)
+        rows = await self._call(
+            self._ops.list_readable_runs, viewer_id, others, session_id, _key(after), limit
+        )
+        return [run_from_row(row) for row in rows]
+
+    async def running_sessions(self, session_ids: Sequence[str]) -> set[str]:
+        """The sessions among `session_ids` that have a `running` run."""
+        wanted = list(dict.fromkeys(session_ids))
+        if not wanted:
+            return set()
+        return await self._call(self._ops.running_sessions, wanted)
+
+
+def _key(after: PageKey | None) -> PageKey | None:
+    """A page key with its time as a float (the databases compare floats and ints alike,
+    but a driver types its parameters by the Python value)."""
+    return None if after is None else (float(after[0]), after[1])

@@ -12,6 +12,8 @@ import anyio
 
 from agentkit.errors import OffsetError
 from agentkit.stores._base import (
+    PageKey,
+    RecordExistsError,
     RoomExistsError,
     RoomNotFoundError,
     RoomRecord,
@@ -27,8 +29,11 @@ from agentkit.stores._base import (
 from agentkit.stores._migrations import MIGRATIONS, SCHEMA_VERSION, newer_database_message
 from agentkit.stores._rooms import TypeFilter
 from agentkit.stores._sql import (
+    AGENT_COLUMNS,
+    CONVERSATION_COLUMNS,
     DELEGATION_COLUMNS,
     GRANT_COLUMNS,
+    MEMBER_COLUMNS,
     ROOM_COLUMNS,
     ROOM_EVENT_COLUMNS,
     RUN_COLUMNS,
@@ -447,6 +452,230 @@ class _SQLite:
             (room_id,),
         ).fetchall()
 
+    # --- records ----------------------------------------------------------------------
+
+    def create_member(self, conn: sqlite3.Connection, params: tuple[Any, ...]) -> None:
+        _insert_record(conn, "agentkit_members", MEMBER_COLUMNS, params, "member")
+
+    def get_member(self, conn: sqlite3.Connection, member_id: str) -> Any:
+        return conn.execute(
+            f"SELECT {MEMBER_COLUMNS} FROM agentkit_members WHERE id = ?", (member_id,)
+        ).fetchone()
+
+    def find_member(self, conn: sqlite3.Connection, name: str) -> Any:
+        return conn.execute(
+            f"SELECT {MEMBER_COLUMNS} FROM agentkit_members WHERE name = ? AND removed_at IS NULL",
+            (name,),
+        ).fetchone()
+
+    def member_by_token(self, conn: sqlite3.Connection, token_hash: str) -> Any:
+        return conn.execute(
+            f"SELECT {MEMBER_COLUMNS} FROM agentkit_members "
+            "WHERE token_hash = ? AND removed_at IS NULL",
+            (token_hash,),
+        ).fetchone()
+
+    def update_member(
+        self,
+        conn: sqlite3.Connection,
+        member_id: str,
+        role: str | None,
+        token_hash: str | None,
+    ) -> Any:
+        import sqlite3
+
+        try:
+            return conn.execute(
+                "UPDATE agentkit_members SET role = coalesce(?, role), "
+                "token_hash = coalesce(?, token_hash) WHERE id = ? AND removed_at IS NULL "
+                f"RETURNING {MEMBER_COLUMNS}",
+                (role, token_hash, member_id),
+            ).fetchone()
+        except sqlite3.IntegrityError:
+            raise RecordExistsError("another member has this token") from None
+
+    def remove_member(self, conn: sqlite3.Connection, member_id: str, removed_at: float) -> bool:
+        cursor = conn.execute(
+            "UPDATE agentkit_members SET removed_at = ? WHERE id = ? AND removed_at IS NULL",
+            (removed_at, member_id),
+        )
+        return cursor.rowcount > 0
+
+    def list_members(
+        self, conn: sqlite3.Connection, after: PageKey | None, limit: int
+    ) -> list[Any]:
+        return _page(conn, MEMBER_COLUMNS, "agentkit_members", "removed_at IS NULL", after, limit)
+
+    def create_agent(self, conn: sqlite3.Connection, params: tuple[Any, ...]) -> None:
+        _insert_record(conn, "agentkit_agents", AGENT_COLUMNS, params, "agent")
+
+    def get_agent(self, conn: sqlite3.Connection, agent_id: str) -> Any:
+        return conn.execute(
+            f"SELECT {AGENT_COLUMNS} FROM agentkit_agents WHERE id = ?", (agent_id,)
+        ).fetchone()
+
+    def find_agent(self, conn: sqlite3.Connection, name: str) -> Any:
+        return conn.execute(
+            f"SELECT {AGENT_COLUMNS} FROM agentkit_agents WHERE name = ? AND deleted_at IS NULL",
+            (name,),
+        ).fetchone()
+
+    def replace_agent(
+        self, conn: sqlite3.Connection, agent_id: str, definition: str, updated_at: float
+    ) -> Any:
+        return conn.execute(
+            "UPDATE agentkit_agents SET definition = ?, version = version + 1, updated_at = ? "
+            f"WHERE id = ? AND deleted_at IS NULL RETURNING {AGENT_COLUMNS}",
+            (definition, updated_at, agent_id),
+        ).fetchone()
+
+    def delete_agent(self, conn: sqlite3.Connection, agent_id: str, deleted_at: float) -> bool:
+        cursor = conn.execute(
+            "UPDATE agentkit_agents SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL",
+            (deleted_at, agent_id),
+        )
+        return cursor.rowcount > 0
+
+    def list_agents(self, conn: sqlite3.Connection, after: PageKey | None, limit: int) -> list[Any]:
+        return _page(conn, AGENT_COLUMNS, "agentkit_agents", "deleted_at IS NULL", after, limit)
+
+    def create_conversation(
+        self,
+        conn: sqlite3.Connection,
+        session: SessionRecord,
+        metadata: str,
+        params: tuple[Any, ...],
+    ) -> None:
+        import sqlite3
+
+        conn.execute("BEGIN IMMEDIATE")
+        self.create_session(conn, session, metadata)
+        try:
+            conn.execute(
+                f"INSERT INTO agentkit_conversations ({CONVERSATION_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                params,
+            )
+        except sqlite3.IntegrityError:  # only a conversation left without its session
+            raise SessionExistsError(f"session {session.id!r} already exists") from None
+        conn.execute("COMMIT")
+
+    def get_conversation(self, conn: sqlite3.Connection, conversation_id: str) -> Any:
+        return conn.execute(
+            f"SELECT {CONVERSATION_COLUMNS} FROM agentkit_conversations WHERE id = ?",
+            (conversation_id,),
+        ).fetchone()
+
+    def update_conversation(
+        self,
+        conn: sqlite3.Connection,
+        conversation_id: str,
+        updated_at: float,
+        name: str | None,
+        visibility: str | None,
+    ) -> Any:
+        return conn.execute(
+            "UPDATE agentkit_conversations SET updated_at = ?, name = coalesce(?, name), "
+            f"visibility = coalesce(?, visibility) WHERE id = ? RETURNING {CONVERSATION_COLUMNS}",
+            (updated_at, name, visibility, conversation_id),
+        ).fetchone()
+
+    def list_conversations(
+        self, conn: sqlite3.Connection, viewer_id: str, after: PageKey | None, limit: int
+    ) -> list[Any]:
+        # Two ranges read newest first, each at most `limit` long: the shared
+        # conversations (visibility index) and the viewer's others (creator index).
+        before, params = "", list[Any]()
+        if after is not None:
+            before, params = " AND (created_at, id) < (?, ?)", [after[0], after[1]]
+        newest = f"{before} ORDER BY created_at DESC, id DESC LIMIT ?"
+        return conn.execute(
+            f"SELECT * FROM (SELECT {CONVERSATION_COLUMNS} FROM agentkit_conversations "
+            f"WHERE visibility = 'shared'{newest}) "
+            f"UNION ALL SELECT * FROM (SELECT {CONVERSATION_COLUMNS} "
+            f"FROM agentkit_conversations WHERE creator_id = ? AND visibility <> 'shared'"
+            f"{newest}) ORDER BY created_at DESC, id DESC LIMIT ?",
+            (*params, limit, viewer_id, *params, limit, limit),
+        ).fetchall()
+
+    def list_readable_runs(
+        self,
+        conn: sqlite3.Connection,
+        viewer_id: str,
+        others: bool,
+        session_id: str | None,
+        after: PageKey | None,
+        limit: int,
+    ) -> list[Any]:
+        where, params = [_READABLE], list[Any]([viewer_id, others])
+        if session_id is not None:
+            where.append("r.session_id = ?")
+            params.append(session_id)
+        if after is not None:
+            where.append("(r.created_at, r.id) < (?, ?)")
+            params.extend(after)
+        return conn.execute(
+            f"SELECT {_RUN_COLUMNS_OF_R} FROM agentkit_runs AS r "
+            "LEFT JOIN agentkit_conversations AS c ON c.id = r.session_id "
+            f"WHERE {' AND '.join(where)} ORDER BY r.created_at DESC, r.id DESC LIMIT ?",
+            (*params, limit),
+        ).fetchall()
+
+    def running_sessions(self, conn: sqlite3.Connection, session_ids: list[str]) -> set[str]:
+        running: set[str] = set()
+        for start in range(0, len(session_ids), _RENEW_CHUNK):
+            chunk = session_ids[start : start + _RENEW_CHUNK]
+            rows = conn.execute(
+                "SELECT DISTINCT session_id FROM agentkit_runs WHERE status = 'running' "
+                f"AND session_id IN ({', '.join('?' * len(chunk))})",
+                chunk,
+            ).fetchall()
+            running.update(row[0] for row in rows)
+        return running
+
+
+_RUN_COLUMNS_OF_R = ", ".join(f"r.{column}" for column in RUN_COLUMNS.split(", "))
+
+# A run is readable in a shared conversation, in the viewer's own, and (with `others`)
+# outside every conversation.
+_READABLE = "(c.visibility = 'shared' OR c.creator_id = ? OR (c.id IS NULL AND ?))"
+
+
+def _insert_record(
+    conn: sqlite3.Connection, table: str, columns: str, params: tuple[Any, ...], kind: str
+) -> None:
+    import sqlite3
+
+    marks = ", ".join("?" * len(params))
+    try:
+        conn.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", params)
+    except sqlite3.IntegrityError:  # a unique index: the id, a live name, a token hash
+        raise RecordExistsError(
+            f"{kind} {params[1]!r}: a live {kind} has this name, or a {kind} this id"
+            + (" or token" if kind == "member" else "")
+        ) from None
+
+
+def _page(
+    conn: sqlite3.Connection,
+    columns: str,
+    table: str,
+    live: str,
+    after: PageKey | None,
+    limit: int,
+) -> list[Any]:
+    """A page of a table's live records, oldest first, after the key `after`."""
+    if after is None:
+        return conn.execute(
+            f"SELECT {columns} FROM {table} WHERE {live} ORDER BY created_at, id LIMIT ?",
+            (limit,),
+        ).fetchall()
+    return conn.execute(
+        f"SELECT {columns} FROM {table} WHERE {live} AND (created_at, id) > (?, ?) "
+        "ORDER BY created_at, id LIMIT ?",
+        (*after, limit),
+    ).fetchall()
+
 
 # What a room holds besides its row, each table keyed by `room_id`.
 _ROOM_TABLES = (
@@ -526,7 +755,8 @@ def _insert_events(
 
 
 class SQLiteStore(SQLStore):
-    """Sessions, transcripts, runs and events, and rooms, in one SQLite database.
+    """Sessions, transcripts, runs and events, rooms, and records (members, agents,
+    conversations), in one SQLite database.
 
     Args:
         path: A file path (created with its tables on first use) or `":memory:"`.

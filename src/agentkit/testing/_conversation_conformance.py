@@ -50,6 +50,7 @@ import anyio
 from agentkit.conversations import (
     AccessDeniedError,
     AgentDefinition,
+    AgentDeletedError,
     AttachmentError,
     ConversationBusyError,
     ConversationClient,
@@ -57,10 +58,10 @@ from agentkit.conversations import (
     ConversationView,
     FinalEvent,
     FollowEvent,
+    InvalidPageError,
     JsonPart,
     Machine,
     MachineAgentNotFoundError,
-    Member,
     OutputEvent,
     Role,
     TextDeltaPart,
@@ -221,7 +222,7 @@ class MachineHost:
 
     async def client(self, name: str, role: Role) -> ConversationClient:
         await self.machine.add_member(name, role)
-        return self.machine.client(Member(name=name, role=role))
+        return self.machine.client(await self.machine.member(name))
 
 
 # --- helpers --------------------------------------------------------------------------------
@@ -572,7 +573,9 @@ async def check_agents(host: ConversationHost) -> None:
     await owner.delete_agent("marker")
     assert "marker" not in [a.name for a in await owner.list_agents()]
     assert len(await conversation.list_turns()) == 4
-    await _expect(MachineAgentNotFoundError, conversation.prompt("say x"), "a deleted agent")
+    await _expect(AgentDeletedError, conversation.prompt("say x"), "a deleted agent")
+    await owner.create_agent(AgentDefinition(name="marker", instructions="MARK-NEW"))
+    await _expect(AgentDeletedError, conversation.prompt("say x"), "a newcomer of the name")
     await _expect(
         MachineAgentNotFoundError, owner.create_conversation(agent="nobody"), "no such agent"
     )
@@ -806,6 +809,35 @@ async def check_access_matrix(host: ConversationHost) -> None:
                 except AssertionError as exc:
                     exc.add_note(f"access case: {actor}, {visibility}, {operation}")
                     raise
+
+
+@_check
+async def check_pages(host: ConversationHost) -> None:
+    """Every list is a page: `limit` 1..1000 (else `InvalidPageError`) and an opaque
+    `next` cursor; what is created while paging never shifts a page's boundary."""
+    ada = await host.client("ada", "editor")
+    made = [(await ada.create_conversation(name=f"n{i}")).id for i in range(5)]
+    seen: list[str] = []
+    page = await ada.list_conversations(limit=2)
+    assert len(page) == 2 and page.next is not None
+    seen.extend(row.id for row in page)
+    late = (await ada.create_conversation(name="late")).id
+    while page.next is not None:
+        page = await ada.list_conversations(limit=2, cursor=page.next)
+        seen.extend(row.id for row in page)
+    assert seen == made[::-1] and late not in seen
+    for limit in (0, 1001):
+        await _expect(InvalidPageError, ada.list_conversations(limit=limit), f"limit={limit}")
+    await _expect(InvalidPageError, ada.list_conversations(cursor="nope"), "a made-up cursor")
+    agents = await ada.list_agents(limit=1)
+    assert [a.name for a in agents] == ["rool"] and agents.next is None
+    conversation = ada.conversation(made[0])
+    await _run(ada, conversation.id, "say one")
+    await _run(ada, conversation.id, "say two")
+    first = await conversation.list_turns(limit=3)
+    assert [t.role for t in first] == ["user", "agent", "user"] and first.next is not None
+    rest = await conversation.list_turns(limit=3, cursor=first.next)
+    assert [t.role for t in rest] == ["agent"] and rest.next is None
 
 
 CONVERSATION_CHECKS: Mapping[str, ConversationCheck] = dict(_checks)

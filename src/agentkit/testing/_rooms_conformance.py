@@ -52,7 +52,8 @@ from typing import Any, Protocol
 
 import anyio
 
-from agentkit.conversations import Machine, Member
+from agentkit.conversations import Machine
+from agentkit.errors import InvalidPageError
 from agentkit.rooms import (
     MAX_BATCH,
     MAX_PAYLOAD_BYTES,
@@ -121,7 +122,7 @@ class MachineRoomsHost:
     async def client(self, name: str, role: Role) -> RoomsClient:
         """Add the member and return its in-process rooms client."""
         await self.machine.add_member(name, role)
-        return self.machine.rooms_client(Member(name=name, role=role))
+        return self.machine.rooms_client(await self.machine.member(name))
 
     async def register_agent(self, room_id: str, agent: str) -> None:
         """Register a test agent on the machine's rooms."""
@@ -454,6 +455,36 @@ async def check_bad_patterns(host: RoomsHost) -> None:
     bad_grant = ada.set_grant(room.id, "member:someone", read=["Bad Pattern"], publish=[])
     await _expect(ValueError, bad_grant, "a bad grant pattern")
     assert await ada.list_grants(room.id) == []
+
+
+@_check
+async def check_pages(host: RoomsHost) -> None:
+    """Rooms, events and delegations are read a page at a time: `limit` 1..1000 (else
+    `InvalidPageError`) and the `next` cursor of the page before."""
+    ada = await host.client("ada", "editor")
+    rooms = [await _room(ada) for _ in range(3)]
+    first = await ada.list_rooms(limit=2)
+    assert [r.id for r in first] == [r.id for r in rooms[:2]] and first.next is not None
+    rest = await ada.list_rooms(limit=2, cursor=first.next)
+    assert [r.id for r in rest] == [rooms[2].id] and rest.next is None
+    await _expect(InvalidPageError, ada.list_rooms(limit=0), "limit 0")
+    await _expect(InvalidPageError, ada.list_rooms(cursor="nope"), "a made-up cursor")
+
+    room = rooms[0]
+    await ada.publish(room.id, [_chat(str(i)) for i in range(5)])
+    page = await ada.read(room.id, limit=2)
+    seen = [event.position for event in page]
+    while page.next is not None:
+        page = await ada.read(room.id, limit=2, cursor=page.next)
+        seen.extend(event.position for event in page)
+    assert seen == [1, 2, 3, 4, 5]
+    await _expect(InvalidPageError, ada.read(room.id, limit=1001), "limit 1001")
+
+    await host.register_agent(room.id, "adder")
+    made = [(await ada.delegate(room.id, "adder", [i])).id for i in range(3)]
+    delegations = await ada.list_delegations(room.id, limit=2)
+    more = await ada.list_delegations(room.id, limit=2, cursor=delegations.next)
+    assert [d.id for d in [*delegations, *more]] == made and more.next is None
 
 
 ROOMS_CHECKS: Mapping[str, RoomsCheck] = dict(_checks)

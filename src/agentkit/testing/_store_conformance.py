@@ -37,7 +37,7 @@ import inspect
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import anyio.lowlevel
@@ -66,9 +66,15 @@ from agentkit.messages import (
     UserMessage,
 )
 from agentkit.stores import (
+    AgentRecord,
+    ConversationRecord,
     DelegationRecord,
     EventEntry,
+    MemberRecord,
     NewRoomEvent,
+    PageKey,
+    RecordExistsError,
+    RecordNotFoundError,
     RoomEvent,
     RoomExistsError,
     RoomGrant,
@@ -1344,6 +1350,406 @@ async def check_room_isolation(store: Store) -> None:
     assert await store.read_room_events("b") == [first_b]
     assert await store.get_session("a") is None  # rooms and sessions do not mix
     assert await store.list_sessions() == []
+
+
+# --- records: members, agents, conversations ----------------------------------------------
+
+
+def _member(
+    member_id: str,
+    name: str,
+    created_at: float = 1000.0,
+    role: Literal["owner", "editor", "viewer"] = "editor",
+) -> MemberRecord:
+    return MemberRecord(member_id, name, role, f"hash-{member_id}", created_at)
+
+
+def _agent(agent_id: str, name: str, created_at: float = 1000.0) -> AgentRecord:
+    return AgentRecord(agent_id, name, 1, "machine", created_at, created_at, {"name": name})
+
+
+def _conversation(
+    conversation_id: str,
+    creator_id: str,
+    visibility: Literal["private", "shared"] = "private",
+    created_at: float = 1000.0,
+    agent_id: str = "a1",
+) -> ConversationRecord:
+    return ConversationRecord(
+        conversation_id,
+        agent_id,
+        creator_id,
+        visibility,
+        f"talk {conversation_id}",
+        created_at,
+        created_at,
+    )
+
+
+def _ids(records: list[Any]) -> list[str]:
+    return [record.id for record in records]
+
+
+def _last_key(records: list[Any]) -> PageKey:
+    return (records[-1].created_at, records[-1].id)
+
+
+@_check
+async def check_member_records(store: Store) -> None:
+    """A member is found by id, by live name and by token hash; ids, live names and token
+    hashes are unique, and a refused member changes nothing."""
+    ada = MemberRecord("m1", "ada", "owner", "h-ada", 1000.0)
+    await store.create_member(ada)
+    assert await store.get_member("m1") == ada
+    assert await store.find_member("ada") == ada
+    assert await store.member_by_token("h-ada") == ada
+    assert await store.get_member("missing") is None
+    assert await store.find_member("missing") is None
+    assert await store.member_by_token("h-missing") is None
+    for clash, what in (
+        (MemberRecord("m2", "ada", "viewer", "h-2", 1001.0), "a live member's name"),
+        (MemberRecord("m1", "bob", "viewer", "h-3", 1001.0), "a member's id"),
+        (MemberRecord("m3", "bob", "viewer", "h-ada", 1001.0), "a member's token hash"),
+    ):
+        await _expect(RecordExistsError, store.create_member(clash), what)
+    assert await store.find_member("bob") is None
+    assert await store.get_member("m2") is None and await store.get_member("m3") is None
+    assert await store.list_members() == [ada]
+
+
+@_check
+async def check_member_update(store: Store) -> None:
+    """A live member's role and token hash change; the old token stops working; another
+    member's hash is refused; a missing or removed member is `RecordNotFoundError`."""
+    await store.create_member(_member("m1", "ada"))
+    await store.create_member(_member("m2", "bob"))
+    promoted = await store.update_member("m1", role="owner")
+    assert promoted == _member("m1", "ada", role="owner")
+    rotated = await store.update_member("m1", token_hash="h-new")
+    assert rotated.role == "owner" and rotated.token_hash == "h-new"
+    assert await store.member_by_token("hash-m1") is None
+    assert await store.member_by_token("h-new") == rotated
+    assert await store.update_member("m1") == rotated  # nothing to change
+    assert await store.update_member("m1", token_hash="h-new") == rotated  # its own hash
+    await _expect(
+        RecordExistsError, store.update_member("m1", token_hash="hash-m2"), "another's hash"
+    )
+    assert await store.get_member("m1") == rotated
+    await _expect(RecordNotFoundError, store.update_member("missing", role="viewer"), "missing")
+    await store.remove_member("m2", 2000.0)
+    await _expect(RecordNotFoundError, store.update_member("m2", role="owner"), "removed")
+
+
+@_check
+async def check_member_removal_keeps_the_id(store: Store) -> None:
+    """A removed member keeps its row (found by id, with `removed_at`) but is found by
+    neither name nor token; its name taken again names a new member with a new id; its
+    token hash stays taken."""
+    await store.create_member(_member("m1", "ada", 1000.0))
+    await store.remove_member("m1", 1500.0)
+    removed = await store.get_member("m1")
+    assert removed is not None and removed.removed_at == 1500.0 and removed.name == "ada"
+    assert await store.find_member("ada") is None
+    assert await store.member_by_token("hash-m1") is None
+    assert await store.list_members() == []
+    await _expect(RecordNotFoundError, store.remove_member("m1", 1600.0), "removed twice")
+    await _expect(RecordNotFoundError, store.remove_member("missing", 1600.0), "missing")
+    newcomer = MemberRecord("m2", "ada", "viewer", "h-newcomer", 2000.0)
+    await store.create_member(newcomer)
+    assert await store.find_member("ada") == newcomer
+    assert await store.member_by_token("h-newcomer") == newcomer
+    assert (await store.get_member("m1")) == removed  # untouched by the newcomer
+    await _expect(
+        RecordExistsError,
+        store.create_member(MemberRecord("m3", "cy", "viewer", "hash-m1", 2100.0)),
+        "a removed member's token hash",
+    )
+    await _expect(
+        RecordExistsError, store.create_member(_member("m1", "cy", 2100.0)), "a removed id"
+    )
+    await store.remove_member("m2", 2500.0)
+    third = MemberRecord("m4", "ada", "owner", "h-third", 3000.0)
+    await store.create_member(third)  # a name can come and go any number of times
+    assert await store.list_members() == [third]
+
+
+@_check
+async def check_agent_records(store: Store) -> None:
+    """An agent is found by id and by live name; replacing it keeps its id and creation
+    time and adds one to its version; a deleted agent keeps its row and its name is free."""
+    first = AgentRecord("a1", "helper", 1, "machine", 1000.0, 1000.0, {"instructions": "hi"})
+    await store.create_agent(first)
+    assert await store.get_agent("a1") == first
+    assert await store.find_agent("helper") == first
+    assert await store.get_agent("missing") is None and await store.find_agent("x") is None
+    await _expect(RecordExistsError, store.create_agent(_agent("a2", "helper")), "live name")
+    await _expect(RecordExistsError, store.create_agent(_agent("a1", "other")), "taken id")
+    definition: dict[str, Any] = {"instructions": "hello", "tools": ["add"], "n": 1.5}
+    replaced = await store.replace_agent("a1", definition, 1100.0)
+    definition["tools"].append("changed after replace")
+    stored = AgentRecord(
+        "a1",
+        "helper",
+        2,
+        "machine",
+        1000.0,
+        1100.0,
+        {"instructions": "hello", "tools": ["add"], "n": 1.5},
+    )
+    assert replaced == stored
+    got = await store.get_agent("a1")
+    assert got is not None
+    got.definition["tools"].append("changed after get")  # a copy: the store keeps its own
+    assert await store.get_agent("a1") == stored
+    again = await store.replace_agent("a1", {}, 1200.0)
+    assert again.version == 3 and again.definition == {} and again.id == "a1"
+    assert await store.find_agent("helper") == again
+    await _expect(RecordNotFoundError, store.replace_agent("missing", {}, 1.0), "missing")
+    await store.delete_agent("a1", 1300.0)
+    deleted = await store.get_agent("a1")
+    assert deleted is not None and deleted.deleted_at == 1300.0 and deleted.version == 3
+    assert await store.find_agent("helper") is None
+    await _expect(RecordNotFoundError, store.replace_agent("a1", {}, 1400.0), "deleted")
+    await _expect(RecordNotFoundError, store.delete_agent("a1", 1400.0), "deleted twice")
+    await _expect(RecordNotFoundError, store.delete_agent("missing", 1400.0), "missing")
+    successor = _agent("a2", "helper", 1500.0)
+    await store.create_agent(successor)
+    assert await store.find_agent("helper") == successor
+    assert await store.get_agent("a1") == deleted
+    builtin = AgentRecord("a3", "rool", 1, "builtin", 900.0, 900.0)
+    await store.create_agent(builtin)
+    assert await store.list_agents() == [builtin, successor]
+
+
+@_check
+async def check_conversation_records(store: Store) -> None:
+    """A conversation is created with its session in one step; its id is taken by any
+    session; it is renamed and its visibility changed; deleting the session deletes it."""
+    record = ConversationRecord(
+        "c1", "a1", "m1", "private", "Plans", 1000.0, 1000.0, instructions="Be brief."
+    )
+    metadata: dict[str, Any] = {"agentkit.conversation": {"runs": []}}
+    session = await store.create_conversation(record, "helper", metadata)
+    metadata["changed"] = True
+    assert session.id == "c1" and session.agent_id == "helper"
+    assert session.metadata == {"agentkit.conversation": {"runs": []}}
+    assert await store.get_session("c1") == session
+    assert await store.get_conversation("c1") == record
+    assert await store.get_conversation("missing") is None
+    await _expect(
+        SessionExistsError,
+        store.create_conversation(_conversation("c1", "m2"), "other"),
+        "a conversation's id",
+    )
+    await store.create_session("plain", "app:agent")
+    await _expect(
+        SessionExistsError,
+        store.create_conversation(_conversation("plain", "m1"), "helper"),
+        "a plain session's id",
+    )
+    assert await store.get_conversation("plain") is None
+    assert await store.get_conversation("c1") == record
+    assert await store.get_session("c1") == session
+    renamed = await store.update_conversation("c1", updated_at=1100.0, name="Plans v2")
+    assert renamed == ConversationRecord(
+        "c1", "a1", "m1", "private", "Plans v2", 1000.0, 1100.0, instructions="Be brief."
+    )
+    shared = await store.update_conversation("c1", updated_at=1200.0, visibility="shared")
+    assert shared.visibility == "shared" and shared.name == "Plans v2"
+    assert shared.updated_at == 1200.0
+    assert await store.get_conversation("c1") == shared
+    await _expect(
+        RecordNotFoundError,
+        store.update_conversation("missing", updated_at=1.0, name="x"),
+        "a missing conversation",
+    )
+    await store.append_transcript("c1", [UserMessage(content="hi")])
+    await store.delete_session("c1")
+    assert await store.get_conversation("c1") is None
+    assert await store.list_conversations("m1") == []
+    await _expect(
+        RecordNotFoundError,
+        store.update_conversation("c1", updated_at=1300.0, name="x"),
+        "a deleted conversation",
+    )
+    # The id is free again, with nothing of the old conversation.
+    await store.create_conversation(_conversation("c1", "m2"), "helper")
+    assert await store.get_conversation("c1") == _conversation("c1", "m2")
+    assert await store.load_transcript("c1") == []
+
+
+@_check
+async def check_conversation_visibility(store: Store) -> None:
+    """A viewer lists the shared conversations and its own private ones, newest first."""
+    await store.create_conversation(_conversation("mine", "m1", "private", 1000.0), "x")
+    await store.create_conversation(_conversation("theirs", "m2", "private", 1001.0), "x")
+    await store.create_conversation(_conversation("shared1", "m2", "shared", 1002.0), "x")
+    await store.create_conversation(_conversation("shared2", "m1", "shared", 1003.0), "x")
+    assert _ids(await store.list_conversations("m1")) == ["shared2", "shared1", "mine"]
+    assert _ids(await store.list_conversations("m2")) == ["shared2", "shared1", "theirs"]
+    assert _ids(await store.list_conversations("m3")) == ["shared2", "shared1"]
+    await store.update_conversation("theirs", updated_at=1100.0, visibility="shared")
+    await store.update_conversation("shared2", updated_at=1100.0, visibility="private")
+    assert _ids(await store.list_conversations("m3")) == ["shared1", "theirs"]
+    assert _ids(await store.list_conversations("m1")) == ["shared2", "shared1", "theirs", "mine"]
+    assert _ids(await store.list_conversations("m1", limit=2)) == ["shared2", "shared1"]
+    assert _ids(await store.list_conversations("m2")) == ["shared1", "theirs"]
+
+
+@_check
+async def check_record_page_limits(store: Store) -> None:
+    """Every list of records takes a `limit` of 1 to 1001 and a finite page key;
+    anything else is `ValueError`."""
+    await store.create_member(_member("m1", "ada"))
+    lists: list[Callable[..., Awaitable[list[Any]]]] = [
+        store.list_members,
+        store.list_agents,
+        lambda **kw: store.list_conversations("m1", **kw),
+        lambda **kw: store.list_readable_runs("m1", others=True, **kw),
+    ]
+    for read in lists:
+        for limit in (0, -1, 1002, 10**9, True, 1.5, "10", None):
+            await _expect(ValueError, read(limit=limit), f"limit {limit!r}")
+        for after in ((float("nan"), "x"), (float("inf"), "x"), (1.0, 2), ("1", "x")):
+            await _expect(ValueError, read(after=after), f"page key {after!r}")
+        assert isinstance(await read(limit=1001), list)
+        assert isinstance(await read(limit=1, after=(0, "")), list)
+    assert len(await store.list_members(limit=1)) == 1
+
+
+@_check
+async def check_record_pages(store: Store) -> None:
+    """Pages follow `(created_at, id)`, ties broken by id: oldest first for members and
+    agents, newest first for conversations; each page starts after the last one's key."""
+    for i in range(7):
+        created = 1000.0 + i // 3  # three records share each time
+        await store.create_member(_member(f"m{i}", f"name{i}", created))
+        await store.create_agent(_agent(f"a{i}", f"agent{i}", created))
+        await store.create_conversation(_conversation(f"c{i}", "m0", "shared", created), "x")
+    await store.remove_member("m3", 2000.0)
+    await store.delete_agent("a4", 2000.0)
+    expected_members = ["m0", "m1", "m2", "m4", "m5", "m6"]
+    expected_agents = ["a0", "a1", "a2", "a3", "a5", "a6"]
+    expected_conversations = ["c6", "c5", "c4", "c3", "c2", "c1", "c0"]
+    for limit in (1, 2, 4, 1001):
+        members: list[MemberRecord] = []
+        agents: list[AgentRecord] = []
+        conversations: list[ConversationRecord] = []
+        after: PageKey | None = None
+        while page := await store.list_members(after, limit):
+            assert len(page) <= limit
+            members += page
+            after = _last_key(page)
+        after = None
+        while agent_page := await store.list_agents(after, limit):
+            agents += agent_page
+            after = _last_key(agent_page)
+        after = None
+        while conversation_page := await store.list_conversations("m9", after, limit):
+            conversations += conversation_page
+            after = _last_key(conversation_page)
+        assert _ids(members) == expected_members, limit
+        assert _ids(agents) == expected_agents, limit
+        assert _ids(conversations) == expected_conversations, limit
+
+
+@_check
+async def check_record_pages_under_concurrent_inserts(store: Store) -> None:
+    """Inserts between two pages move no record across the boundary: reading newest
+    first, the newer conversations never show up on later pages and none repeats or is
+    skipped; reading oldest first, the newer members come at the end, after every old one."""
+    clock = 1000.0
+    for i in range(20):
+        clock += 1.0
+        await store.create_conversation(_conversation(f"old{i:02}", "m1", "shared", clock), "x")
+        await store.create_member(_member(f"old{i:02}", f"old{i:02}", clock))
+    seen: list[str] = []
+    after: PageKey | None = None
+    inserted = 0
+    while page := await store.list_conversations("m1", after, 3):
+        seen += _ids(page)
+        after = _last_key(page)
+        for _ in range(2):  # newer ones arrive while the pages are read
+            inserted += 1
+            new = _conversation(f"new{inserted:02}", "m1", "shared", clock + inserted)
+            await store.create_conversation(new, "x")
+    assert seen == [f"old{i:02}" for i in reversed(range(20))]
+    members: list[str] = []
+    after = None
+    while member_page := await store.list_members(after, 3):
+        members += _ids(member_page)
+        after = _last_key(member_page)
+        if inserted < 30:
+            inserted += 1
+            await store.create_member(
+                _member(f"new{inserted:02}", f"new{inserted:02}", clock + inserted)
+            )
+    old = [f"old{i:02}" for i in range(20)]
+    assert members[:20] == old
+    assert len(members) == len(set(members))
+    assert all(name.startswith("new") for name in members[20:])
+
+
+@_check
+async def check_readable_runs(store: Store) -> None:
+    """A viewer reads the runs of shared conversations and of its own, newest first;
+    with `others`, also those of sessions that are no conversation; `session_id` keeps
+    one session's."""
+    await store.create_conversation(_conversation("shared", "m2", "shared"), "x")
+    await store.create_conversation(_conversation("mine", "m1", "private"), "x")
+    await store.create_conversation(_conversation("theirs", "m2", "private"), "x")
+    await store.create_session("plain", "app:agent")
+    runs: list[RunRecord] = []
+    for i, session_id in enumerate(["shared", "mine", "theirs", "plain"] * 2):
+        run = RunRecord(f"r{i}", session_id, "x", "completed", 1000.0 + i, 1000.5 + i)
+        await store.create_run(run)
+        runs.append(run)
+    newest = list(reversed(runs))
+    readable = [r for r in newest if r.session_id in ("shared", "mine")]
+    with_others = [r for r in newest if r.session_id != "theirs"]
+    assert await store.list_readable_runs("m1", others=False) == readable
+    assert await store.list_readable_runs("m1", others=True) == with_others
+    assert await store.list_readable_runs("m2", others=False) == [
+        r for r in newest if r.session_id in ("shared", "theirs")
+    ]
+    assert await store.list_readable_runs("m1", others=True, session_id="theirs") == []
+    assert await store.list_readable_runs("m1", others=False, session_id="plain") == []
+    assert await store.list_readable_runs("m1", others=True, session_id="plain") == [
+        r for r in newest if r.session_id == "plain"
+    ]
+    assert await store.list_readable_runs("m1", others=True, session_id="missing") == []
+    pages: list[RunRecord] = []
+    after: PageKey | None = None
+    while page := await store.list_readable_runs("m1", others=True, after=after, limit=2):
+        pages += page
+        after = _last_key(page)
+    assert pages == with_others
+    tie = RunRecord("rz-tie", "mine", "x", "completed", runs[-1].created_at, None)
+    await store.create_run(tie)
+    first = await store.list_readable_runs("m1", others=True, limit=1)
+    assert _ids(first) == ["rz-tie"]  # at the same time as r7: the greater id first
+    rest = await store.list_readable_runs("m1", others=True, after=_last_key(first))
+    assert _ids(rest) == _ids(with_others)
+    await store.update_conversation("theirs", updated_at=2000.0, visibility="shared")
+    assert len(await store.list_readable_runs("m1", others=False)) == len(readable) + 3
+    await store.delete_session("mine")  # its runs go with it
+    assert all(r.session_id != "mine" for r in await store.list_readable_runs("m1", others=True))
+
+
+@_check
+async def check_running_sessions(store: Store) -> None:
+    """`running_sessions` names the sessions among those asked that have a running run."""
+    for session_id in ("a", "b", "c"):
+        await store.create_session(session_id, "app:agent")
+    await store.create_run(_run("r1", "a"))
+    await store.create_run(_run("r2", "b"))
+    await store.finish_run("r2", "completed", time.time())
+    assert await store.running_sessions(["a", "b", "c", "missing"]) == {"a"}
+    assert await store.running_sessions(["b", "c"]) == set()
+    assert await store.running_sessions([]) == set()
+    assert await store.running_sessions(["a", "a"]) == {"a"}
+    many = [f"s{i}" for i in range(1200)] + ["a"]
+    assert await store.running_sessions(many) == {"a"}
 
 
 STORE_CHECKS: Mapping[str, StoreCheck] = dict(_checks)

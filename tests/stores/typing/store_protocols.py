@@ -1,9 +1,11 @@
 """Every store backend is each part of the store interface, as `mypy --strict` sees it: a
-function taking only a `RoomStore` (or a `SessionStore`, a `RunStore`) accepts any backend."""
+function taking only a `RoomStore` (or a `SessionStore`, a `RunStore`, a `RecordStore`)
+accepts any backend."""
 
 from agentkit.stores import (
     MemoryStore,
     PostgresStore,
+    RecordStore,
     RoomStore,
     RunStore,
     SessionStore,
@@ -11,18 +13,20 @@ from agentkit.stores import (
     Store,
 )
 
+Parts = tuple[SessionStore, RunStore, RoomStore, RecordStore, Store]
 
-def memory(store: MemoryStore) -> tuple[SessionStore, RunStore, RoomStore, Store]:
+
+def memory(store: MemoryStore) -> Parts:
+    return store, store, store, store, store
+
+
+def sqlite(store: SQLiteStore) -> Parts:
+    return store, store, store, store, store
+
+
+def postgres(store: PostgresStore) -> Parts:
+    return store, store, store, store, store
+
+
+def parts(store: Store) -> tuple[SessionStore, RunStore, RoomStore, RecordStore]:
     return store, store, store, store
-
-
-def sqlite(store: SQLiteStore) -> tuple[SessionStore, RunStore, RoomStore, Store]:
-    return store, store, store, store
-
-
-def postgres(store: PostgresStore) -> tuple[SessionStore, RunStore, RoomStore, Store]:
-    return store, store, store, store
-
-
-def parts(store: Store) -> tuple[SessionStore, RunStore, RoomStore]:
-    return store, store, store

@@ -30,7 +30,9 @@ __all__ = [
     "HEALTHZ",
     "LIST_AGENTS",
     "LIST_CONVERSATIONS",
+    "LIST_DELEGATIONS",
     "LIST_GRANTS",
+    "LIST_MEMBERS",
     "LIST_ROOMS",
     "LIST_ROOM_AGENTS",
     "LIST_RUNS",
@@ -41,6 +43,7 @@ __all__ = [
     "PUT_AGENT",
     "PUT_GRANT",
     "READ_EVENTS",
+    "ROTATE_TOKEN",
     "START_RUN",
     "STREAM_EVENTS",
     "UPDATE_CONVERSATION",
@@ -96,6 +99,10 @@ OPENAPI = Operation("openapi", "GET", "/openapi.json", member=False)
 
 GET_ME = Operation("getMe", "GET", "/v1/me")
 """The member the token belongs to."""
+LIST_MEMBERS = Operation("listMembers", "GET", "/v1/members")
+"""The machine's members (owners only)."""
+ROTATE_TOKEN = Operation("rotateToken", "POST", "/v1/members/{name}/token")
+"""Give a member a new token; the old one is refused at once (owners only)."""
 LIST_AGENTS = Operation("listAgents", "GET", "/v1/agents")
 """Every agent of the machine."""
 PUT_AGENT = Operation("putAgent", "PUT", "/v1/agents/{name}")
@@ -148,6 +155,8 @@ DELEGATE = Operation("delegate", "POST", "/v1/rooms/{room}/delegations")
 """Ask an agent of a room for a task."""
 GET_DELEGATION = Operation("getDelegation", "GET", "/v1/rooms/{room}/delegations/{id}")
 """A delegation and its status."""
+LIST_DELEGATIONS = Operation("listDelegations", "GET", "/v1/rooms/{room}/delegations")
+"""The delegations of a room the caller may see."""
 LIST_ROOM_AGENTS = Operation("listRoomAgents", "GET", "/v1/rooms/{room}/agents")
 """The agents registered in a room on the server, with their progress."""
 
@@ -160,6 +169,8 @@ OPERATIONS: tuple[Operation, ...] = (
     HEALTHZ,
     OPENAPI,
     GET_ME,
+    LIST_MEMBERS,
+    ROTATE_TOKEN,
     LIST_AGENTS,
     PUT_AGENT,
     DELETE_AGENT,
@@ -184,6 +195,7 @@ OPERATIONS: tuple[Operation, ...] = (
     READ_EVENTS,
     STREAM_EVENTS,
     DELEGATE,
+    LIST_DELEGATIONS,
     GET_DELEGATION,
     LIST_ROOM_AGENTS,
     LIST_RUNS,
