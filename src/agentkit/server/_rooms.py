@@ -199,7 +199,7 @@ async def list_delegations(request: Request, member: Member) -> Response:
     page = await _rooms(request, member).list_delegations(
         request.path_params["room"], limit=limit, cursor=cursor
     )
-    delegations = [dataclasses.asdict(record) for record in page]
+    delegations = [_wire(record) for record in page]
     return json_response({"delegations": delegations, "next": page.next})
 
 
