@@ -213,7 +213,8 @@ def test_upload_a_file_and_send_it_attached(page: Page, machine: Machine, tmp_pa
     local = tmp_path / "notes.txt"
     local.write_text("some notes")
     page.get_by_label("Upload files").set_input_files([str(local), str(local)])
-    stored = machine.served.root / "uploads" / machine.served.member_id("bob")
+    bob_id = machine.call("bob", "GET", "/v1/me").json()["id"]
+    stored = machine.served.root / "uploads" / bob_id
     attachments = page.get_by_label("Attachments")
     expect(attachments).to_have_value(f"{stored / 'notes.txt'}, {stored / 'notes-2.txt'}")
     assert (stored / "notes-2.txt").read_text() == "some notes"

@@ -95,15 +95,15 @@ def _content(model: type) -> dict[str, Any]:
     return {"application/json": {"schema": _ref(model)}}
 
 
-def _list_of(key: str, model: type) -> dict[str, Any]:
-    """A page of `model` items under `key`, with the `next` cursor."""
+def _list_of(key: str, model: type, *, paged: bool = True) -> dict[str, Any]:
+    """`model` items under `key`; a page (`paged`) also has the `next` cursor."""
+    properties: dict[str, Any] = {key: {"type": "array", "items": _ref(model)}}
+    if paged:
+        properties["next"] = {"anyOf": [{"type": "string"}, {"type": "null"}]}
     schema = {
         "type": "object",
-        "properties": {
-            key: {"type": "array", "items": _ref(model)},
-            "next": {"anyOf": [{"type": "string"}, {"type": "null"}]},
-        },
-        "required": [key, "next"],
+        "properties": properties,
+        "required": [key, "next"] if paged else [key],
     }
     return {"application/json": {"schema": schema}}
 
@@ -621,7 +621,10 @@ def _room_operations(forbidden: dict[str, Any]) -> list[dict[str, Any]]:
             contract.LIST_GRANTS,
             "The room's grants (its owners).",
             {
-                "200": {"description": "Grants.", "content": _list_of("grants", RoomGrant)},
+                "200": {
+                    "description": "Grants.",
+                    "content": _list_of("grants", RoomGrant, paged=False),
+                },
                 "403": forbidden,
                 "404": missing,
             },
@@ -712,7 +715,7 @@ def _room_operations(forbidden: dict[str, Any]) -> list[dict[str, Any]]:
             {
                 "200": {
                     "description": "Their progress.",
-                    "content": _list_of("agents", WorkerStatus),
+                    "content": _list_of("agents", WorkerStatus, paged=False),
                 },
                 "404": missing,
             },
