@@ -34,7 +34,7 @@ import anyio
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
 
-from agentkit.conversations import Machine, Member  # noqa: E402
+from agentkit.conversations import Machine  # noqa: E402
 from agentkit.providers import Stop, TextChunk, Usage  # noqa: E402
 
 
@@ -89,7 +89,7 @@ def _provider() -> Any:
 
 async def _owner(machine: Machine) -> Any:
     await machine.add_member("bench", "owner")
-    return machine.client(Member(name="bench", role="owner"))
+    return machine.client(await machine.member("bench"))
 
 
 async def accept_latency(folder: str, count: int) -> list[float]:
