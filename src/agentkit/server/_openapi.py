@@ -171,7 +171,7 @@ def _sse(*events: dict[str, Any]) -> dict[str, Any]:
     """A `text/event-stream` answer whose `schema` describes one event (`{event, id,
     data}`), as tools read a sequential media type's schema before OpenAPI 3.2 named it
     `itemSchema`; `data`'s `contentSchema` is the payload's object schema."""
-    schema = events[0] if len(events) == 1 else {"oneOf": list(events)}
+    schema = events[0] if len(events) == 1 else {"anyOf": list(events)}
     return {"text/event-stream": {"schema": schema}}
 
 
@@ -306,6 +306,7 @@ def openapi_document() -> dict[str, Any]:
     sse_follow = _sse(
         _sse_event(sorted(set(FOLLOW_EVENT_NAMES.values())), OutputEvent),
         _sse_event(["completed", "cancelled", "error"], FinalEvent),
+        _sse_event([contract.ENDED_EVENT], ErrorBody),
     )
     sse_watch = _sse(_sse_event([VIEW_EVENT], ConversationView))
     operations = [
@@ -669,7 +670,9 @@ def _room_operations(forbidden: dict[str, Any]) -> list[dict[str, Any]]:
             {
                 "200": {
                     "description": "`text/event-stream`: one event per room event.",
-                    "content": _sse(_sse_event(None, RoomEvent)),
+                    "content": _sse(
+                        _sse_event(None, RoomEvent), _sse_event([contract.ENDED_EVENT], ErrorBody)
+                    ),
                 },
                 "404": missing,
                 "422": _error("A bad position or pattern."),

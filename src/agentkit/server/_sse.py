@@ -11,14 +11,18 @@ scope.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncGenerator
 
 import anyio
 from starlette.types import Receive, Scope, Send
 
-from agentkit.client.contract import encode_comment
+from agentkit.client.contract import ENDED_EVENT, encode_comment, encode_event, error_body
+from agentkit.server._errors import http_error_of
 
 __all__ = ["EventStream"]
+
+_logger = logging.getLogger("agentkit.server")
 
 _OPENED = encode_comment("stream")
 _KEEPALIVE = encode_comment("keep-alive")
@@ -73,8 +77,14 @@ class EventStream:
 
         async def pump() -> None:
             async with queue_in, contextlib.aclosing(self._source) as source:
-                async for chunk in source:
-                    await queue_in.send(chunk)
+                try:
+                    async for chunk in source:
+                        await queue_in.send(chunk)
+                except Exception as exc:
+                    # The stream ends with an event that says why, never with a cut body:
+                    # a reader that lost access is told so (and nothing is logged); any
+                    # other failure is logged once and told as `internal`.
+                    await queue_in.send(_ended(exc))
 
         async def writer(group_scope: anyio.CancelScope) -> None:
             async with queue_out:
@@ -117,3 +127,12 @@ class EventStream:
         if not client_gone:
             with contextlib.suppress(OSError):
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _ended(exc: Exception) -> bytes:
+    """The `ended` event of a stream whose source raised `exc`."""
+    error = http_error_of(exc)
+    if error is None:
+        _logger.error("an event stream failed", exc_info=exc)
+        return encode_event(ENDED_EVENT, error_body("internal", "the stream failed"))
+    return encode_event(ENDED_EVENT, error_body(error.code, error.message, error.field))

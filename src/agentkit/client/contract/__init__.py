@@ -74,6 +74,7 @@ if TYPE_CHECKING:
         Operation,
     )
     from agentkit.client.contract._sse import (
+        ENDED_EVENT,
         FOLLOW_EVENT_NAMES,
         VIEW_EVENT,
         SseEvent,
@@ -95,6 +96,7 @@ _EXPORTS: dict[str, str] = {
     "ERRORS": "agentkit.client.contract._errors",
     "ERROR_CODES": "agentkit.client.contract._errors",
     "ErrorCode": "agentkit.client.contract._errors",
+    "ENDED_EVENT": "agentkit.client.contract._sse",
     "FOLLOW_EVENT_NAMES": "agentkit.client.contract._sse",
     "FOLLOW_RUN": "agentkit.client.contract._routes",
     "GET_CONVERSATION": "agentkit.client.contract._routes",
@@ -149,6 +151,7 @@ __all__ = [
     "DELETE_AGENT",
     "DELETE_CONVERSATION",
     "DELETE_ROOM",
+    "ENDED_EVENT",
     "ERRORS",
     "ERROR_CODES",
     "FOLLOW_EVENT_NAMES",

@@ -13,6 +13,7 @@ from typing import Any
 from agentkit.conversations import FinalEvent, FollowEvent, OutputEvent
 
 __all__ = [
+    "ENDED_EVENT",
     "FOLLOW_EVENT_NAMES",
     "VIEW_EVENT",
     "SseEvent",
@@ -33,6 +34,12 @@ FOLLOW_EVENT_NAMES: dict[str, str] = {
 """The event name of each output part of a run's stream, by the part's type: the core
 event type it comes from. A run's final event is named by its status (`completed`,
 `cancelled`, `error`)."""
+
+ENDED_EVENT = "ended"
+"""The last event of a stream the server ends before its natural end: its reader lost
+access (a conversation made private, a revoked grant, a removed member, a deleted room) or
+the server could not go on. Its data is an error body, `{"error": {"code", "message"}}`,
+which the remote clients raise as the in-process client's exception."""
 
 VIEW_EVENT = "view"
 """The name of the events of a conversation's watch stream (each a `ConversationView`)."""
