@@ -103,3 +103,26 @@ def test_a_persisted_agent_handles_again_what_it_was_handling_when_killed(
     with _host(db):
         seen = _until(db, "seen-p", [slow])  # at-least-once
     assert seen["seen-p"] == [slow]
+
+
+@pytest.mark.anyio
+async def test_a_restart_keeps_the_owners_grant_of_an_agent(tmp_path: Path) -> None:
+    """The descriptor proposes an agent's first grant; a registration after a restart never
+    overwrites what an owner changed since (a revoke included)."""
+    from agentkit.testing import make_test_agent
+
+    db = tmp_path / "rooms.db"
+    async with Rooms(store=db) as rooms:
+        room = await rooms.ensure_room("r", "restart")
+        agent = make_test_agent("adder")
+        await rooms.register_agent(room.id, agent)
+        owner = rooms.client("olga", role="owner")
+        participant = agent.descriptor.participant
+        proposed = {g.participant: g for g in await owner.list_grants(room.id)}[participant]
+        assert proposed.read == agent.descriptor.read
+        await owner.set_grant(room.id, participant, read=[], publish=[])
+    async with Rooms(store=db) as rooms:
+        await rooms.register_agent("r", make_test_agent("adder"))
+        owner = rooms.client("olga", role="owner")
+        kept = {g.participant: g for g in await owner.list_grants("r")}[participant]
+        assert (kept.read, kept.publish) == ((), ())

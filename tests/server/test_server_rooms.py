@@ -64,7 +64,9 @@ def test_rooms_grants_and_publishing(server: Served, http: httpx.Client) -> None
     )
     assert granted.status_code == 200
     assert granted.json() == {
-        "participant": f"member:{bob_id}", "read": ["chat.*"], "publish": ["chat.message"]
+        "participant": f"member:{bob_id}",
+        "read": ["chat.*"],
+        "publish": ["chat.message"],
     }
     denied = http.put(f"{url}/grants/member:bob", json={"read": ["*"]}, headers=bearer(bob))
     assert denied.status_code == 403 and denied.json()["error"]["code"] == "access_denied"
@@ -170,3 +172,39 @@ def test_delegations_over_http(server: Served, http: httpx.Client) -> None:
     )
     assert refused.status_code == 403
     assert json.loads(refused.content)["error"]["code"] == "access_denied"
+
+
+def test_owners_govern_agents_through_the_stored_grant(server: Served, http: httpx.Client) -> None:
+    owner = server.add_member("olga", "owner")
+    grant_url = f"{LOBBY}/grants/agent:message-statistics"
+    words = {"type": "chat.message", "payload": {"text": "two words"}}
+
+    def measured() -> list[dict[str, Any]]:
+        page = http.get(
+            f"{LOBBY}/events",
+            params={"types": "measurements.*,agent.failed"},
+            headers=bearer(owner),
+        ).json()
+        return list(page["events"])
+
+    # Revoked: the agent reads nothing, so it answers nothing.
+    revoked = http.put(grant_url, json={"read": [], "publish": []}, headers=bearer(owner))
+    assert revoked.status_code == 200
+    http.post(f"{LOBBY}/events", json=words, headers=bearer(owner))
+    time.sleep(1.0)
+    assert measured() == []
+    grants = {
+        g["participant"]: g
+        for g in http.get(f"{LOBBY}/grants", headers=bearer(owner)).json()["grants"]
+    }
+    assert grants["agent:message-statistics"]["read"] == []  # kept, not dropped
+
+    # Narrowed: it reads again but may not publish its measurement: agent.failed says so.
+    narrowed = {"read": ["chat.*"], "publish": []}
+    assert http.put(grant_url, json=narrowed, headers=bearer(owner)).status_code == 200
+    http.post(f"{LOBBY}/events", json=words, headers=bearer(owner))
+    failed = _until(http, f"{LOBBY}/events?types=agent.failed", owner, lambda body: body["events"])[
+        "events"
+    ]
+    assert "outside the agent's grants" in failed[0]["payload"]["error"]
+    assert not any(e["type"].startswith("measurements.") for e in measured())

@@ -243,7 +243,9 @@ class LocalRoomsClient(RoomsClient):
         # On a machine a member is granted by its id: a later member of the same name is
         # someone else and gets nothing of this grant.
         grant = RoomGrant(await self._host.participant_key(participant), read, publish)
-        if not grant.read and not grant.publish:
+        # An agent's revoke is kept as an empty grant: its descriptor's first grant must
+        # not come back when it registers again (a restart).
+        if not grant.read and not grant.publish and not grant.participant.startswith("agent:"):
             await self._host.store.delete_grant(room_id, grant.participant)
         else:
             await self._host.store.set_grant(room_id, grant)

@@ -247,8 +247,12 @@ class Rooms:
         key = (room_id, descriptor.id)
         if key in self._workers:
             raise RoomAgentError(f"room {room_id!r} has an agent {descriptor.id!r} already")
-        grant = RoomGrant(descriptor.participant, descriptor.read, descriptor.publish)
-        await self.store.set_grant(room_id, grant)  # what owners see of it
+        # The descriptor proposes the agent's first grant; once stored, the grant is the
+        # owners' to change, and a registration (a restart) never overwrites it.
+        stored = {grant.participant for grant in await self.store.list_grants(room_id)}
+        if descriptor.participant not in stored:
+            grant = RoomGrant(descriptor.participant, descriptor.read, descriptor.publish)
+            await self.store.set_grant(room_id, grant)
         worker = self._workers[key] = Worker(self, room_id, agent)
         group.start_soon(self._run_worker, worker)
         await worker.started.wait()

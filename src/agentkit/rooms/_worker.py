@@ -28,7 +28,7 @@ from agentkit.rooms._models import (
     encode_payload,
 )
 from agentkit.rooms._patterns import matches_any
-from agentkit.stores import DelegationRecord, Notifications, RoomEvent
+from agentkit.stores import DelegationRecord, Notifications, RoomEvent, RoomGrant
 
 if TYPE_CHECKING:
     from agentkit.runtime import Runtime
@@ -202,9 +202,22 @@ class Worker:
             return  # never its own outputs
         if event.author.startswith("agent:") and not d.include_agent_events:
             return
-        if not matches_any(d.selects, event.type) or not matches_any(d.read, event.type):
+        if not matches_any(d.selects, event.type):
             return
-        await self._busy(self._handle, event)
+        # The stored grant is the authority (an owner may narrow or revoke it): read at
+        # every event, so a change applies from the next one.
+        grant = await self._grant()
+        if not matches_any(grant.read, event.type):
+            return
+        await self._busy(self._handle, event, grant)
+
+    async def _grant(self) -> RoomGrant:
+        """The agent's grant in the room as it is stored now (none: it reads and
+        publishes nothing)."""
+        for grant in await self.host.store.list_grants(self.room_id):
+            if grant.participant == self.participant:
+                return grant
+        return RoomGrant(self.participant, (), ())
 
     async def _busy(self, step: Any, *args: Any) -> None:
         self.handling = args[0].position
@@ -215,8 +228,10 @@ class Worker:
             self.handling = None
             self._idle.set()
 
-    def _request(self, event: RoomEvent, attempt: int, **delegation: Any) -> RoomAgentRequest:
-        reader = self.host.reader(self.room_id, self.descriptor.read)
+    def _request(
+        self, event: RoomEvent, attempt: int, grant: RoomGrant, **delegation: Any
+    ) -> RoomAgentRequest:
+        reader = self.host.reader(self.room_id, grant.read)
         return RoomAgentRequest(
             room_id=self.room_id,
             event=event,
@@ -226,15 +241,15 @@ class Worker:
             **delegation,
         )
 
-    async def _handle(self, event: RoomEvent) -> None:
+    async def _handle(self, event: RoomEvent, grant: RoomGrant) -> None:
         d = self.descriptor
         attempts = d.max_attempts if d.start == "persisted" else 1
         error = ""
         for attempt in range(1, attempts + 1):
             try:
                 with anyio.fail_after(d.handler_timeout):
-                    outputs = await self.agent.handle(self._request(event, attempt))
-                inputs = self._checked(outputs)
+                    outputs = await self.agent.handle(self._request(event, attempt, grant))
+                inputs = self._checked(outputs, grant)
                 if inputs:
                     await self.host.commit(self.room_id, inputs, self.participant)
                 return
@@ -246,7 +261,7 @@ class Worker:
                 await anyio.sleep(min(0.05 * 2**attempt, 5.0))
         await self._failed(event, error, attempts)
 
-    def _checked(self, outputs: Any) -> list[EventInput]:
+    def _checked(self, outputs: Any, grant: RoomGrant) -> list[EventInput]:
         """The handler's publications, every one within the agent's publish grants (one
         outside rejects them all)."""
         if outputs is None:
@@ -257,10 +272,10 @@ class Worker:
         for item in inputs:
             if not isinstance(item, EventInput):
                 raise TypeError(f"handle() returned {type(item).__name__}, not EventInput")
-            if not matches_any(self.descriptor.publish, item.type):
+            if not matches_any(grant.publish, item.type):
                 raise PermissionError(
                     f"publishing {item.type!r} is outside the agent's grants "
-                    f"({', '.join(self.descriptor.publish) or 'none'}): nothing was published"
+                    f"({', '.join(grant.publish) or 'none'}): nothing was published"
                 )
             encode_payload(item.payload)
         return inputs
@@ -306,8 +321,9 @@ class Worker:
             if delegate is None:
                 raise TypeError(f"the agent {self.descriptor.id!r} does not take delegations")
             with anyio.fail_after(self.descriptor.handler_timeout):
+                grant = await self._grant()
                 result = await delegate(
-                    self._request(event, 1, delegation_id=record.id, task=record.task)
+                    self._request(event, 1, grant, delegation_id=record.id, task=record.task)
                 )
             encode_payload(result)
         except Exception as exc:
