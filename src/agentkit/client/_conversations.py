@@ -11,9 +11,7 @@ import contextlib
 import functools
 import logging
 import os
-import stat
 from collections.abc import AsyncIterator, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -65,9 +63,9 @@ from agentkit.conversations import (
     StopWatch,
     Turn,
     UploadedFile,
-    UploadError,
     Visibility,
     WatchCallback,
+    local_source,
 )
 from agentkit.paging import Page
 from agentkit.spec import ReasoningEffort
@@ -393,27 +391,18 @@ class RemoteMachine(ConversationClient):
             UploadTooLargeError: The file is over the server's upload limit.
             UploadQuotaError: It would take the member's folder over its quota.
         """
-        content: bytes | AsyncIterator[bytes]
-        if isinstance(file, (bytes, bytearray, memoryview)):
-            if filename is None:
-                raise UploadError("give the file's name: upload(data, filename='notes.txt')")
-            content = bytes(file)
-            headers: dict[str, str] = {}
-        elif isinstance(file, (str, os.PathLike)):
-            path, size = await anyio.to_thread.run_sync(_local_file, file)
-            filename = path.name if filename is None else filename
-            content = _read_file(path)
-            # The size up front: a server refuses a file that cannot fit before it is sent.
-            headers = {"Content-Length": str(size)}
-        else:
-            raise UploadError(f"upload takes a file's path or bytes, not {type(file).__name__}")
+        # The name, the size and the bytes, read as they are sent: the same source the
+        # in-process client stores from. The size goes first, so that a server refuses a
+        # file that cannot fit before it is sent.
+        name, size, content = await anyio.to_thread.run_sync(local_source, file, filename)
+        headers = {"Content-Type": "application/octet-stream", "Content-Length": str(size)}
         body = await self._transport.request(
             UPLOAD_FILE,
             {},
             functools.partial(_error_of, conversation_id=None),
             content=content,
-            params={"filename": filename},
-            headers={"Content-Type": "application/octet-stream", **headers},
+            params={"filename": name},
+            headers=headers,
         )
         return UploadedFile.model_validate(body)
 
@@ -539,28 +528,6 @@ class _Watch:
         await call_logged(
             self._callback, view, _logger, "a watch callback of conversation %s failed", self._id
         )
-
-
-def _local_file(file: str | os.PathLike[str]) -> tuple[Path, int]:
-    """A local file to upload: its path (`~` expanded) and size."""
-    path = Path(os.fspath(file)).expanduser()
-    try:
-        info = path.stat()
-    except OSError as exc:
-        raise UploadError(f"cannot read {str(path)!r}: {exc.strerror}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise UploadError(f"{str(path)!r} is not a file")
-    return path, info.st_size
-
-
-async def _read_file(path: Path) -> AsyncIterator[bytes]:
-    """A local file's bytes, as they are sent."""
-    try:
-        async with await anyio.open_file(path, "rb") as source:
-            while chunk := await source.read(256 * 1024):
-                yield chunk
-    except OSError as exc:
-        raise UploadError(f"cannot read {str(path)!r}: {exc.strerror}") from None
 
 
 # --- the streams' events ------------------------------------------------------------------

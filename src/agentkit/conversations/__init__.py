@@ -85,6 +85,7 @@ if TYPE_CHECKING:
         DEFAULT_MAX_UPLOAD_BYTES,
         DEFAULT_UPLOAD_QUOTA_BYTES,
         UploadService,
+        local_source,
         member_folder,
     )
 
@@ -146,6 +147,7 @@ _EXPORTS: dict[str, str] = {
     "DEFAULT_UPLOAD_QUOTA_BYTES": "agentkit.conversations._uploads",
     "default_attachment_roots": "agentkit.conversations._machine",
     "default_machine_store": "agentkit.conversations._machine",
+    "local_source": "agentkit.conversations._uploads",
     "member_folder": "agentkit.conversations._uploads",
 }
 
@@ -207,6 +209,7 @@ __all__ = [
     "WatchCallback",
     "default_attachment_roots",
     "default_machine_store",
+    "local_source",
     "member_folder",
 ]
 
