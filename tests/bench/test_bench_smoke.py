@@ -7,28 +7,17 @@ docs/performance.md.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from support.paths import ROOT, SRC
+from support.bench import quick
 from support.pg import PG_DSN, PG_SKIP
 
 
 def test_quick_benchmark_run_reports_every_workload(tmp_path: Path) -> None:
     output = tmp_path / "results.json"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")])
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "run.py"), "--quick", "--output", str(output)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = quick("run.py", "--output", str(output))
     assert done.returncode == 0, done.stderr
     data = json.loads(output.read_text())
     assert data["quick"] is True
@@ -41,20 +30,8 @@ def test_quick_benchmark_run_reports_every_workload(tmp_path: Path) -> None:
     assert data["machine"]["nproc"] >= 1
 
 
-def _quick(script: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")])
-    return subprocess.run(
-        [sys.executable, str(ROOT / "bench" / script), "--quick", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
 def test_quick_http_benchmark_reports_agentkit_beside_its_floor() -> None:
-    done = _quick("http.py")
+    done = quick("http.py")
     assert done.returncode == 0, done.stderr
     assert "prompted at once: accepted | runs/s |" in done.stdout
     assert "deltas to 1 follower: all together | deltas/s |" in done.stdout
@@ -62,7 +39,7 @@ def test_quick_http_benchmark_reports_agentkit_beside_its_floor() -> None:
 
 def test_quick_rooms_benchmark_reports_every_measure(tmp_path: Path) -> None:
     output = tmp_path / "rooms.json"
-    done = _quick("rooms.py", "--json", str(output))
+    done = quick("rooms.py", "--json", str(output))
     assert done.returncode == 0, done.stderr
     data = json.loads(output.read_text())
     for key in ("sqlite/1", "sqlite/4"):
@@ -74,7 +51,7 @@ def test_quick_rooms_benchmark_reports_every_measure(tmp_path: Path) -> None:
 @pytest.mark.skipif(PG_DSN is None, reason=PG_SKIP)
 def test_quick_scaleout_benchmark_keeps_room_positions_gap_free(tmp_path: Path) -> None:
     output = tmp_path / "scaleout.json"
-    done = _quick("scaleout.py", "--json", str(output))
+    done = quick("scaleout.py", "--json", str(output))
     assert done.returncode == 0, done.stderr
     assert "gap-free room check: OK" in done.stdout
     data = json.loads(output.read_text())

@@ -4,25 +4,14 @@ measure (no timing is asserted; the numbers are in docs/performance.md)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from support.paths import ROOT, SRC
+from support.bench import quick
 
 
 def test_quick_conversations_bench_reports_every_measure(tmp_path: Path) -> None:
     output = tmp_path / "conversations.json"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")])
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "conversations.py"), "--quick", "--json", output],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = quick("conversations.py", "--json", str(output))
     assert done.returncode == 0, done.stderr
     data = json.loads(output.read_text())
     assert data["quick"] is True

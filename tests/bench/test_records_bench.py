@@ -5,26 +5,15 @@ in docs/performance.md)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from support.paths import ROOT, SRC
+from support.bench import quick
 from support.pg import PG_DSN
 
 
 def test_quick_records_bench_reports_every_measure(tmp_path: Path) -> None:
     output = tmp_path / "records.json"
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")])
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "records.py"), "--quick", "--json", output],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = quick("records.py", "--json", str(output))
     assert done.returncode == 0, done.stderr
     data = json.loads(output.read_text())
     assert data["quick"] is True
