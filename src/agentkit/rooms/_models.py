@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -179,6 +179,9 @@ class RoomAgentRequest:
         runtime: The host's runtime (what LLM agents run on), when it has one.
         delegation_id: For `delegate()`, the delegation's id; `None` otherwise.
         task: For `delegate()`, the task the client gave.
+        agent: The id of the agent handling it.
+        deadline: For `delegate()`, when the delegation expires (seconds since the
+            epoch), if it has a deadline.
     """
 
     room_id: str
@@ -188,6 +191,25 @@ class RoomAgentRequest:
     runtime: Runtime | None = None
     delegation_id: str | None = None
     task: Any = None
+    agent: str = ""
+    deadline: float | None = None
+    runs: list[str] = field(default_factory=list)
+    """The ids of the engine runs the handler recorded (`record_run`); the last one is
+    stamped on its publications as `runId`."""
+
+    @property
+    def idempotency_key(self) -> str:
+        """`<room>/<agent>/<position>` (`/<delegation id>` for a delegation): the same
+        for every attempt at this event, different for every other, for handlers with
+        outside effects (a payment, an email) to pass to the service they call, which
+        makes a repeat after a crash harmless."""
+        key = f"{self.room_id}/{self.agent}/{self.event.position}"
+        return key if self.delegation_id is None else f"{key}/{self.delegation_id}"
+
+    def record_run(self, run_id: str) -> None:
+        """Record that the handler ran the engine as run `run_id`: its publications
+        carry it as `runId`, and room readers may read that run through the room."""
+        self.runs.append(run_id)
 
     async def read(
         self, after: int = 0, types: Sequence[str] | None = None, limit: int = 100

@@ -238,6 +238,7 @@ class Worker:
             attempt=attempt,
             _read=reader,
             runtime=self.host.runtime,
+            agent=self.descriptor.id,
             **delegation,
         )
 
