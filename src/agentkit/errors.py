@@ -33,6 +33,7 @@ __all__ = [
     "DefinitionError",
     "DefinitionPathError",
     "DelegationNotFoundError",
+    "DelegationStateError",
     "ExtensionError",
     "ForeignAgentError",
     "InvalidPageError",
@@ -65,6 +66,7 @@ __all__ = [
     "SpecError",
     "StoreError",
     "StoreLocationError",
+    "StoreUnavailableError",
     "ToolError",
     "TurnNotFoundError",
     "UnknownModelError",
@@ -287,6 +289,25 @@ class ClaudeCliError(AgentkitError, RuntimeError):
 
 class StoreError(AgentkitError):
     """A store could not do what was asked."""
+
+
+class StoreUnavailableError(StoreError):
+    """The store cannot be reached or cannot write now: full disk, I/O error, lost
+    connection; retrying later may succeed. Nothing of the failed call was written."""
+
+
+class DelegationStateError(StoreError):
+    """A delegation's change was refused because the stored delegation is not in a state
+    it may change from (it ended already, another process moved it first, or it is
+    missing); nothing was written.
+
+    Attributes:
+        status: The stored delegation's status, or `None` when there is none.
+    """
+
+    def __init__(self, message: str, status: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class SessionNotFoundError(StoreError, LookupError):

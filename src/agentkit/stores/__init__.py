@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING
 from agentkit._internal.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from agentkit.errors import OffsetError, StoreLocationError
+    from agentkit.errors import (
+        DelegationStateError,
+        OffsetError,
+        StoreLocationError,
+        StoreUnavailableError,
+    )
     from agentkit.stores._base import (
         AgentRecord,
         ConversationRecord,
@@ -61,6 +66,7 @@ _EXPORTS: dict[str, str] = {
     "ConversationRecord": "agentkit.stores._base",
     "AgentRecord": "agentkit.stores._base",
     "DelegationRecord": "agentkit.stores._base",
+    "DelegationStateError": "agentkit.errors",
     "DelegationStatus": "agentkit.stores._base",
     "EventEntry": "agentkit.stores._base",
     "MemoryStore": "agentkit.stores._memory",
@@ -87,6 +93,7 @@ _EXPORTS: dict[str, str] = {
     "Store": "agentkit.stores._base",
     "StoreError": "agentkit.stores._base",
     "StoreLocationError": "agentkit.errors",
+    "StoreUnavailableError": "agentkit.errors",
     "Subscription": "agentkit.stores._notify",
     "notifications_of": "agentkit.stores._notify",
     "open_store": "agentkit.stores._open",
@@ -96,6 +103,7 @@ __all__ = [
     "AgentRecord",
     "ConversationRecord",
     "DelegationRecord",
+    "DelegationStateError",
     "DelegationStatus",
     "EventEntry",
     "MemberRecord",
@@ -127,6 +135,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreLocationError",
+    "StoreUnavailableError",
     "Subscription",
     "notifications_of",
     "open_store",

@@ -4,16 +4,18 @@ their transcripts (`SessionStore`), runs and their event logs (`RunStore`), and 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from agentkit.errors import (
+    DelegationStateError,
     RunEndedError,
     SessionBusyError,
     SessionExistsError,
     SessionNotFoundError,
     StoreError,
+    StoreUnavailableError,
 )
 from agentkit.events import AgentMessage
 from agentkit.messages import Message
@@ -41,6 +43,7 @@ __all__ = [
     "AgentRecord",
     "ConversationRecord",
     "DelegationRecord",
+    "DelegationStateError",
     "DelegationStatus",
     "EventEntry",
     "MemberRecord",
@@ -66,6 +69,7 @@ __all__ = [
     "SessionStore",
     "Store",
     "StoreError",
+    "StoreUnavailableError",
 ]
 
 RunStatus = Literal["running", "completed", "interrupted", "error"]
@@ -285,9 +289,12 @@ class RoomStore(Protocol):
         events: Sequence[NewRoomEvent],
         *,
         delegation: DelegationRecord | None = None,
+        expect: Collection[str] | None = None,
+        cursor: tuple[str, int] | None = None,
     ) -> list[RoomEvent]:
         """Append `events` to the room's log in one transaction and return them at their
-        positions: the room's head + 1, head + 2, ...
+        positions: the room's head + 1, head + 2, ... (each with its `caused_by` and
+        `run_id` as given).
 
         All or nothing: when any event cannot be stored (its payload is not JSON, its id
         is already in the room or repeated in the batch), nothing is written and the head
@@ -299,12 +306,30 @@ class RoomStore(Protocol):
         delegation of that id) in the same transaction: that is how a `delegation.*`
         event and the delegation's status change together.
 
+        `expect`, only with a `delegation`, makes the write conditional: it happens only
+        when the stored delegation of that id exists and its status is one of `expect`
+        (`expect=("running",)` to end a running one). The check is made in the append's
+        transaction, under the room's lock, so of two processes moving one delegation
+        from the same status, exactly one succeeds; the other gets
+        `DelegationStateError` and nothing of its call is written.
+
+        `cursor`, `(consumer, position)`, is recorded in the same transaction as
+        `set_cursor` would: a consumer that publishes what it made of an event moves past
+        it in the same step.
+
         Raises:
-            ValueError: `events` is empty, or `delegation` belongs to another room or has
-                an unknown status.
+            ValueError: `events` is empty; `delegation` belongs to another room or has
+                an unknown status, a deadline that is not finite or negative attempts;
+                `expect` is given without a `delegation`, is a string or names an
+                unknown status; an event's `caused_by` is not a position (1 or more).
             TypeError: A payload (or the delegation's task or result) is not a JSON value
-                (`ValueError` for NaN and infinities).
+                (`ValueError` for NaN and infinities); `cursor` is not a
+                `(str, int)` pair.
             RoomNotFoundError: The room is missing.
+            DelegationStateError: `expect` is given and the stored delegation is missing
+                (`status` `None`) or in another status (its `status`).
+            StoreUnavailableError: The storage failed (a full disk, a lost connection);
+                nothing was written.
             StoreError: An event's id is already in the room, or repeated in the batch.
         """
         ...
@@ -358,9 +383,36 @@ class RoomStore(Protocol):
         """The room's delegation with this id, or `None`."""
         ...
 
-    async def list_delegations(self, room_id: str) -> list[DelegationRecord]:
-        """The room's delegations, oldest (first recorded) first; empty for a missing
-        room."""
+    async def list_delegations(
+        self,
+        room_id: str,
+        *,
+        statuses: Sequence[str] | None = None,
+        agent: str | None = None,
+        after: PageKey | None = None,
+        limit: int | None = None,
+    ) -> list[DelegationRecord]:
+        """The room's delegations, oldest first by `(created_at, id)` (ids in code point
+        order); empty for a missing room.
+
+        Only those whose status is one of `statuses` (every status when `None`, none when
+        empty) and whose agent is `agent` (any when `None`); only those after the key
+        `after`, the `(created_at, id)` of the last delegation of the previous page; at
+        most `limit` of them (all when `None`).
+
+        Raises:
+            ValueError: `statuses` is a string or names an unknown status; `limit` is
+                negative; `after` is not a `(finite time, str)` key.
+        """
+        ...
+
+    async def overdue_delegations(self, now: float, limit: int = 100) -> list[DelegationRecord]:
+        """The delegations of every room that are still under way (`pending` or
+        `running`) and whose `deadline` is `now` or earlier, earliest deadline first
+        (then by room and id), at most `limit` of them: what an expiry sweep ends as
+        `expired` (with `append_room_events(..., expect=("pending", "running"))`, so a
+        delegation that ended meanwhile is left alone). An indexed read, however many
+        delegations have ended. `ValueError` for a negative `limit`."""
         ...
 
 

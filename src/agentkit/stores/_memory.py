@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from agentkit.errors import OffsetError
@@ -27,6 +27,7 @@ from agentkit.stores._base import (
     DelegationRecord,
     EventEntry,
     NewRoomEvent,
+    PageKey,
     RoomEvent,
     RoomExistsError,
     RoomGrant,
@@ -51,18 +52,25 @@ from agentkit.stores._codec import (
 )
 from agentkit.stores._memory_records import MemoryRecords
 from agentkit.stores._rooms import (
+    DELEGATION_OPEN,
+    check_cursor,
+    check_expect,
+    check_statuses,
     delegation_from_row,
     event_from_row,
     grant_from_row,
     grant_params,
     room_from_row,
+    state_error,
     type_filter,
 )
 from agentkit.stores._sql import (
+    check_key,
     check_limit,
     delegation_params,
     may_finish,
     room_event_columns,
+    room_event_rows,
 )
 
 __all__ = ["DEFAULT_MAX_FINISHED_RUNS", "DEFAULT_MAX_SESSIONS", "MemoryStore"]
@@ -77,7 +85,7 @@ DEFAULT_MAX_FINISHED_RUNS = 10_000
 #   run:     the fields of a `RunRecord`, in order
 #   event:   (offset, event JSON)
 #   room:    (id, name, created_by, created_at, metadata JSON)
-#   room event: (position, id, type, author, payload JSON, created_at)
+#   room event: (position, id, type, author, payload JSON, created_at, caused_by, run_id)
 #   grant:   (participant, read patterns JSON, publish patterns JSON)
 #   delegation: the columns of `DELEGATION_COLUMNS` (task and result as JSON)
 # JSON is kept as UTF-8 bytes, as pydantic writes it (room JSON as text, as `json` does).
@@ -446,26 +454,34 @@ class MemoryStore(MemoryRecords):
         events: Sequence[NewRoomEvent],
         *,
         delegation: DelegationRecord | None = None,
+        expect: Collection[str] | None = None,
+        cursor: tuple[str, int] | None = None,
     ) -> list[RoomEvent]:
         # Everything is encoded and checked before anything changes: all or nothing.
-        ids, types, authors, payloads, times = room_event_columns(events)
+        columns = room_event_columns(events)
         upsert = None if delegation is None else delegation_params(room_id, delegation)
+        expected = check_expect(delegation, expect)
+        moved = check_cursor(cursor)
         room = self._room(room_id)
+        if upsert is not None and expected is not None:
+            stored = room.delegations.get(upsert[0])
+            status = None if stored is None else stored[4]
+            if status not in expected:
+                raise state_error(upsert[0], status, expected)
+        ids = columns[0]
         fresh = set(ids)
         if len(fresh) < len(ids) or not fresh.isdisjoint(room.event_ids):
             raise StoreError(
                 f"room {room_id!r}: an event id of the batch is already in the room or "
                 "repeated in the batch; nothing was appended"
             )
-        first = len(room.events) + 1
-        rows = [
-            (first + i, ids[i], types[i], authors[i], payloads[i], times[i])
-            for i in range(len(ids))
-        ]
+        rows = room_event_rows(len(room.events) + 1, columns)
         room.events.extend(rows)
         room.event_ids.update(fresh)
         if upsert is not None:
             room.delegations[upsert[0]] = upsert
+        if moved is not None:
+            room.cursors[moved[0]] = moved[1]
         return [event_from_row(room_id, row) for row in rows]
 
     async def read_room_events(
@@ -515,11 +531,45 @@ class MemoryStore(MemoryRecords):
         row = None if room is None else room.delegations.get(delegation_id)
         return None if row is None else delegation_from_row(row)
 
-    async def list_delegations(self, room_id: str) -> list[DelegationRecord]:
+    async def list_delegations(
+        self,
+        room_id: str,
+        *,
+        statuses: Sequence[str] | None = None,
+        agent: str | None = None,
+        after: PageKey | None = None,
+        limit: int | None = None,
+    ) -> list[DelegationRecord]:
+        wanted = None if statuses is None else set(check_statuses(statuses, "statuses"))
+        check_limit(limit)
+        key = check_key(after)
         room = self._rooms.get(room_id)
         if room is None:
             return []
-        return [delegation_from_row(row) for row in room.delegations.values()]
+        rows = sorted(
+            (
+                row
+                for row in room.delegations.values()
+                if (wanted is None or row[4] in wanted)
+                and (agent is None or row[2] == agent)
+                and (key is None or (row[6], row[0]) > key)
+            ),
+            key=lambda row: (row[6], row[0]),
+        )
+        return [delegation_from_row(row) for row in rows[:limit]]
+
+    async def overdue_delegations(self, now: float, limit: int = 100) -> list[DelegationRecord]:
+        check_limit(limit)
+        rows = sorted(
+            (
+                row
+                for room in self._rooms.values()
+                for row in room.delegations.values()
+                if row[4] in DELEGATION_OPEN and row[10] is not None and row[10] <= now
+            ),
+            key=lambda row: (row[10], row[1], row[0]),
+        )
+        return [delegation_from_row(row) for row in rows[:limit]]
 
     async def aclose(self) -> None:
         return None

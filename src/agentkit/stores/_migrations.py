@@ -442,6 +442,38 @@ MIGRATIONS: tuple[Migration, ...] = (
             *_upgrade_records(_PostgresJSON()),
         ),
     ),
+    Migration(
+        5,
+        "rooms in production: what caused an event, delegation deadlines and attempts",
+        # New columns are nullable or have a default, so the rows of version 4 stay as
+        # they are: their events caused by nothing known, their delegations without a
+        # deadline and never taken (`attempts` 0). The statuses `cancelled` and
+        # `expired` need no change of layout: `status` has no CHECK constraint.
+        # The overdue index holds only the delegations still under way that have a
+        # deadline: the expiry sweep reads the earliest of them, however many ended ones
+        # the table keeps. A room's delegations are listed by (created_at, id), in code
+        # point order on PostgreSQL (COLLATE "C") as in SQLite and Python.
+        sqlite=(
+            "ALTER TABLE agentkit_room_events ADD COLUMN caused_by INTEGER",
+            "ALTER TABLE agentkit_room_events ADD COLUMN run_id TEXT",
+            "ALTER TABLE agentkit_delegations ADD COLUMN deadline REAL",
+            "ALTER TABLE agentkit_delegations ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0",
+            "CREATE INDEX agentkit_delegations_overdue ON agentkit_delegations (deadline) "
+            "WHERE status IN ('pending', 'running') AND deadline IS NOT NULL",
+            "CREATE INDEX agentkit_delegations_listed "
+            "ON agentkit_delegations (room_id, created_at, id)",
+        ),
+        postgres=(
+            "ALTER TABLE {p}agentkit_room_events ADD COLUMN caused_by bigint, "
+            "ADD COLUMN run_id text",
+            "ALTER TABLE {p}agentkit_delegations ADD COLUMN deadline double precision, "
+            "ADD COLUMN attempts integer NOT NULL DEFAULT 0",
+            "CREATE INDEX agentkit_delegations_overdue ON {p}agentkit_delegations (deadline) "
+            "WHERE status IN ('pending', 'running') AND deadline IS NOT NULL",
+            "CREATE INDEX agentkit_delegations_listed "
+            'ON {p}agentkit_delegations (room_id, created_at, id COLLATE "C")',
+        ),
+    ),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].version

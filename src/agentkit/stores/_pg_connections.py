@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import anyio
 
 from agentkit._internal.aio import on_asyncio
+from agentkit.errors import StoreUnavailableError
 from agentkit.stores._base import StoreError
 
 if TYPE_CHECKING:
@@ -211,7 +212,10 @@ class ConnectionPool:
     """At most `max_connections` operations at once, each on a connection of its own;
     connections open on first need and are kept for the next operation unless broken.
 
-    psycopg's errors come out as `StoreError`s (`PostgreSQL: <message>`).
+    psycopg's errors come out as `StoreError`s (`PostgreSQL: <message>`): those of a
+    connection or a server that fails (cannot connect, connection lost, backend
+    terminated, server shutting down, disk full) as `StoreUnavailableError`s, after which
+    the connection is dropped, never reused.
     """
 
     def __init__(self, dsn: str, max_connections: int) -> None:
@@ -229,6 +233,8 @@ class ConnectionPool:
             if async_driver_fits():
                 return await self._run_on_asyncio(operation)
             return await self._run_in_thread(operation)
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            raise StoreUnavailableError(f"PostgreSQL: {exc}") from exc
         except psycopg.Error as exc:
             raise StoreError(f"PostgreSQL: {exc}") from exc
         finally:

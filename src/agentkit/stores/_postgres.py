@@ -32,7 +32,7 @@ from agentkit.stores._base import (
 from agentkit.stores._migrations import MIGRATIONS, SCHEMA_VERSION, newer_database_message
 from agentkit.stores._notify import Notifications
 from agentkit.stores._pg_connections import Connection, ConnectionPool
-from agentkit.stores._rooms import TypeFilter, like_prefix
+from agentkit.stores._rooms import TypeFilter, like_prefix, state_error
 from agentkit.stores._sql import (
     AGENT_COLUMNS,
     CONVERSATION_COLUMNS,
@@ -46,6 +46,8 @@ from agentkit.stores._sql import (
     Dialect,
     RoomEventColumns,
     SQLStore,
+    delegation_upsert,
+    delegations_where,
     may_finish,
     run_params,
 )
@@ -217,20 +219,17 @@ class _SQL:
         self.room_head = f"SELECT head FROM {rooms} WHERE id = %s"
         self.insert_room_events = (
             f"INSERT INTO {room_events} (room_id, {ROOM_EVENT_COLUMNS}) "
-            "SELECT %s, %s + n, i, t, a, d, c FROM unnest("
-            "%s::text[], %s::text[], %s::text[], %s::text[], %s::float8[]"
-            ") WITH ORDINALITY AS u (i, t, a, d, c, n)"
+            "SELECT %s, %s + n, i, t, a, d, c, b, r FROM unnest("
+            "%s::text[], %s::text[], %s::text[], %s::text[], %s::float8[], %s::bigint[], "
+            "%s::text[]) WITH ORDINALITY AS u (i, t, a, d, c, b, r, n)"
         )
         self.read_room_events = (
             f"SELECT {ROOM_EVENT_COLUMNS} FROM {room_events} WHERE room_id = %s AND pos > %s"
         )
-        self.upsert_delegation = (
-            f"INSERT INTO {delegations} ({DELEGATION_COLUMNS}) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-            "ON CONFLICT (room_id, id) DO UPDATE SET "
-            "agent = excluded.agent, task = excluded.task, status = excluded.status, "
-            "requested_by = excluded.requested_by, created_at = excluded.created_at, "
-            "updated_at = excluded.updated_at, result = excluded.result, error = excluded.error"
+        self.upsert_delegation = delegation_upsert(delegations, "%s")
+        # Read under the room's row lock, which every change of a delegation takes.
+        self.lock_delegation = (
+            f"SELECT status FROM {delegations} WHERE room_id = %s AND id = %s FOR UPDATE"
         )
         self.set_grant = _notifying(
             f"INSERT INTO {grants} (room_id, {GRANT_COLUMNS}) VALUES (%s, %s, %s, %s) "
@@ -251,8 +250,12 @@ class _SQL:
         self.get_delegation = (
             f"SELECT {DELEGATION_COLUMNS} FROM {delegations} WHERE room_id = %s AND id = %s"
         )
-        self.list_delegations = (
-            f"SELECT {DELEGATION_COLUMNS} FROM {delegations} WHERE room_id = %s ORDER BY seq"
+        self.list_delegations = f"SELECT {DELEGATION_COLUMNS} FROM {delegations} WHERE "
+        # The terms of the overdue index's WHERE, so that the planner uses it.
+        self.overdue_delegations = (
+            f"SELECT {DELEGATION_COLUMNS} FROM {delegations} "
+            "WHERE status IN ('pending', 'running') AND deadline IS NOT NULL "
+            'AND deadline <= %s ORDER BY deadline, room_id COLLATE "C", id COLLATE "C" LIMIT %s'
         )
         # --- records ---
         members, agents = f"{p}agentkit_members", f"{p}agentkit_agents"
@@ -559,21 +562,28 @@ class _Postgres:
         room_id: str,
         columns: RoomEventColumns,
         delegation: tuple[Any, ...] | None,
+        expect: list[str] | None,
+        cursor: tuple[str, int] | None,
     ) -> int:
         from psycopg import errors
 
-        ids, types, authors, payloads, times = columns
+        count = len(columns[0])
         async with conn.transaction():
-            bump = (len(ids), room_id, *self._announce(_topic("room", room_id)))
+            bump = (count, room_id, *self._announce(_topic("room", room_id)))
             row = (await conn.execute(self.sql.bump_head, bump)).first()
             if row is None:
                 raise RoomNotFoundError(f"no room {room_id!r}")
             head: int = row[0]
+            if delegation is not None and expect is not None:
+                # The room's row lock is held: a competing change of the delegation
+                # waits for this transaction, then reads what it wrote.
+                params = (room_id, delegation[0])
+                found = (await conn.execute(self.sql.lock_delegation, params)).first()
+                status = None if found is None else found[0]
+                if status not in expect:
+                    raise state_error(delegation[0], status, expect)
             try:
-                await conn.execute(
-                    self.sql.insert_room_events,
-                    (room_id, head - len(ids), ids, types, authors, payloads, times),
-                )
+                await conn.execute(self.sql.insert_room_events, (room_id, head - count, *columns))
             except errors.UniqueViolation:
                 raise StoreError(
                     f"room {room_id!r}: an event id of the batch is already in the room or "
@@ -581,6 +591,8 @@ class _Postgres:
                 ) from None
             if delegation is not None:
                 await conn.execute(self.sql.upsert_delegation, delegation)
+            if cursor is not None:
+                await conn.execute(self.sql.set_cursor, (room_id, *cursor))
         return head
 
     async def read_room_events(
@@ -651,8 +663,22 @@ class _Postgres:
     async def get_delegation(self, conn: Connection, room_id: str, delegation_id: str) -> Any:
         return (await conn.execute(self.sql.get_delegation, (room_id, delegation_id))).first()
 
-    async def list_delegations(self, conn: Connection, room_id: str) -> list[Any]:
-        return (await conn.execute(self.sql.list_delegations, (room_id,))).rows
+    async def list_delegations(
+        self,
+        conn: Connection,
+        room_id: str,
+        statuses: list[str] | None,
+        agent: str | None,
+        after: PageKey | None,
+        limit: int | None,
+    ) -> list[Any]:
+        where, params = delegations_where(
+            room_id, statuses, agent, after, limit, mark="%s", id_order='id COLLATE "C"'
+        )
+        return (await conn.execute(self.sql.list_delegations + where, params)).rows
+
+    async def overdue_delegations(self, conn: Connection, now: float, limit: int) -> list[Any]:
+        return (await conn.execute(self.sql.overdue_delegations, (now, limit))).rows
 
     # --- records ----------------------------------------------------------------------
 
@@ -984,6 +1010,8 @@ class PostgresStore(SQLStore):
         try:
             for statement in statements:
                 await conn.execute(statement)
+        except errors.OperationalError:
+            raise  # the connection or the server failed: `StoreUnavailableError`
         except errors.DatabaseError as exc:
             raise StoreError(
                 f"PostgreSQL: upgrading the tables to schema version {number} failed, so "

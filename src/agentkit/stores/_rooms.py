@@ -10,19 +10,23 @@ consumers and its delegations. What a grant allows, and who may do what, is deci
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import math
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import ConfigDict
 from pydantic.alias_generators import to_camel
 
-from agentkit.errors import RoomExistsError, RoomNotFoundError
+from agentkit.errors import DelegationStateError, RoomExistsError, RoomNotFoundError
 
 __all__ = [
+    "DELEGATION_ENDED",
+    "DELEGATION_OPEN",
     "DELEGATION_STATUSES",
     "WIRE_CONFIG",
     "DelegationRecord",
+    "DelegationStateError",
     "DelegationStatus",
     "NewRoomEvent",
     "RoomEvent",
@@ -31,7 +35,10 @@ __all__ = [
     "RoomNotFoundError",
     "RoomRecord",
     "TypeFilter",
+    "check_cursor",
     "check_delegation",
+    "check_expect",
+    "check_statuses",
     "delegation_from_row",
     "dump_json",
     "event_from_row",
@@ -40,13 +47,26 @@ __all__ = [
     "like_prefix",
     "load_json",
     "room_from_row",
+    "state_error",
     "type_filter",
 ]
 
-DelegationStatus = Literal["pending", "running", "completed", "failed"]
-"""Where a delegation is: requested, taken by its agent, or ended one way or the other."""
+DelegationStatus = Literal["pending", "running", "completed", "failed", "cancelled", "expired"]
+"""Where a delegation is: requested (`pending`), taken by its agent (`running`), or ended:
+`completed`, `failed`, `cancelled` (by its requester or an owner) or `expired` (its
+deadline passed before it ended)."""
 
-DELEGATION_STATUSES: frozenset[str] = frozenset(("pending", "running", "completed", "failed"))
+DELEGATION_STATUSES: frozenset[str] = frozenset(
+    ("pending", "running", "completed", "failed", "cancelled", "expired")
+)
+"""Every `DelegationStatus`."""
+
+DELEGATION_ENDED: frozenset[str] = frozenset(("completed", "failed", "cancelled", "expired"))
+"""The statuses a delegation never leaves."""
+
+DELEGATION_OPEN: frozenset[str] = DELEGATION_STATUSES - DELEGATION_ENDED
+"""The statuses of a delegation still under way (`pending`, `running`): the ones whose
+deadline can pass (see `Store.overdue_delegations`)."""
 
 WIRE_CONFIG = ConfigDict(alias_generator=to_camel)
 """How a record is serialised by pydantic (the HTTP API, its OpenAPI document): its fields
@@ -83,6 +103,10 @@ class NewRoomEvent:
         payload: A JSON value (dict, list, str, number, bool or `None`); stored as JSON, so
             a tuple reads back as a list.
         created_at: Seconds since the epoch.
+        caused_by: The position (in the same room) of the event that made the writer
+            publish this one, when there is one (an agent's reply names the event it
+            answers).
+        run_id: The engine run that produced it, when one did.
     """
 
     id: str
@@ -90,11 +114,14 @@ class NewRoomEvent:
     author: str
     payload: Any
     created_at: float
+    caused_by: int | None = None
+    run_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class RoomEvent:
-    """An event of a room's log at its position (1 for the room's first event)."""
+    """An event of a room's log at its position (1 for the room's first event); see
+    `NewRoomEvent` for `caused_by` and `run_id`."""
 
     __pydantic_config__ = WIRE_CONFIG
 
@@ -105,6 +132,8 @@ class RoomEvent:
     author: str
     payload: Any
     created_at: float
+    caused_by: int | None = None
+    run_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +151,13 @@ class RoomGrant:
 @dataclass(frozen=True, slots=True)
 class DelegationRecord:
     """A task a participant (`requested_by`) asked an agent of the room to do, and where it
-    stands. `task` and `result` are JSON values; `error` says why a `failed` one failed."""
+    stands. `task` and `result` are JSON values; `error` says why a `failed` one failed.
+
+    Attributes:
+        deadline: Seconds since the epoch after which a `pending` or `running` delegation
+            expires (`None`: never).
+        attempts: How many times an agent took it (moved it to `running`).
+    """
 
     __pydantic_config__ = WIRE_CONFIG
 
@@ -136,6 +171,8 @@ class DelegationRecord:
     updated_at: float
     result: Any = None
     error: str | None = None
+    deadline: float | None = None
+    attempts: int = 0
 
 
 # --- reading by type ---------------------------------------------------------------------
@@ -215,13 +252,78 @@ def load_json(data: str | bytes) -> Any:
 
 
 def check_delegation(room_id: str, delegation: DelegationRecord) -> None:
-    """Raise `ValueError` unless `delegation` belongs to `room_id` and has a known status."""
+    """Raise `ValueError` unless `delegation` belongs to `room_id`, has a known status, a
+    finite `deadline` (or none) and a whole, non-negative number of `attempts`."""
+    what = f"delegation {delegation.id!r}"
     if delegation.room_id != room_id:
-        raise ValueError(
-            f"delegation {delegation.id!r} belongs to room {delegation.room_id!r}, not {room_id!r}"
-        )
+        raise ValueError(f"{what} belongs to room {delegation.room_id!r}, not {room_id!r}")
     if delegation.status not in DELEGATION_STATUSES:
-        raise ValueError(f"delegation {delegation.id!r}: unknown status {delegation.status!r}")
+        raise ValueError(f"{what}: unknown status {delegation.status!r}")
+    deadline = delegation.deadline
+    if deadline is not None and (
+        isinstance(deadline, bool)
+        or not isinstance(deadline, int | float)
+        or not math.isfinite(deadline)
+    ):
+        raise ValueError(f"{what}: the deadline must be a finite number of seconds or None")
+    attempts = delegation.attempts
+    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 0:
+        raise ValueError(f"{what}: attempts must be a non-negative integer, not {attempts!r}")
+
+
+def check_statuses(statuses: Collection[str], what: str) -> list[str]:
+    """`statuses` as a list without repeats; `ValueError` for a bare string (it would be
+    taken for a collection of one-letter statuses) or an unknown status."""
+    if isinstance(statuses, str):
+        raise ValueError(f"{what} must be a collection of statuses, not the string {statuses!r}")
+    wanted = list(dict.fromkeys(statuses))
+    unknown = [status for status in wanted if status not in DELEGATION_STATUSES]
+    if unknown:
+        raise ValueError(
+            f"{what}: unknown delegation status {unknown[0]!r} "
+            f"(known: {', '.join(sorted(DELEGATION_STATUSES))})"
+        )
+    return wanted
+
+
+def check_expect(
+    delegation: DelegationRecord | None, expect: Collection[str] | None
+) -> list[str] | None:
+    """The statuses an append's `expect` allows the stored delegation to be in, checked;
+    `ValueError` for an `expect` without a delegation."""
+    if expect is None:
+        return None
+    if delegation is None:
+        raise ValueError("expect is only meaningful with a delegation")
+    return check_statuses(expect, "expect")
+
+
+def check_cursor(cursor: tuple[str, int] | None) -> tuple[str, int] | None:
+    """An append's `cursor`, `(consumer, position)`, checked; `TypeError` for anything
+    else."""
+    if cursor is None:
+        return None
+    if (
+        not isinstance(cursor, tuple)
+        or len(cursor) != 2
+        or not isinstance(cursor[0], str)
+        or isinstance(cursor[1], bool)
+        or not isinstance(cursor[1], int)
+    ):
+        raise TypeError(f"cursor must be a (consumer, position) pair, not {cursor!r}")
+    return cursor
+
+
+def state_error(
+    delegation_id: str, status: str | None, expect: Collection[str]
+) -> DelegationStateError:
+    """The error of an append whose delegation is not in one of the `expect`ed statuses."""
+    found = "missing" if status is None else status
+    return DelegationStateError(
+        f"delegation {delegation_id!r} is {found}, not {' or '.join(expect) or 'anything'}; "
+        "nothing was written",
+        status,
+    )
 
 
 def grant_params(grant: RoomGrant) -> tuple[str, str, str]:
@@ -250,8 +352,11 @@ def room_from_row(row: Sequence[Any]) -> RoomRecord:
 
 
 def event_from_row(room_id: str, row: Sequence[Any]) -> RoomEvent:
-    """An event from a row of `pos, id, type, author, payload, created_at`."""
-    return RoomEvent(room_id, row[0], row[1], row[2], row[3], load_json(row[4]), row[5])
+    """An event from a row of `pos, id, type, author, payload, created_at, caused_by,
+    run_id`."""
+    return RoomEvent(
+        room_id, row[0], row[1], row[2], row[3], load_json(row[4]), row[5], row[6], row[7]
+    )
 
 
 def grant_from_row(row: Sequence[Any]) -> RoomGrant:
@@ -261,7 +366,8 @@ def grant_from_row(row: Sequence[Any]) -> RoomGrant:
 
 def delegation_from_row(row: Sequence[Any]) -> DelegationRecord:
     """A delegation from a row of `id, room_id, agent, task, status, requested_by,
-    created_at, updated_at, result, error` (`task` and `result` as JSON)."""
+    created_at, updated_at, result, error, deadline, attempts` (`task` and `result` as
+    JSON)."""
     return DelegationRecord(
         row[0],
         row[1],
@@ -273,4 +379,6 @@ def delegation_from_row(row: Sequence[Any]) -> DelegationRecord:
         row[7],
         load_json(row[8]),
         row[9],
+        row[10],
+        int(row[11]),
     )

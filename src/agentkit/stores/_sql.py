@@ -19,7 +19,7 @@ before a connection is touched.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Protocol, TypeVar
 
 from agentkit.messages import Message
@@ -59,13 +59,15 @@ from agentkit.stores._records import (
 )
 from agentkit.stores._rooms import (
     TypeFilter,
+    check_cursor,
     check_delegation,
+    check_expect,
+    check_statuses,
     delegation_from_row,
     dump_json,
     event_from_row,
     grant_from_row,
     grant_params,
-    load_json,
     room_from_row,
     type_filter,
 )
@@ -84,13 +86,17 @@ __all__ = [
     "RoomEventColumns",
     "SQLStore",
     "agent_params",
+    "check_key",
     "check_limit",
     "conversation_params",
     "delegation_params",
+    "delegation_upsert",
+    "delegations_where",
     "event_columns",
     "may_finish",
     "member_params",
     "room_event_columns",
+    "room_event_rows",
     "run_params",
 ]
 
@@ -109,14 +115,18 @@ CONVERSATION_COLUMNS = (
 )
 
 ROOM_COLUMNS = "id, name, created_by, created_at, metadata"
-ROOM_EVENT_COLUMNS = "pos, id, type, author, payload, created_at"
+ROOM_EVENT_COLUMNS = "pos, id, type, author, payload, created_at, caused_by, run_id"
 GRANT_COLUMNS = "participant, read_types, publish_types"
 DELEGATION_COLUMNS = (
-    "id, room_id, agent, task, status, requested_by, created_at, updated_at, result, error"
+    "id, room_id, agent, task, status, requested_by, created_at, updated_at, result, error, "
+    "deadline, attempts"
 )
 
-RoomEventColumns = tuple[list[str], list[str], list[str], list[str], list[float]]
-"""New room events as columns: ids, types, authors, payloads (JSON text), times."""
+RoomEventColumns = tuple[
+    list[str], list[str], list[str], list[str], list[float], list[int | None], list[str | None]
+]
+"""New room events as columns: ids, types, authors, payloads (JSON text), times, the
+positions that caused them, the runs that produced them."""
 
 
 def run_params(run: RunRecord) -> tuple[Any, ...]:
@@ -159,13 +169,73 @@ def room_event_columns(events: Sequence[NewRoomEvent]) -> RoomEventColumns:
     none, `TypeError` (or `ValueError`) when a payload is not JSON."""
     if not events:
         raise ValueError("append_room_events needs at least one event")
+    for event in events:
+        caused_by = event.caused_by
+        if caused_by is not None and (
+            isinstance(caused_by, bool) or not isinstance(caused_by, int) or caused_by < 1
+        ):
+            raise ValueError(
+                f"event {event.id!r}: caused_by must be a position (1 or more), not {caused_by!r}"
+            )
+        if event.run_id is not None and not isinstance(event.run_id, str):
+            raise TypeError(f"event {event.id!r}: run_id must be a string, not {event.run_id!r}")
     return (
         [event.id for event in events],
         [event.type for event in events],
         [event.author for event in events],
         [dump_json(event.payload, f"the payload of event {event.id!r}") for event in events],
         [event.created_at for event in events],
+        [event.caused_by for event in events],
+        [event.run_id for event in events],
     )
+
+
+def room_event_rows(first: int, columns: RoomEventColumns) -> list[tuple[Any, ...]]:
+    """The events of `columns` as rows of `ROOM_EVENT_COLUMNS`, at positions `first`,
+    `first + 1`, ..."""
+    return [(first + i, *row) for i, row in enumerate(zip(*columns, strict=True))]
+
+
+def delegation_upsert(table: str, mark: str) -> str:
+    """The statement inserting a delegation (`DELEGATION_COLUMNS`) into `table`, or
+    replacing every column of the stored one of the same room and id; `mark` is the
+    dialect's parameter."""
+    columns = DELEGATION_COLUMNS.split(", ")
+    replaced = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in ("id", "room_id"))
+    return (
+        f"INSERT INTO {table} ({DELEGATION_COLUMNS}) VALUES ({', '.join([mark] * len(columns))}) "
+        f"ON CONFLICT (room_id, id) DO UPDATE SET {replaced}"
+    )
+
+
+def delegations_where(
+    room_id: str,
+    statuses: list[str] | None,
+    agent: str | None,
+    after: PageKey | None,
+    limit: int | None,
+    *,
+    mark: str,
+    id_order: str = "id",
+) -> tuple[str, list[Any]]:
+    """The `WHERE ... ORDER BY ... LIMIT` of a room's delegations, oldest first by
+    `(created_at, id)`, in a dialect whose parameters are `mark` and whose ids sort in
+    code point order as `id_order`; and its parameters."""
+    where, params = ["room_id = " + mark], list[Any]([room_id])
+    if statuses is not None:
+        where.append(f"status IN ({', '.join([mark] * len(statuses))})")
+        params.extend(statuses)
+    if agent is not None:
+        where.append("agent = " + mark)
+        params.append(agent)
+    if after is not None:
+        where.append(f"(created_at, {id_order}) > ({mark}, {mark})")
+        params.extend(after)
+    clause = f"{' AND '.join(where)} ORDER BY created_at, {id_order}"
+    if limit is not None:
+        clause += " LIMIT " + mark
+        params.append(limit)
+    return clause, params
 
 
 def delegation_params(room_id: str, delegation: DelegationRecord) -> tuple[Any, ...]:
@@ -184,6 +254,8 @@ def delegation_params(room_id: str, delegation: DelegationRecord) -> tuple[Any, 
         delegation.updated_at,
         dump_json(delegation.result, f"the result of {what}"),
         delegation.error,
+        None if delegation.deadline is None else float(delegation.deadline),
+        delegation.attempts,
     )
 
 
@@ -231,6 +303,15 @@ def check_limit(limit: int | None) -> None:
     """Raise `ValueError` for a negative `limit`."""
     if limit is not None and limit < 0:
         raise ValueError(f"limit must not be negative, got {limit}")
+
+
+def check_key(after: PageKey | None) -> PageKey | None:
+    """A `(created_at, id)` page key checked, its time as a float (the databases compare
+    floats and ints alike, but a driver types its parameters by the Python value)."""
+    if after is None:
+        return None
+    check_page(after, 1)
+    return float(after[0]), after[1]
 
 
 class Dialect(Protocol):
@@ -294,9 +375,13 @@ class Dialect(Protocol):
         room_id: str,
         columns: RoomEventColumns,
         delegation: tuple[Any, ...] | None,
+        expect: list[str] | None,
+        cursor: tuple[str, int] | None,
     ) -> int:
-        """Append the events after the room's head and upsert `delegation`, in one
-        transaction; return the new head. `RoomNotFoundError` when the room is missing."""
+        """Append the events after the room's head, upsert `delegation` and `cursor`, in
+        one transaction; return the new head. `RoomNotFoundError` when the room is
+        missing; `DelegationStateError` (nothing written) when `expect` is given and the
+        stored delegation is missing or in another status, read under the room's lock."""
         ...
 
     def read_room_events(
@@ -314,7 +399,23 @@ class Dialect(Protocol):
     def get_cursor(self, conn: Any, room_id: str, consumer: str) -> int | None: ...
     def set_cursor(self, conn: Any, room_id: str, consumer: str, position: int) -> None: ...
     def get_delegation(self, conn: Any, room_id: str, delegation_id: str) -> Any: ...
-    def list_delegations(self, conn: Any, room_id: str) -> list[Any]: ...
+    def list_delegations(
+        self,
+        conn: Any,
+        room_id: str,
+        statuses: list[str] | None,
+        agent: str | None,
+        after: PageKey | None,
+        limit: int | None,
+    ) -> list[Any]:
+        """Rows of `DELEGATION_COLUMNS` (see `delegations_where`)."""
+        ...
+
+    def overdue_delegations(self, conn: Any, now: float, limit: int) -> list[Any]:
+        """Rows of `DELEGATION_COLUMNS`: open delegations whose deadline is `now` or
+        earlier, earliest deadline first (then by room and id)."""
+        ...
+
     def create_member(self, conn: Any, params: tuple[Any, ...]) -> None:
         """Insert a member (`MEMBER_COLUMNS`); `RecordExistsError` on a unique index."""
         ...
@@ -556,27 +657,21 @@ class SQLStore:
         events: Sequence[NewRoomEvent],
         *,
         delegation: DelegationRecord | None = None,
+        expect: Collection[str] | None = None,
+        cursor: tuple[str, int] | None = None,
     ) -> list[RoomEvent]:
         """Append events at the room's next positions, in one transaction (see
         [`Store.append_room_events`][agentkit.stores.Store.append_room_events])."""
         columns = room_event_columns(events)
         upsert = None if delegation is None else delegation_params(room_id, delegation)
-        head = await self._call(self._ops.append_room_events, room_id, columns, upsert)
-        payloads = columns[3]
-        self._wrote(sum(map(len, payloads)))
-        first = head - len(events) + 1
-        return [
-            RoomEvent(
-                room_id,
-                first + i,
-                event.id,
-                event.type,
-                event.author,
-                load_json(payload),
-                event.created_at,
-            )
-            for i, (event, payload) in enumerate(zip(events, payloads, strict=True))
-        ]
+        expected = check_expect(delegation, expect)
+        moved = check_cursor(cursor)
+        head = await self._call(
+            self._ops.append_room_events, room_id, columns, upsert, expected, moved
+        )
+        self._wrote(sum(map(len, columns[3])))
+        rows = room_event_rows(head - len(events) + 1, columns)
+        return [event_from_row(room_id, row) for row in rows]
 
     async def read_room_events(
         self,
@@ -628,9 +723,32 @@ class SQLStore:
         row = await self._call(self._ops.get_delegation, room_id, delegation_id)
         return None if row is None else delegation_from_row(row)
 
-    async def list_delegations(self, room_id: str) -> list[DelegationRecord]:
-        """The room's delegations, oldest first."""
-        rows = await self._call(self._ops.list_delegations, room_id)
+    async def list_delegations(
+        self,
+        room_id: str,
+        *,
+        statuses: Sequence[str] | None = None,
+        agent: str | None = None,
+        after: PageKey | None = None,
+        limit: int | None = None,
+    ) -> list[DelegationRecord]:
+        """The room's delegations, oldest first by `(created_at, id)` (see
+        [`Store.list_delegations`][agentkit.stores.Store.list_delegations])."""
+        wanted = None if statuses is None else check_statuses(statuses, "statuses")
+        check_limit(limit)
+        key = check_key(after)
+        if limit == 0 or wanted == []:
+            return []
+        rows = await self._call(self._ops.list_delegations, room_id, wanted, agent, key, limit)
+        return [delegation_from_row(row) for row in rows]
+
+    async def overdue_delegations(self, now: float, limit: int = 100) -> list[DelegationRecord]:
+        """Pending and running delegations of every room whose deadline is `now` or
+        earlier, earliest deadline first."""
+        check_limit(limit)
+        if limit == 0:
+            return []
+        rows = await self._call(self._ops.overdue_delegations, float(now), limit)
         return [delegation_from_row(row) for row in rows]
 
     # --- records ----------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from agentkit.errors import OffsetError
+from agentkit.errors import OffsetError, StoreUnavailableError
 from agentkit.stores._base import (
     PageKey,
     RecordExistsError,
@@ -27,7 +28,7 @@ from agentkit.stores._base import (
     StoreError,
 )
 from agentkit.stores._migrations import MIGRATIONS, SCHEMA_VERSION, newer_database_message
-from agentkit.stores._rooms import TypeFilter
+from agentkit.stores._rooms import TypeFilter, state_error
 from agentkit.stores._sql import (
     AGENT_COLUMNS,
     CONVERSATION_COLUMNS,
@@ -40,7 +41,10 @@ from agentkit.stores._sql import (
     SESSION_COLUMNS,
     RoomEventColumns,
     SQLStore,
+    delegation_upsert,
+    delegations_where,
     may_finish,
+    room_event_rows,
     run_params,
 )
 
@@ -57,6 +61,11 @@ _T = TypeVar("_T")
 # SQLite's primary result codes for "another connection holds the lock".
 _SQLITE_BUSY = 5
 _SQLITE_LOCKED = 6
+
+# SQLite's primary result codes for "the storage fails now": out of memory (7), a read-only
+# file (8), an I/O error (10), a full disk (13), a file it cannot open (14). Retrying later
+# may succeed: they become `StoreUnavailableError`.
+_SQLITE_UNAVAILABLE = frozenset((7, 8, 10, 13, 14))
 
 
 def _is_busy(exc: BaseException) -> bool:
@@ -321,11 +330,12 @@ class _SQLite:
         room_id: str,
         columns: RoomEventColumns,
         delegation: tuple[Any, ...] | None,
+        expect: list[str] | None,
+        cursor: tuple[str, int] | None,
     ) -> int:
         import sqlite3
 
-        ids, types, authors, payloads, times = columns
-        count = len(ids)
+        count = len(columns[0])
         # The write lock serialises appenders, in this process and in others: the head
         # read and bumped here is the room's last position until COMMIT, and a failure
         # rolls the bump back with the rows, so no position is ever skipped.
@@ -337,15 +347,20 @@ class _SQLite:
         if not rows:
             raise RoomNotFoundError(f"no room {room_id!r}")
         head: int = rows[0][0]
-        first = head - count + 1
+        if delegation is not None and expect is not None:
+            # Under the write lock: no other writer moves the delegation before COMMIT.
+            found = conn.execute(
+                "SELECT status FROM agentkit_delegations WHERE room_id = ? AND id = ?",
+                (room_id, delegation[0]),
+            ).fetchone()
+            status = None if found is None else found[0]
+            if status not in expect:
+                raise state_error(delegation[0], status, expect)
         try:
             conn.executemany(
                 f"INSERT INTO agentkit_room_events (room_id, {ROOM_EVENT_COLUMNS}) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (room_id, first + i, ids[i], types[i], authors[i], payloads[i], times[i])
-                    for i in range(count)
-                ],
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(room_id, *row) for row in room_event_rows(head - count + 1, columns)],
             )
         except sqlite3.IntegrityError:
             raise StoreError(
@@ -354,6 +369,8 @@ class _SQLite:
             ) from None
         if delegation is not None:
             conn.execute(_UPSERT_DELEGATION, delegation)
+        if cursor is not None:
+            self.set_cursor(conn, room_id, *cursor)
         conn.execute("COMMIT")
         return head
 
@@ -446,10 +463,27 @@ class _SQLite:
             (room_id, delegation_id),
         ).fetchone()
 
-    def list_delegations(self, conn: sqlite3.Connection, room_id: str) -> list[Any]:
+    def list_delegations(
+        self,
+        conn: sqlite3.Connection,
+        room_id: str,
+        statuses: list[str] | None,
+        agent: str | None,
+        after: PageKey | None,
+        limit: int | None,
+    ) -> list[Any]:
+        where, params = delegations_where(room_id, statuses, agent, after, limit, mark="?")
         return conn.execute(
-            f"SELECT {DELEGATION_COLUMNS} FROM agentkit_delegations WHERE room_id = ? ORDER BY seq",
-            (room_id,),
+            f"SELECT {DELEGATION_COLUMNS} FROM agentkit_delegations WHERE {where}", params
+        ).fetchall()
+
+    def overdue_delegations(self, conn: sqlite3.Connection, now: float, limit: int) -> list[Any]:
+        # The terms of the overdue index's WHERE, as written there: SQLite uses it.
+        return conn.execute(
+            f"SELECT {DELEGATION_COLUMNS} FROM agentkit_delegations "
+            "WHERE status IN ('pending', 'running') AND deadline IS NOT NULL AND deadline <= ? "
+            "ORDER BY deadline, room_id, id LIMIT ?",
+            (now, limit),
         ).fetchall()
 
     # --- records ----------------------------------------------------------------------
@@ -685,13 +719,7 @@ _ROOM_TABLES = (
     "agentkit_delegations",
 )
 
-_UPSERT_DELEGATION = (
-    f"INSERT INTO agentkit_delegations ({DELEGATION_COLUMNS}) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (room_id, id) DO UPDATE SET "
-    "agent = excluded.agent, task = excluded.task, status = excluded.status, "
-    "requested_by = excluded.requested_by, created_at = excluded.created_at, "
-    "updated_at = excluded.updated_at, result = excluded.result, error = excluded.error"
-)
+_UPSERT_DELEGATION = delegation_upsert("agentkit_delegations", "?")
 
 
 def _migrate(conn: sqlite3.Connection, path: str) -> None:
@@ -761,7 +789,11 @@ class SQLiteStore(SQLStore):
     Args:
         path: A file path (created with its tables on first use) or `":memory:"`.
         busy_timeout: Seconds to keep retrying while another process holds the write lock
-            before raising [`StoreError`][agentkit.stores.StoreError].
+            before raising [`StoreUnavailableError`][agentkit.errors.StoreUnavailableError].
+
+    A failure of the storage (a full disk, an I/O error, a file that cannot be opened or
+    written) raises `StoreUnavailableError` and writes nothing: the transaction is rolled
+    back, and the next call works again once the storage does.
 
     The database runs in WAL mode with `synchronous=NORMAL` and foreign keys on, so any
     number of store instances and processes can share one file: readers never wait for the
@@ -850,8 +882,7 @@ class SQLiteStore(SQLStore):
                 try:
                     return fn(self._conn or self._open(), *args)
                 except BaseException as exc:
-                    if self._conn is not None and self._conn.in_transaction:
-                        self._conn.rollback()
+                    self._roll_back()
                     if not _is_busy(exc):
                         error = self._store_error(exc)
                         if error is None:
@@ -862,7 +893,7 @@ class SQLiteStore(SQLStore):
             if deadline is None:
                 deadline = now + self.busy_timeout
             if now >= deadline:
-                raise StoreError(
+                raise StoreUnavailableError(
                     f"{self.path}: database stayed locked for {self.busy_timeout:g}s"
                 ) from busy
             await anyio.sleep(delay)
@@ -893,13 +924,34 @@ class SQLiteStore(SQLStore):
         except sqlite3.Error:  # busy, or the file is gone: a later checkpoint catches up
             pass
 
-    def _store_error(self, exc: BaseException) -> StoreError | None:
-        """A `StoreError` naming the file for an SQLite failure (a broken or foreign file)."""
+    def _roll_back(self) -> None:
+        """End the transaction a failed operation left open. A connection that cannot
+        roll back (its disk failed under it) is closed: the next call opens a new one,
+        and SQLite's journal undoes what the failed transaction wrote."""
         import sqlite3
 
-        if isinstance(exc, sqlite3.Error):
-            return StoreError(f"{self.path}: {exc}")
-        return None
+        conn = self._conn
+        if conn is None or not conn.in_transaction:
+            return
+        try:
+            conn.rollback()
+        except sqlite3.Error:
+            self._conn = None
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+
+    def _store_error(self, exc: BaseException) -> StoreError | None:
+        """A `StoreError` naming the file for an SQLite failure (a broken or foreign file);
+        a `StoreUnavailableError` for a failure of the storage (a full disk, an I/O
+        error, a file it cannot open or write, no memory)."""
+        import sqlite3
+
+        if not isinstance(exc, sqlite3.Error):
+            return None
+        code = getattr(exc, "sqlite_errorcode", None)
+        if code is not None and code & 0xFF in _SQLITE_UNAVAILABLE:
+            return StoreUnavailableError(f"{self.path}: {exc}")
+        return StoreError(f"{self.path}: {exc}")
 
     async def aclose(self) -> None:
         """Close the database connection; the store cannot be used afterwards."""
