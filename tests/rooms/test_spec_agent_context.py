@@ -51,11 +51,14 @@ class Model:
         self.summaries = 0
         self.provider = FunctionProvider(self.respond, record=True)
 
-    def respond(self, request: ModelRequest) -> str:
+    def respond(self, request: ModelRequest) -> Any:
         if "running summary" in prompt_of(request):
             self.summaries += 1
             return f"summary {self.summaries}"
         self.answers += 1
+        if any(tool.name == "submit_output" for tool in request.tools):
+            answer = {"answer": f"answer {self.answers}"}
+            return {"tool_calls": [{"name": "submit_output", "input": answer}]}
         return f"answer {self.answers}"
 
     @property
@@ -254,6 +257,66 @@ async def test_a_summary_survives_a_restart_and_is_not_redone(tmp_path: Path) ->
     assert positions(prompt_of(last)) == [3, 4]  # not 1 and 2 again
     assert "(up to position 2):\nsummary 1\n" in prompt_of(last)
     assert "\nsummary 2\n" in prompt_of(model.answering()[-1])
+
+
+async def test_a_spec_with_an_output_schema_summarises_in_text(tmp_path: Path) -> None:
+    model = Model()
+    schema = {
+        "type": "object",
+        "properties": {"answer": {"type": "string"}},
+        "required": ["answer"],
+    }
+    spec = AgentSpec(id="helper", system_prompt="Answer in the room.", output_schema=schema)
+    async with host(tmp_path, model) as (_, rooms):
+        ada = rooms.client("ada")
+        room = await ada.create_room("lab")
+        await rooms.register_agent(room.id, SpecRoomAgent(spec, window=1, overflow="summarize"))
+        for n in range(1, 4):
+            (position,) = await ada.publish(room.id, chat(f"message {n}"))
+            with anyio.fail_after(10):
+                while not await ada.read(room.id, after=position):  # noqa: ASYNC110
+                    await anyio.sleep(0.01)
+        answers = await ada.read(room.id, types=["chat.message"], limit=100)
+    assert [e.payload for e in answers[1::2]] == [{"answer": f"answer {n}"} for n in (1, 2, 3)]
+    # The summarisation runs are offered no submit_output: they answer in text, which
+    # the answers' prompts then hold.
+    summarising = model.summarising()
+    assert len(summarising) == 2 and all(not r.tools for r in summarising)
+    assert "\nsummary 2\n" in prompt_of(model.answering()[-1])
+    assert all(r.tools for r in model.answering())
+
+
+async def test_a_run_that_timed_out_leaves_the_session_free(tmp_path: Path) -> None:
+    calls = 0
+
+    async def hang() -> AsyncIterator[str]:
+        await anyio.sleep_forever()
+        yield "never"
+
+    def respond(request: ModelRequest) -> Any:
+        nonlocal calls
+        calls += 1
+        return hang() if calls == 1 else f"fine {calls}"
+
+    model = Model()
+    model.provider = FunctionProvider(respond, record=True)
+    async with host(tmp_path, model) as (runtime, rooms):
+        ada = rooms.client("ada")
+        room = await ada.create_room("lab")
+        helper = Recording(handler_timeout=0.3)
+        await rooms.register_agent(room.id, helper)
+        (position,) = await ada.publish(room.id, chat("one"))
+        with anyio.fail_after(10):
+            async with aclosing(ada.subscribe(room.id, after=position)) as events:
+                failure = await anext(events)
+        assert failure.type == "agent.failed" and "longer than 0.3 s" in failure.payload["error"]
+        answer = await say(rooms, room.id, "two")
+        assert answer.payload["text"] == "fine 2"
+        runs = await runtime.store.list_runs(SESSION.format(room=room.id))
+    assert [r.status for r in runs] == ["interrupted", "completed"]
+    assert [r.id for r in runs] == [request.runs[0] for request in helper.requests]
+    # The unanswered message is in the window; the agent.failed event (for owners) is not.
+    assert positions(context_of(prompt_of(model.requests[-1]))) == [1]
 
 
 async def test_a_delegation_gets_the_same_context_and_its_task(tmp_path: Path) -> None:
