@@ -5,10 +5,10 @@ summary of what left the window, and every run recorded on its request."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
@@ -104,12 +104,18 @@ def chat(text: str) -> EventInput:
     return EventInput(type="chat.message", payload={"text": text})
 
 
+def follow(rooms: Rooms, room_id: str, after: int) -> aclosing[AsyncGenerator[RoomEvent, None]]:
+    """Ada's subscription after `after`, closed when left."""
+    events = rooms.client("ada").subscribe(room_id, after=after)
+    return aclosing(cast("AsyncGenerator[RoomEvent, None]", events))
+
+
 async def say(rooms: Rooms, room_id: str, text: str) -> RoomEvent:
     """Ada says `text`; the helper's answer to it."""
     ada = rooms.client("ada")
     (position,) = await ada.publish(room_id, chat(text))
     with anyio.fail_after(10):
-        async with aclosing(ada.subscribe(room_id, after=position)) as events:
+        async with follow(rooms, room_id, position) as events:
             async for event in events:
                 if event.author == "agent:helper":
                     assert event.payload["reply_to"] == position
@@ -307,7 +313,7 @@ async def test_a_run_that_timed_out_leaves_the_session_free(tmp_path: Path) -> N
         await rooms.register_agent(room.id, helper)
         (position,) = await ada.publish(room.id, chat("one"))
         with anyio.fail_after(10):
-            async with aclosing(ada.subscribe(room.id, after=position)) as events:
+            async with follow(rooms, room.id, position) as events:
                 failure = await anext(events)
         assert failure.type == "agent.failed" and "longer than 0.3 s" in failure.payload["error"]
         answer = await say(rooms, room.id, "two")
