@@ -32,6 +32,7 @@ __all__ = [
     "ConversationNotFoundError",
     "DefinitionError",
     "DefinitionPathError",
+    "DelegationEndedError",
     "DelegationNotFoundError",
     "DelegationStateError",
     "ExtensionError",
@@ -474,6 +475,11 @@ class RoomAgentError(RoomError):
 
 class DelegationNotFoundError(RoomError, LookupError):
     """No such delegation in the room (or not visible to the caller)."""
+
+
+class DelegationEndedError(RoomError):
+    """The delegation has ended already (`completed`, `failed`, `cancelled` or
+    `expired`): it cannot be cancelled."""
 
 
 class ExtensionError(AgentkitError, ValueError):

@@ -443,7 +443,7 @@ def test_a_store_that_fails_to_save_the_end_of_a_run_is_one_error_line_and_exit_
     assert "Traceback" not in done.stderr
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("agentkit: error: "), done.stderr
-    assert "StoreError" in lines[0]
+    assert "StoreUnavailableError" in lines[0]  # a storage fault, named as one
     # The run still ended for its reader: the stream is complete.
     assert json.loads(done.stdout.splitlines()[-1])["type"] == "turn_end"
 

@@ -67,6 +67,7 @@ from agentkit.conversations import (
     WatchCallback,
     local_source,
 )
+from agentkit.errors import StoreUnavailableError
 from agentkit.paging import Page
 from agentkit.spec import ReasoningEffort
 
@@ -572,7 +573,9 @@ def _raise_carried(payload: dict[str, Any]) -> None:
 # --- errors ---------------------------------------------------------------------------------
 
 
-def _error_of(status: int, content: bytes, conversation_id: str | None) -> ConversationError:
+def _error_of(
+    status: int, content: bytes, conversation_id: str | None
+) -> ConversationError | StoreUnavailableError:
     """The in-process client's exception for an error answer of the server."""
     error = read_error(content)
     if error is None:
@@ -585,7 +588,9 @@ def _error_of(status: int, content: bytes, conversation_id: str | None) -> Conve
     return _exception(code, message, conversation_id)
 
 
-def _exception(code: str, message: str, conversation_id: str | None) -> ConversationError:
+def _exception(
+    code: str, message: str, conversation_id: str | None
+) -> ConversationError | StoreUnavailableError:
     cls = conversations_exception(code)
     if cls is ConversationNotFoundError:
         error = ConversationNotFoundError(conversation_id or "")

@@ -17,6 +17,7 @@ import anyio
 
 from agentkit.client._transport import Dropped, Transport, Unreachable, page_query
 from agentkit.client.contract import (
+    CANCEL_DELEGATION,
     CREATE_ROOM,
     DELEGATE,
     DELETE_ROOM,
@@ -27,6 +28,7 @@ from agentkit.client.contract import (
     LIST_ROOMS,
     PUBLISH,
     PUT_GRANT,
+    READ_EVENT_RUN,
     READ_EVENTS,
     STREAM_EVENTS,
     Operation,
@@ -36,6 +38,7 @@ from agentkit.client.contract import (
     rooms_exception,
 )
 from agentkit.conversations import ConversationClient
+from agentkit.errors import RunNotFoundError
 from agentkit.paging import Page
 from agentkit.rooms import (
     DelegationNotFoundError,
@@ -46,10 +49,12 @@ from agentkit.rooms import (
     RoomGrant,
     RoomInfo,
     RoomNotFoundError,
+    RoomRun,
     RoomsClient,
     check_position,
     publication,
 )
+from agentkit.stores import DELEGATION_ENDED
 
 __all__ = ["RemoteRoomsClient"]
 
@@ -232,43 +237,101 @@ class RemoteRoomsClient(RoomsClient):
 
     # --- delegations ------------------------------------------------------------------
 
-    async def delegate(self, room_id: str, agent: str, task: Any) -> DelegationRecord:
-        """Ask `agent` (registered in the room) for a task; returns the `pending`
-        delegation (see `LocalRoomsClient.delegate`).
+    async def delegate(
+        self, room_id: str, agent: str, task: Any, *, deadline: float | None = None
+    ) -> DelegationRecord:
+        """Ask `agent` (registered in the room, in any process of the store) for a task;
+        returns the `pending` delegation (see `LocalRoomsClient.delegate`).
 
         Raises:
             RoomAccessError: Outside the grant to publish `delegation.requested`.
             RoomAgentError: The room has no such agent.
         """
-        body = await self._call(DELEGATE, _room(room_id), body={"agent": agent, "task": task})
+        request: dict[str, Any] = {"agent": agent, "task": task}
+        if deadline is not None:
+            request["deadline"] = deadline
+        body = await self._call(DELEGATE, _room(room_id), body=request)
         return _delegation(body)
 
     async def get_delegation(self, room_id: str, delegation_id: str) -> DelegationRecord:
         """A delegation, for its requester, the room's owners, and who may read
         `delegation.*` events."""
+        body = await self._call(GET_DELEGATION, await self._delegation_path(room_id, delegation_id))
+        return _delegation(body)
+
+    async def cancel_delegation(self, room_id: str, delegation_id: str) -> DelegationRecord:
+        """Cancel a `pending` or `running` delegation (see
+        `LocalRoomsClient.cancel_delegation`).
+
+        Raises:
+            DelegationEndedError: It has ended already.
+        """
+        path = await self._delegation_path(room_id, delegation_id)
+        return _delegation(await self._call(CANCEL_DELEGATION, path))
+
+    async def _delegation_path(self, room_id: str, delegation_id: str) -> dict[str, str]:
         if not _routable(delegation_id):
             await self.get_room(room_id)
             raise DelegationNotFoundError(f"room {room_id!r} has no delegation {delegation_id!r}")
-        body = await self._call(GET_DELEGATION, {**_room(room_id), "id": delegation_id})
-        return _delegation(body)
+        return {**_room(room_id), "id": delegation_id}
 
     async def list_delegations(
-        self, room_id: str, *, limit: int | None = None, cursor: str | None = None
+        self,
+        room_id: str,
+        *,
+        status: str | Sequence[str] | None = None,
+        after: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
     ) -> Page[DelegationRecord]:
-        """A page of the room's delegations this member may see, oldest first."""
-        body = await self._call(LIST_DELEGATIONS, _room(room_id), params=page_query(limit, cursor))
+        """A page of the room's delegations this member may see, oldest first (of
+        `status` only, after the delegation of id `after`, when given)."""
+        params = page_query(limit, cursor)
+        if status is not None:
+            params["status"] = ",".join([status] if isinstance(status, str) else status)
+        if after is not None:
+            params["after"] = after
+        body = await self._call(LIST_DELEGATIONS, _room(room_id), params=params)
         return Page([_delegation(d) for d in body["delegations"]], body.get("next"))
 
-    async def wait_delegation(self, room_id: str, delegation_id: str) -> DelegationRecord:
-        """The delegation once it is `completed` or `failed` (bound the wait with
-        `anyio.fail_after`); asked for again after 20 ms, doubling up to 1 s."""
+    async def wait_delegation(
+        self,
+        room_id: str,
+        delegation_id: str,
+        *,
+        timeout: float | None = 600.0,  # noqa: ASYNC109 (the default bound is the point)
+    ) -> DelegationRecord:
+        """The delegation once it has ended; asked for again after 20 ms, doubling up to
+        1 s.
+
+        Raises:
+            TimeoutError: Not ended within `timeout` seconds (`None`: no bound).
+        """
         delay = _FIRST_POLL
-        while True:
-            record = await self.get_delegation(room_id, delegation_id)
-            if record.status in ("completed", "failed"):
-                return record
-            await anyio.sleep(delay)
-            delay = min(delay * 2, _MAX_POLL)
+        with anyio.fail_after(timeout):
+            while True:
+                record = await self.get_delegation(room_id, delegation_id)
+                if record.status in DELEGATION_ENDED:
+                    return record
+                await anyio.sleep(delay)
+                delay = min(delay * 2, _MAX_POLL)
+
+    # --- runs -------------------------------------------------------------------------
+
+    async def read_run(self, room_id: str, position: int) -> RoomRun:
+        """The engine run behind the event at `position` (see
+        `LocalRoomsClient.read_run`).
+
+        Raises:
+            RunNotFoundError: No readable event there, or no run behind it.
+        """
+        check_position(position)
+        path = {**_room(room_id), "position": str(position)}
+        try:
+            body = await self._call(READ_EVENT_RUN, path)
+        except _RunMissing as exc:
+            raise RunNotFoundError(str(exc)) from None
+        return RoomRun.model_validate(body)
 
 
 # --- wire ---------------------------------------------------------------------------------
@@ -311,6 +374,8 @@ def _event(data: dict[str, Any]) -> RoomEvent:
         author=data["author"],
         payload=data.get("payload"),
         created_at=float(data["createdAt"]),
+        caused_by=data.get("causedBy"),
+        run_id=data.get("runId"),
     )
 
 
@@ -319,6 +384,7 @@ def _grant(data: dict[str, Any]) -> RoomGrant:
 
 
 def _delegation(data: dict[str, Any]) -> DelegationRecord:
+    deadline = data.get("deadline")
     return DelegationRecord(
         id=data["id"],
         room_id=data["roomId"],
@@ -330,6 +396,8 @@ def _delegation(data: dict[str, Any]) -> DelegationRecord:
         updated_at=float(data["updatedAt"]),
         result=data.get("result"),
         error=data.get("error"),
+        deadline=None if deadline is None else float(deadline),
+        attempts=int(data.get("attempts", 0)),
     )
 
 
@@ -358,5 +426,11 @@ def _error_of(status: int, content: bytes) -> Exception:
     return _exception(*error)
 
 
+class _RunMissing(RoomError):
+    """`run_not_found` answered to the rooms client (read as `RunNotFoundError`)."""
+
+
 def _exception(code: str, message: str) -> Exception:
+    if code == "run_not_found":
+        return _RunMissing(message)
     return rooms_exception(code)(message)

@@ -18,6 +18,7 @@ from agentkit._internal.lazy import lazy_exports
 if TYPE_CHECKING:
     from agentkit.rooms._client import LocalRoomsClient, RoomsClient
     from agentkit.rooms._errors import (
+        DelegationEndedError,
         DelegationNotFoundError,
         RoomAccessError,
         RoomAgentError,
@@ -33,18 +34,23 @@ if TYPE_CHECKING:
         RoomAgentDescriptor,
         RoomAgentRequest,
         RoomInfo,
+        RoomRun,
         StartPolicy,
         check_position,
         publication,
     )
     from agentkit.rooms._patterns import matches
-    from agentkit.rooms._spec_agent import SpecRoomAgent, default_prompt
-    from agentkit.rooms._worker import AGENT_FAILED, WorkerStatus
+    from agentkit.rooms._spec_agent import Overflow, SpecRoomAgent, default_prompt
+    from agentkit.rooms._worker import AGENT_FAILED, INTERRUPTED, WorkerState, WorkerStatus
     from agentkit.stores import DelegationRecord, RoomEvent, RoomGrant, RoomNotFoundError
 
 _EXPORTS: dict[str, str] = {
     "AGENT_FAILED": "agentkit.rooms._worker",
     "DelegatingRoomAgent": "agentkit.rooms._models",
+    "DelegationEndedError": "agentkit.rooms._errors",
+    "INTERRUPTED": "agentkit.rooms._worker",
+    "RoomRun": "agentkit.rooms._models",
+    "WorkerState": "agentkit.rooms._worker",
     "DelegationNotFoundError": "agentkit.rooms._errors",
     "DelegationRecord": "agentkit.stores",
     "EventInput": "agentkit.rooms._models",
@@ -64,6 +70,7 @@ _EXPORTS: dict[str, str] = {
     "RoomNotFoundError": "agentkit.stores",
     "Rooms": "agentkit.rooms._host",
     "RoomsClient": "agentkit.rooms._client",
+    "Overflow": "agentkit.rooms._spec_agent",
     "SpecRoomAgent": "agentkit.rooms._spec_agent",
     "StartPolicy": "agentkit.rooms._models",
     "WorkerStatus": "agentkit.rooms._worker",
@@ -75,13 +82,16 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "AGENT_FAILED",
+    "INTERRUPTED",
     "MAX_BATCH",
     "MAX_PAYLOAD_BYTES",
     "DelegatingRoomAgent",
+    "DelegationEndedError",
     "DelegationNotFoundError",
     "DelegationRecord",
     "EventInput",
     "LocalRoomsClient",
+    "Overflow",
     "Role",
     "RoomAccessError",
     "RoomAgent",
@@ -93,10 +103,12 @@ __all__ = [
     "RoomGrant",
     "RoomInfo",
     "RoomNotFoundError",
+    "RoomRun",
     "Rooms",
     "RoomsClient",
     "SpecRoomAgent",
     "StartPolicy",
+    "WorkerState",
     "WorkerStatus",
     "check_position",
     "default_prompt",

@@ -12,7 +12,10 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from agentkit.errors import InvalidPageError
+import anyio
+
+from agentkit.errors import DelegationStateError, InvalidPageError, RunNotFoundError
+from agentkit.events import to_wire
 from agentkit.paging import (
     Page,
     check_limit,
@@ -23,6 +26,7 @@ from agentkit.paging import (
     record_key,
 )
 from agentkit.rooms._errors import (
+    DelegationEndedError,
     DelegationNotFoundError,
     RoomAccessError,
     RoomAgentError,
@@ -35,11 +39,14 @@ from agentkit.rooms._models import (
     RoomAgentDescriptor,
     RoomInfo,
     RoomLog,
+    RoomRun,
     check_position,
     publication,
 )
 from agentkit.rooms._patterns import check_patterns, matches_any
 from agentkit.stores import (
+    DELEGATION_ENDED,
+    DELEGATION_STATUSES,
     DelegationRecord,
     RoomEvent,
     RoomGrant,
@@ -53,6 +60,23 @@ _ALL = ("*",)
 EVERY_MEMBER = "member:*"
 """The participant of a grant that applies to every member without a grant of its own."""
 _OWNERS = "owners"
+_MAX_DEADLINE = 30 * 86_400
+_SCAN = 500  # delegations read per store call while filling a page
+
+
+def _statuses(status: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    """The statuses a delegations list keeps (`None`: all); `RoomError` for an unknown
+    one."""
+    if status is None:
+        return None
+    wanted = (status,) if isinstance(status, str) else tuple(status)
+    unknown = [s for s in wanted if s not in DELEGATION_STATUSES]
+    if unknown or not wanted:
+        raise RoomError(
+            f"status {', '.join(map(repr, unknown)) or '(none)'} is not one of "
+            f"{', '.join(sorted(DELEGATION_STATUSES))}"
+        )
+    return wanted
 
 
 class ClientHost(RoomLog, Protocol):
@@ -77,6 +101,19 @@ class ClientHost(RoomLog, Protocol):
         types: Sequence[str] | None,
         limit: int,
     ) -> tuple[list[RoomEvent], int]: ...
+
+    async def agent_known(self, room: RoomRecord, agent_id: str) -> float | None: ...
+
+    async def end_delegation(
+        self,
+        record: DelegationRecord,
+        status: str,
+        author: str,
+        *,
+        expect: Sequence[str],
+        result: Any = None,
+        error: str | None = None,
+    ) -> DelegationRecord: ...
 
 
 @runtime_checkable
@@ -115,12 +152,28 @@ class RoomsClient(Protocol):
     def subscribe(
         self, room_id: str, *, after: int = 0, types: Sequence[str] | None = None
     ) -> AsyncIterator[RoomEvent]: ...
-    async def delegate(self, room_id: str, agent: str, task: Any) -> DelegationRecord: ...
+    async def delegate(
+        self, room_id: str, agent: str, task: Any, *, deadline: float | None = None
+    ) -> DelegationRecord: ...
     async def get_delegation(self, room_id: str, delegation_id: str) -> DelegationRecord: ...
+    async def cancel_delegation(self, room_id: str, delegation_id: str) -> DelegationRecord: ...
     async def list_delegations(
-        self, room_id: str, *, limit: int | None = None, cursor: str | None = None
+        self,
+        room_id: str,
+        *,
+        status: str | Sequence[str] | None = None,
+        after: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
     ) -> Page[DelegationRecord]: ...
-    async def wait_delegation(self, room_id: str, delegation_id: str) -> DelegationRecord: ...
+    async def wait_delegation(
+        self,
+        room_id: str,
+        delegation_id: str,
+        *,
+        timeout: float | None = 600.0,  # noqa: ASYNC109 (the default bound is the point)
+    ) -> DelegationRecord: ...
+    async def read_run(self, room_id: str, position: int) -> RoomRun: ...
 
 
 class LocalRoomsClient(RoomsClient):
@@ -325,19 +378,30 @@ class LocalRoomsClient(RoomsClient):
 
     # --- delegations ------------------------------------------------------------------
 
-    async def delegate(self, room_id: str, agent: str, task: Any) -> DelegationRecord:
-        """Ask `agent` (registered in the room) for a task: a `delegation.requested` event
-        and a `pending` delegation, then `running`, `completed` (with its result) or
-        `failed`, each a `delegation.*` event. Needs the grant to publish
-        `delegation.requested`."""
-        _, _, grant = await self._access(room_id)
+    async def delegate(
+        self, room_id: str, agent: str, task: Any, *, deadline: float | None = None
+    ) -> DelegationRecord:
+        """Ask `agent` for a task: a `delegation.requested` event and a `pending`
+        delegation, then `running` and one ending: `completed` (with its result),
+        `failed`, `cancelled` or `expired`, each a `delegation.*` event. Needs the grant
+        to publish `delegation.requested`. The agent may run in any process sharing the
+        store; `deadline` (seconds, default the agent's `delegation_deadline`) bounds how
+        long the delegation may stay unanswered."""
+        room, _, grant = await self._access(room_id)
         if not matches_any(grant.publish, "delegation.requested"):
             raise RoomAccessError(
                 "delegating is publishing 'delegation.requested', outside "
                 f"{self.participant}'s grants"
             )
-        if agent not in {d.id for d in self._host.agents(room_id)}:
+        default = await self._host.agent_known(room, agent) if isinstance(agent, str) else None
+        if default is None:
             raise RoomAgentError(f"room {room_id!r} has no agent {agent!r}")
+        if deadline is not None and (
+            isinstance(deadline, bool)
+            or not isinstance(deadline, int | float)
+            or not 0 < deadline <= _MAX_DEADLINE
+        ):
+            raise RoomError(f"deadline is seconds, over 0 and at most {_MAX_DEADLINE}")
         now = time.time()
         record = DelegationRecord(
             id=uuid.uuid4().hex,
@@ -348,6 +412,7 @@ class LocalRoomsClient(RoomsClient):
             requested_by=self.participant,
             created_at=now,
             updated_at=now,
+            deadline=now + (default if deadline is None else deadline),
         )
         request = EventInput(
             type="delegation.requested", payload={"id": record.id, "agent": agent, "task": task}
@@ -358,43 +423,150 @@ class LocalRoomsClient(RoomsClient):
             raise RoomError(str(exc)) from None
         return record
 
+    async def _visible_delegation(
+        self, room_id: str, delegation_id: str
+    ) -> tuple[DelegationRecord, bool]:
+        """A delegation the member may see, and whether it may cancel it (its requester
+        and the room's owners may)."""
+        _, owner, grant = await self._access(room_id)
+        record = (
+            await self._host.store.get_delegation(room_id, delegation_id)
+            if isinstance(delegation_id, str)
+            else None
+        )
+        mine = record is not None and (owner or record.requested_by == self.participant)
+        if record is None or not (mine or matches_any(grant.read, "delegation.completed")):
+            raise DelegationNotFoundError(f"room {room_id!r} has no delegation {delegation_id!r}")
+        return record, mine
+
     async def get_delegation(self, room_id: str, delegation_id: str) -> DelegationRecord:
         """A delegation, for its requester, the room's owners, and who may read
         `delegation.*` events."""
-        _, owner, grant = await self._access(room_id)
-        record = await self._host.store.get_delegation(room_id, delegation_id)
-        if record is None or not (
-            owner
-            or record.requested_by == self.participant
-            or matches_any(grant.read, "delegation.completed")
-        ):
-            raise DelegationNotFoundError(f"room {room_id!r} has no delegation {delegation_id!r}")
+        record, _ = await self._visible_delegation(room_id, delegation_id)
         return record
 
+    async def cancel_delegation(self, room_id: str, delegation_id: str) -> DelegationRecord:
+        """Cancel a `pending` or `running` delegation (its requester and the room's
+        owners): it ends `cancelled` with a `delegation.cancelled` event, and a handler
+        running it is stopped.
+
+        Raises:
+            DelegationEndedError: It has ended already.
+            RoomAccessError: The member may see it but not cancel it.
+        """
+        record, mine = await self._visible_delegation(room_id, delegation_id)
+        if not mine:
+            raise RoomAccessError("only a delegation's requester and the room's owners cancel it")
+        try:
+            return await self._host.end_delegation(
+                record,
+                "cancelled",
+                self.participant,
+                expect=("pending", "running"),
+                error=f"cancelled by {self.participant}",
+            )
+        except DelegationStateError as exc:
+            raise DelegationEndedError(
+                f"delegation {delegation_id!r} has ended already ({exc.status})"
+            ) from None
+
     async def list_delegations(
-        self, room_id: str, *, limit: int | None = None, cursor: str | None = None
+        self,
+        room_id: str,
+        *,
+        status: str | Sequence[str] | None = None,
+        after: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
     ) -> Page[DelegationRecord]:
         """A page of the room's delegations this member may see (as `get_delegation`
-        says), oldest first."""
+        says), oldest first: of `status` only (one or several) when given, after the
+        delegation of id `after` (or the `next` cursor of the page before)."""
         size = check_limit(limit)
-        after = decode_key(cursor, "delegations")
+        statuses = _statuses(status)
         _, owner, grant = await self._access(room_id)
+        key = decode_key(cursor, "delegations")
+        if after is not None:
+            anchor = await self._host.store.get_delegation(room_id, after)
+            if anchor is None:
+                raise InvalidPageError(f"after: room {room_id!r} has no delegation {after!r}")
+            key = record_key(anchor) if key is None else max(key, record_key(anchor))
         sees_all = owner or matches_any(grant.read, "delegation.completed")
-        found = [
-            record
-            for record in sorted(await self._host.store.list_delegations(room_id), key=record_key)
-            if (after is None or record_key(record) > after)
-            and (sees_all or record.requested_by == self.participant)
-        ]
+        found: list[DelegationRecord] = []
+        while len(found) <= size:
+            batch = await self._host.store.list_delegations(
+                room_id, statuses=statuses, after=key, limit=_SCAN
+            )
+            found.extend(r for r in batch if sees_all or r.requested_by == self.participant)
+            if len(batch) < _SCAN:
+                break
+            key = record_key(batch[-1])
         return page_of(found[: size + 1], size, "delegations", record_key, lambda r: r)
 
-    async def wait_delegation(self, room_id: str, delegation_id: str) -> DelegationRecord:
-        """The delegation once it is `completed` or `failed` (bound the wait with
-        `anyio.fail_after`)."""
-        with await self._host.changes(room_id) as changes:
+    async def wait_delegation(
+        self,
+        room_id: str,
+        delegation_id: str,
+        *,
+        timeout: float | None = 600.0,  # noqa: ASYNC109 (the default bound is the point)
+    ) -> DelegationRecord:
+        """The delegation once it has ended (`completed`, `failed`, `cancelled` or
+        `expired`).
+
+        Raises:
+            TimeoutError: Not ended within `timeout` seconds (`None`: no bound; the
+                delegation's deadline ends it anyway).
+        """
+        with anyio.fail_after(timeout), await self._host.changes(room_id) as changes:
             while True:
                 changes.take()
                 record = await self.get_delegation(room_id, delegation_id)
-                if record.status in ("completed", "failed"):
+                if record.status in DELEGATION_ENDED:
                     return record
                 await changes.wait(self._host.poll_interval)
+
+    # --- runs -------------------------------------------------------------------------
+
+    async def _covers(self, room_id: str, grant: RoomGrant, participant: str) -> bool:
+        """Whether `grant` reads everything `participant`'s grant in the room reads."""
+        theirs = next(
+            (
+                g
+                for g in await self._host.store.list_grants(room_id)
+                if g.participant == participant
+            ),
+            None,
+        )
+        return theirs is not None and all(matches_any(grant.read, p) for p in theirs.read)
+
+    async def read_run(self, room_id: str, position: int) -> RoomRun:
+        """The engine run behind the event at `position` (an LLM agent's answer, or its
+        `agent.failed`): its record and stored events, tool calls included, for a member
+        who may read that event.
+
+        Raises:
+            RoomNotFoundError: No such room, or not visible to the member.
+            RunNotFoundError: No readable event at `position`, or it came from no run of
+                the room's agents.
+        """
+        check_position(position)
+        _, owner, grant = await self._access(room_id)
+        store = self._host.store
+        found = await store.read_room_events(room_id, max(0, position - 1), limit=1)
+        event = found[0] if found and found[0].position == position else None
+        run = None
+        if (
+            event is not None
+            and event.run_id
+            and matches_any(grant.read, event.type)
+            # The run's prompt holds what its agent read: readers who may read all of it.
+            and (owner or await self._covers(room_id, grant, event.author))
+        ):
+            run = await store.get_run(event.run_id)
+        if run is None or not run.session_id.startswith(f"room-agent:{room_id}:"):
+            raise RunNotFoundError(f"no run behind position {position} of room {room_id!r}")
+        events = [
+            {"offset": entry.offset, "event": to_wire(entry.event)}
+            for entry in await store.read_events(run.id)
+        ]
+        return RoomRun(position=position, run=run, events=events)

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 from agentkit.errors import (
+    DelegationEndedError,
     DelegationNotFoundError,
     RoomAccessError,
     RoomAgentError,
     RoomError,
 )
 
-__all__ = ["DelegationNotFoundError", "RoomAccessError", "RoomAgentError", "RoomError"]
+__all__ = [
+    "DelegationEndedError",
+    "DelegationNotFoundError",
+    "RoomAccessError",
+    "RoomAgentError",
+    "RoomError",
+]

@@ -21,12 +21,14 @@ import os
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 from anyio.abc import TaskGroup
 
+from agentkit.errors import DelegationStateError
 from agentkit.rooms._errors import RoomAgentError, RoomError
 from agentkit.rooms._models import (
     EventInput,
@@ -42,6 +44,7 @@ from agentkit.rooms._patterns import check_patterns, matches_any
 from agentkit.rooms._worker import Worker, WorkerStatus
 from agentkit.stores import (
     DelegationRecord,
+    DelegationStatus,
     NewRoomEvent,
     Notifications,
     RoomEvent,
@@ -62,6 +65,10 @@ if TYPE_CHECKING:
 __all__ = ["Role", "Rooms"]
 
 _logger = logging.getLogger("agentkit.rooms")
+
+
+_AGENTS = "agents"
+"""The key of a room's metadata that lists the agents ever registered in it."""
 
 
 def room_topic(room_id: str) -> str:
@@ -88,6 +95,12 @@ class Rooms:
             process's own wake them at once).
         shutdown_timeout: Seconds the handlers in flight get when the host closes or an
             agent is removed, before they are cancelled.
+        sweep_interval: Seconds between two looks for delegations past their deadline
+            (in every room of the store, whoever's agent they were for): each ends
+            `expired`.
+        delegation_deadline: Seconds a delegation has when neither its request nor an
+            agent registered in this process says (an agent that runs in another process
+            records its own default in the room).
         role_of: Looks a member's current role up on each call (a machine's member list);
             without it, a client's role is the one it was made with.
         member_id_of: Resolves the member a grant or an owner list names (`member:ada`)
@@ -102,6 +115,8 @@ class Rooms:
         runtime: Runtime | None = None,
         poll_interval: float = 1.0,
         shutdown_timeout: float = 10.0,
+        sweep_interval: float = 5.0,
+        delegation_deadline: float = 3600.0,
         role_of: RoleOf | None = None,
         member_id_of: MemberIdOf | None = None,
     ) -> None:
@@ -117,6 +132,8 @@ class Rooms:
         """The runtime LLM room agents run on, if any."""
         self.poll_interval = poll_interval
         self.shutdown_timeout = shutdown_timeout
+        self.sweep_interval = sweep_interval
+        self.delegation_deadline = delegation_deadline
         self.role_of = role_of
         self.member_id_of = member_id_of
         self.notifications: Notifications = notifications_of(self.store)
@@ -130,6 +147,7 @@ class Rooms:
         if self.runtime is None and self.notifications.shared:
             # Without a runtime (which listens for both), the host listens itself.
             self._group.start_soon(self.notifications.run)
+        self._group.start_soon(self._sweep)
         return self
 
     async def __aexit__(
@@ -253,9 +271,36 @@ class Rooms:
         if descriptor.participant not in stored:
             grant = RoomGrant(descriptor.participant, descriptor.read, descriptor.publish)
             await self.store.set_grant(room_id, grant)
+        await self._record_agent(room_id, descriptor)
         worker = self._workers[key] = Worker(self, room_id, agent)
         group.start_soon(self._run_worker, worker)
         await worker.started.wait()
+
+    async def _record_agent(self, room_id: str, descriptor: RoomAgentDescriptor) -> None:
+        """Note the agent in the room's record, for the processes that delegate to it
+        without running it: that it exists and its delegations' default deadline."""
+        room = await self.store.get_room(room_id)
+        if room is None:
+            raise RoomNotFoundError(f"no room {room_id!r}")
+        known = dict(room.metadata.get(_AGENTS, {}))
+        entry = {"delegationDeadline": descriptor.delegation_deadline}
+        if known.get(descriptor.id) != entry:
+            known[descriptor.id] = entry
+            await self.store.update_room(room_id, metadata={**room.metadata, _AGENTS: known})
+
+    async def agent_known(self, room: RoomRecord, agent_id: str) -> float | None:
+        """The default deadline of delegations to `agent_id` when the agent was ever
+        registered in the room (in any process of the store), else `None`."""
+        for (room_id, _), worker in self._workers.items():
+            if room_id == room.id and worker.descriptor.id == agent_id:
+                return worker.descriptor.delegation_deadline
+        entry = room.metadata.get(_AGENTS, {}).get(agent_id)
+        if isinstance(entry, dict):
+            deadline = entry.get("delegationDeadline")
+            return (
+                float(deadline) if isinstance(deadline, int | float) else self.delegation_deadline
+            )
+        return None
 
     async def _run_worker(self, worker: Worker) -> None:
         try:
@@ -302,9 +347,19 @@ class Rooms:
         author: str,
         *,
         delegation: DelegationRecord | None = None,
+        expect: Sequence[str] | None = None,
+        caused_by: int | None = None,
+        run_id: str | None = None,
+        cursor: tuple[str, int] | None = None,
     ) -> list[RoomEvent]:
-        """Append `inputs` as `author`, atomically (with `delegation`'s new state), and
-        wake this process's readers. Grants are the caller's to check."""
+        """Append `inputs` as `author`, atomically (with `delegation`'s new state, when
+        its stored status is one of `expect`, and a consumer's `cursor` move), and wake
+        this process's readers. Grants are the caller's to check.
+
+        Raises:
+            DelegationStateError: The delegation is not in an `expect`ed status.
+            StoreUnavailableError: The store cannot write now (nothing is written).
+        """
         now = time.time()
         events = []
         for item in inputs:
@@ -316,12 +371,80 @@ class Rooms:
                     author=author,
                     payload=item.payload,
                     created_at=now,
+                    caused_by=caused_by,
+                    run_id=run_id,
                 )
             )
-        stored = await self.store.append_room_events(room_id, events, delegation=delegation)
+        stored = await self.store.append_room_events(
+            room_id, events, delegation=delegation, expect=expect, cursor=cursor
+        )
         # This process's readers at once (other processes' through the store).
         self.notifications.dispatch((room_topic(room_id),))
         return stored
+
+    async def end_delegation(
+        self,
+        record: DelegationRecord,
+        status: str,
+        author: str,
+        *,
+        expect: Sequence[str],
+        result: Any = None,
+        error: str | None = None,
+        caused_by: int | None = None,
+        run_id: str | None = None,
+        cursor: tuple[str, int] | None = None,
+    ) -> DelegationRecord:
+        """End a delegation (`completed`, `failed`, `cancelled`, `expired`) with its
+        `delegation.<status>` event, in one transaction, when its stored status is one
+        of `expect`; the ended record.
+
+        Raises:
+            DelegationStateError: It is not (it ended already).
+        """
+        ending = replace(
+            record,
+            status=cast("DelegationStatus", status),
+            updated_at=time.time(),
+            result=result,
+            error=error,
+        )
+        body: dict[str, Any] = {"id": record.id, "agent": record.agent}
+        if status == "completed":
+            body["result"] = result
+        else:
+            body["error"] = error
+        await self.commit(
+            record.room_id,
+            [EventInput(type=f"delegation.{status}", payload=body)],
+            author,
+            delegation=ending,
+            expect=expect,
+            caused_by=caused_by,
+            run_id=run_id,
+            cursor=cursor,
+        )
+        return ending
+
+    async def _sweep(self) -> None:
+        """End the delegations past their deadline, in every room, now and then. Every
+        process sweeps; a delegation ends once (its status moves only from `pending` or
+        `running`)."""
+        while True:
+            await anyio.sleep(self.sweep_interval)
+            try:
+                overdue = await self.store.overdue_delegations(time.time())
+                for record in overdue:
+                    with contextlib.suppress(DelegationStateError, RoomNotFoundError):
+                        await self.end_delegation(
+                            record,
+                            "expired",
+                            f"agent:{record.agent}",
+                            expect=("pending", "running"),
+                            error="expired: not done by its deadline",
+                        )
+            except Exception as exc:  # the store failed: the next sweep tries again
+                _logger.warning("sweeping overdue delegations failed: %s", exc)
 
     def reader(
         self, room_id: str, readable: Sequence[str]

@@ -12,7 +12,7 @@ from pydantic.alias_generators import to_camel
 
 from agentkit.errors import RoomError
 from agentkit.rooms._patterns import check_patterns, check_type
-from agentkit.stores import DelegationRecord, RoomEvent, Store, Subscription
+from agentkit.stores import DelegationRecord, RoomEvent, RunRecord, Store, Subscription
 
 if TYPE_CHECKING:
     from agentkit.runtime import Runtime
@@ -30,6 +30,7 @@ __all__ = [
     "RoomAgentRequest",
     "RoomInfo",
     "RoomLog",
+    "RoomRun",
     "StartPolicy",
     "check_position",
     "encode_payload",
@@ -56,8 +57,10 @@ MAX_BATCH = 100
 StartPolicy = Literal["current", "persisted"]
 """Where an agent's worker starts: `current`, the room's head when it starts (nothing
 missed is replayed after a restart); `persisted`, after the last position it handled,
-kept in the store (at-least-once: an event being handled when the process stopped is
-handled again)."""
+kept in the store. A persisted agent's publications and its cursor's move commit in one
+transaction, so after a crash no event is handled twice and none is skipped; only a
+handler's outside effects may repeat (an event being handled when the process died is
+handled again), which `RoomAgentRequest.idempotency_key` makes safe."""
 
 
 def publication(events: Any) -> list[EventInput]:
@@ -130,6 +133,11 @@ class RoomAgentDescriptor(BaseModel):
         handler_timeout: Seconds one call of `handle` (or `delegate`) may take.
         max_attempts: For `persisted` agents, how many times an event whose handler
             failed is tried before the worker gives up on it and moves on.
+        delegation_deadline: Seconds a delegation to the agent has, from its request,
+            before it ends `expired` (a request may give its own).
+        retry_interrupted: Whether a delegation whose handler was stopped with its
+            process runs once more when the agent starts again (instead of ending
+            `failed`); for handlers that are safe to repeat.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -143,6 +151,8 @@ class RoomAgentDescriptor(BaseModel):
     start: StartPolicy = "current"
     handler_timeout: float = Field(60.0, gt=0, le=86_400)
     max_attempts: int = Field(3, ge=1, le=100)
+    delegation_deadline: float = Field(3600.0, gt=0, le=30 * 86_400)
+    retry_interrupted: bool = False
 
     @field_validator("read", "publish", "selects", mode="before")
     @classmethod
@@ -166,6 +176,18 @@ class RoomInfo(BaseModel):
     created_at: float
     owners: tuple[str, ...] = ()
     head: int = 0
+
+
+class RoomRun(BaseModel):
+    """The engine run behind a room event (`RoomsClient.read_run`): its record and its
+    stored events (`{"offset", "event"}`, the core's events in their wire form), as
+    `GET /v1/runs/{id}` answers them."""
+
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
+
+    position: int
+    run: RunRecord
+    events: list[dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -262,4 +284,8 @@ class RoomLog(Protocol):
         author: str,
         *,
         delegation: DelegationRecord | None = None,
+        expect: Sequence[str] | None = None,
+        caused_by: int | None = None,
+        run_id: str | None = None,
+        cursor: tuple[str, int] | None = None,
     ) -> list[RoomEvent]: ...

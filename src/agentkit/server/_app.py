@@ -71,6 +71,8 @@ MEMBER_HANDLERS: dict[Operation, Handler] = {
     contract.STREAM_EVENTS: r.stream_events,
     contract.DELEGATE: r.delegate,
     contract.GET_DELEGATION: r.get_delegation,
+    contract.CANCEL_DELEGATION: r.cancel_delegation,
+    contract.READ_EVENT_RUN: r.read_event_run,
     contract.LIST_DELEGATIONS: r.list_delegations,
     contract.LIST_ROOM_AGENTS: r.list_workers,
     contract.LIST_RUNS: runs.list_runs,

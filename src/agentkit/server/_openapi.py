@@ -24,7 +24,7 @@ from agentkit.conversations import (
     PromptAccepted,
     UploadedFile,
 )
-from agentkit.rooms import RoomInfo, WorkerStatus
+from agentkit.rooms import RoomInfo, RoomRun, WorkerStatus
 from agentkit.server._bodies import (
     AgentList,
     CancelResult,
@@ -69,6 +69,7 @@ _READ: tuple[type[BaseModel], ...] = (
     PromptAccepted,
     RoomInfo,
     RoomList,
+    RoomRun,
     RunDetails,
     RunList,
     TurnList,
@@ -219,6 +220,11 @@ def _operation(
     if secured:
         described["security"] = [{"bearer": []}]
         responses = {**responses, "401": _error("No token, or not a member's.")}
+        unavailable = "The store cannot be reached or cannot write now (`store_unavailable`)"
+        earlier = responses.get("503")
+        responses["503"] = _error(
+            unavailable + "." if earlier is None else f"{earlier['description']} Or: {unavailable}."
+        )
     described["responses"] = responses
     return described
 
@@ -680,9 +686,20 @@ def _room_operations(forbidden: dict[str, Any]) -> list[dict[str, Any]]:
             parameters=[room, after, types, last_event_id],
         ),
         _operation(
+            contract.READ_EVENT_RUN,
+            "The engine run behind a room event (an LLM agent's answer or failure): its "
+            "record and stored events, tool calls included, for who may read the event.",
+            {
+                "200": {"description": "The run.", "content": _content(RoomRun)},
+                "404": _error("No such room, no readable event there, or no run behind it."),
+                "422": _error("A position that is not an integer of 1 or more."),
+            },
+            parameters=[room, _path("position", "The event's position in the room.")],
+        ),
+        _operation(
             contract.DELEGATE,
             "Ask an agent of the room for a task (needs the grant to publish "
-            "`delegation.requested`).",
+            "`delegation.requested`); the agent may run in any process of the store.",
             {
                 "202": {"description": "Pending.", "content": _content(DelegationRecord)},
                 "403": forbidden,
@@ -693,10 +710,23 @@ def _room_operations(forbidden: dict[str, Any]) -> list[dict[str, Any]]:
         ),
         _operation(
             contract.GET_DELEGATION,
-            "A delegation: `pending`, `running`, `completed` (with `result`) or `failed`.",
+            "A delegation: `pending`, `running`, `completed` (with `result`), `failed`, "
+            "`cancelled` or `expired` (with `error`).",
             {
                 "200": {"description": "It.", "content": _content(DelegationRecord)},
                 "404": _error("No such room or delegation."),
+            },
+            parameters=[room, _path("id", "The delegation's id.")],
+        ),
+        _operation(
+            contract.CANCEL_DELEGATION,
+            "Cancel a pending or running delegation (its requester and the room's "
+            "owners): it ends `cancelled`, and a handler running it is stopped.",
+            {
+                "200": {"description": "Cancelled.", "content": _content(DelegationRecord)},
+                "403": _error("The caller may see the delegation but not cancel it."),
+                "404": _error("No such room or delegation."),
+                "409": _error("The delegation has ended already (`delegation_ended`)."),
             },
             parameters=[room, _path("id", "The delegation's id.")],
         ),
@@ -710,7 +740,24 @@ def _room_operations(forbidden: dict[str, Any]) -> list[dict[str, Any]]:
                 },
                 "404": missing,
             },
-            parameters=[room],
+            parameters=[
+                room,
+                {
+                    "name": "status",
+                    "in": "query",
+                    "required": False,
+                    "description": "Only delegations in these statuses (comma-separated: "
+                    "`pending`, `running`, `completed`, `failed`, `cancelled`, `expired`).",
+                    "schema": {"type": "string"},
+                },
+                {
+                    "name": "after",
+                    "in": "query",
+                    "required": False,
+                    "description": "Only delegations recorded after the one of this id.",
+                    "schema": {"type": "string"},
+                },
+            ],
         ),
         _operation(
             contract.LIST_ROOM_AGENTS,

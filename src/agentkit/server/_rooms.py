@@ -56,10 +56,12 @@ class PublishBody(_Body):
 
 
 class DelegationRequest(_Body):
-    """`POST /v1/rooms/{room}/delegations`."""
+    """`POST /v1/rooms/{room}/delegations`: `deadline`, the seconds the delegation may
+    stay unanswered (the agent's default when left out)."""
 
     agent: str
     task: Any = None
+    deadline: float | None = Field(None, gt=0, le=30 * 86_400)
 
 
 class RoomList(_Body):
@@ -181,7 +183,7 @@ async def stream_events(request: Request, member: Member) -> Response:
 async def delegate(request: Request, member: Member) -> Response:
     body = await read_body(request, DelegationRequest)
     record = await _rooms(request, member).delegate(
-        request.path_params["room"], body.agent, body.task
+        request.path_params["room"], body.agent, body.task, deadline=body.deadline
     )
     location = GET_DELEGATION.url(room=record.room_id, id=record.id)
     return json_response(_wire(record), 202, {"Location": location})
@@ -194,13 +196,33 @@ async def get_delegation(request: Request, member: Member) -> Response:
     return json_response(_wire(record))
 
 
+async def cancel_delegation(request: Request, member: Member) -> Response:
+    record = await _rooms(request, member).cancel_delegation(
+        request.path_params["room"], request.path_params["id"]
+    )
+    return json_response(_wire(record))
+
+
 async def list_delegations(request: Request, member: Member) -> Response:
     limit, cursor = page_params(request.query_params)
+    raw = query_param(request.query_params, "status")
+    status = None if raw is None else [part.strip() for part in raw.split(",")]
     page = await _rooms(request, member).list_delegations(
-        request.path_params["room"], limit=limit, cursor=cursor
+        request.path_params["room"],
+        status=status,
+        after=query_param(request.query_params, "after") or None,
+        limit=limit,
+        cursor=cursor,
     )
     delegations = [_wire(record) for record in page]
     return json_response({"delegations": delegations, "next": page.next})
+
+
+async def read_event_run(request: Request, member: Member) -> Response:
+    raw = request.path_params["position"]
+    position = integer_param(raw, "position", default=0)
+    run = await _rooms(request, member).read_run(request.path_params["room"], position)
+    return json_response(run)
 
 
 async def list_workers(request: Request, member: Member) -> Response:

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from agentkit.stores._notify import Notifications, Subscription, notifications_of
     from agentkit.stores._open import open_store
     from agentkit.stores._postgres import PostgresStore
+    from agentkit.stores._rooms import DELEGATION_ENDED, DELEGATION_STATUSES
     from agentkit.stores._sqlite import SQLiteStore
 
 _EXPORTS: dict[str, str] = {
@@ -65,6 +66,8 @@ _EXPORTS: dict[str, str] = {
     "MemberRecord": "agentkit.stores._base",
     "ConversationRecord": "agentkit.stores._base",
     "AgentRecord": "agentkit.stores._base",
+    "DELEGATION_ENDED": "agentkit.stores._rooms",
+    "DELEGATION_STATUSES": "agentkit.stores._rooms",
     "DelegationRecord": "agentkit.stores._base",
     "DelegationStateError": "agentkit.errors",
     "DelegationStatus": "agentkit.stores._base",
@@ -100,6 +103,8 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "DELEGATION_ENDED",
+    "DELEGATION_STATUSES",
     "AgentRecord",
     "ConversationRecord",
     "DelegationRecord",

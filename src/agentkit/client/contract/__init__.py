@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     )
     from agentkit.client.contract._routes import (
         CANCEL_CONVERSATION,
+        CANCEL_DELEGATION,
         CANCEL_RUN,
         CREATE_CONVERSATION,
         CREATE_ROOM,
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
         PUBLISH,
         PUT_AGENT,
         PUT_GRANT,
+        READ_EVENT_RUN,
         READ_EVENTS,
         ROTATE_TOKEN,
         START_RUN,
@@ -90,6 +92,8 @@ _EXPORTS: dict[str, str] = {
     "CREATE_CONVERSATION": "agentkit.client.contract._routes",
     "CREATE_ROOM": "agentkit.client.contract._routes",
     "DELEGATE": "agentkit.client.contract._routes",
+    "READ_EVENT_RUN": "agentkit.client.contract._routes",
+    "CANCEL_DELEGATION": "agentkit.client.contract._routes",
     "DELETE_AGENT": "agentkit.client.contract._routes",
     "DELETE_CONVERSATION": "agentkit.client.contract._routes",
     "DELETE_ROOM": "agentkit.client.contract._routes",
@@ -144,6 +148,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "CANCEL_CONVERSATION",
+    "CANCEL_DELEGATION",
     "CANCEL_RUN",
     "CREATE_CONVERSATION",
     "CREATE_ROOM",
@@ -177,6 +182,7 @@ __all__ = [
     "PUT_AGENT",
     "PUT_GRANT",
     "READ_EVENTS",
+    "READ_EVENT_RUN",
     "ROTATE_TOKEN",
     "START_RUN",
     "STREAM_EVENTS",

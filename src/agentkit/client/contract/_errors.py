@@ -17,6 +17,7 @@ from agentkit.errors import (
     ConversationBusyError,
     ConversationError,
     ConversationNotFoundError,
+    DelegationEndedError,
     DelegationNotFoundError,
     InvalidPageError,
     MachineAgentNotFoundError,
@@ -26,6 +27,7 @@ from agentkit.errors import (
     RoomError,
     RoomNotFoundError,
     RunNotFoundError,
+    StoreUnavailableError,
     TurnNotFoundError,
     UploadError,
     UploadQuotaError,
@@ -56,6 +58,8 @@ class ErrorCode:
             answers this code for it (and its subclasses without a row of their own), and
             the remote conversations client raises it for this code.
         rooms: The same for the rooms API.
+        store: The store's exception it stands for in both APIs (the remote clients
+            raise it as the in-process ones do).
         field: The request field the answer names, when the code always names one.
         for_exceptions: Whether the server answers the code for the exceptions above;
             `False` for a code it answers for the request itself (no token, no route),
@@ -66,6 +70,7 @@ class ErrorCode:
     status: int
     conversations: type[ConversationError] | None = None
     rooms: type[RoomError] | type[RoomNotFoundError] | None = None
+    store: type[StoreUnavailableError] | None = None
     field: str | None = None
     for_exceptions: bool = True
 
@@ -89,6 +94,7 @@ ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode("room_not_found", 404, rooms=RoomNotFoundError),
     ErrorCode("delegation_not_found", 404, rooms=DelegationNotFoundError),
     ErrorCode("room_agent_not_found", 404, rooms=RoomAgentError),
+    ErrorCode("delegation_ended", 409, rooms=DelegationEndedError),
     ErrorCode("body_too_large", 413),
     ErrorCode("upload_too_large", 413, UploadTooLargeError),
     ErrorCode("upload_quota_exceeded", 507, UploadQuotaError),
@@ -100,6 +106,9 @@ ERRORS: tuple[ErrorCode, ...] = (
     ErrorCode("invalid", 422, ConversationError, RoomError),
     ErrorCode("internal", 500),
     ErrorCode("unavailable", 503),
+    # The store cannot write or be reached now (a full disk, a lost connection):
+    # nothing was done, and the same request may succeed later.
+    ErrorCode("store_unavailable", 503, store=StoreUnavailableError),
 )
 """Every error code the server answers with."""
 
@@ -111,7 +120,7 @@ _BY_EXCEPTION: dict[type[Exception], ErrorCode] = {
     kind: error
     for error in ERRORS
     if error.for_exceptions
-    for kind in (error.conversations, error.rooms)
+    for kind in (error.conversations, error.rooms, error.store)
     if kind is not None
 }
 
@@ -126,19 +135,27 @@ def code_for_exception(exc: BaseException) -> ErrorCode | None:
     return None
 
 
-def conversations_exception(code: str) -> type[ConversationError]:
+def conversations_exception(
+    code: str,
+) -> type[ConversationError] | type[StoreUnavailableError]:
     """The exception the remote conversations client raises for `code`
     (`ConversationError` for a code of another API, or one it does not know)."""
     error = _BY_CODE.get(code)
+    if error is not None and error.store is not None:
+        return error.store
     if error is None or error.conversations is None:
         return ConversationError
     return error.conversations
 
 
-def rooms_exception(code: str) -> type[RoomError] | type[RoomNotFoundError]:
+def rooms_exception(
+    code: str,
+) -> type[RoomError] | type[RoomNotFoundError] | type[StoreUnavailableError]:
     """The exception the remote rooms client raises for `code` (`RoomError` for a code
     of another API, or one it does not know)."""
     error = _BY_CODE.get(code)
+    if error is not None and error.store is not None:
+        return error.store
     if error is None or error.rooms is None:
         return RoomError
     return error.rooms

@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 __all__ = [
     "CANCEL_CONVERSATION",
+    "CANCEL_DELEGATION",
     "CANCEL_RUN",
     "CREATE_CONVERSATION",
     "CREATE_ROOM",
@@ -43,6 +44,7 @@ __all__ = [
     "PUT_AGENT",
     "PUT_GRANT",
     "READ_EVENTS",
+    "READ_EVENT_RUN",
     "ROTATE_TOKEN",
     "START_RUN",
     "STREAM_EVENTS",
@@ -161,6 +163,12 @@ GET_DELEGATION = Operation("getDelegation", "GET", "/v1/rooms/{room}/delegations
 """A delegation and its status."""
 LIST_DELEGATIONS = Operation("listDelegations", "GET", "/v1/rooms/{room}/delegations")
 """The delegations of a room the caller may see."""
+CANCEL_DELEGATION = Operation(
+    "cancelDelegation", "POST", "/v1/rooms/{room}/delegations/{id}/cancel"
+)
+"""Cancel a pending or running delegation."""
+READ_EVENT_RUN = Operation("readEventRun", "GET", "/v1/rooms/{room}/events/{position}/run")
+"""The engine run behind a room event, with its stored events."""
 LIST_ROOM_AGENTS = Operation("listRoomAgents", "GET", "/v1/rooms/{room}/agents")
 """The agents registered in a room on the server, with their progress."""
 
@@ -199,9 +207,11 @@ OPERATIONS: tuple[Operation, ...] = (
     PUBLISH,
     READ_EVENTS,
     STREAM_EVENTS,
+    READ_EVENT_RUN,
     DELEGATE,
     LIST_DELEGATIONS,
     GET_DELEGATION,
+    CANCEL_DELEGATION,
     LIST_ROOM_AGENTS,
     LIST_RUNS,
     GET_RUN,
