@@ -164,3 +164,24 @@ async def test_a_lock_makes_other_processes_wait_their_turn(
         await anyio.sleep(0.1)
         group.start_soon(hold, second, "b", 0.0)
     assert order == ["a in", "a out", "b in", "b out"]
+
+
+async def test_a_claim_lost_with_its_session_is_known_lost_at_once_and_claimed_again(
+    stores: tuple[PostgresStore, PostgresStore],
+) -> None:
+    first, second = stores
+    one, other = first.notifications, second.notifications
+    assert isinstance(one, PostgresNotifications)
+    assert await one.try_claim("room-worker lab agent:seen")
+    assert one.holds("room-worker lab agent:seen")
+    assert _terminate("claims", first) == 1  # only `first` has a claims session
+    # Known at once from the connection itself, long before the periodic check would.
+    started = time.monotonic()
+    await _until("the claim to be known lost", lambda: not one.holds("room-worker lab agent:seen"))
+    assert time.monotonic() - started < 1.0 < 2.0  # the periodic check runs every 2 s
+    # Claimed again, on a new session, which excludes the other process as before.
+    assert await one.try_claim("room-worker lab agent:seen")
+    assert one.holds("room-worker lab agent:seen")
+    assert not await other.try_claim("room-worker lab agent:seen")
+    await anyio.sleep(0.1)
+    assert one.holds("room-worker lab agent:seen")  # a live session says nothing
