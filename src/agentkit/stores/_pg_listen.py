@@ -39,6 +39,8 @@ _logger = logging.getLogger("agentkit.stores")
 _READY_TIMEOUT = 5.0  # how long a subscriber waits for the listener before polling instead
 _RECEIVE_TIMEOUT = 0.5  # a listener thread's longest block: how soon it sees a stop
 _CLAIMS_CHECK = 2.0  # seconds between two checks that the claims' session is alive
+_RETRY_FIRST = 0.1  # the listener's first wait before connecting again, doubled after each
+_RETRY_MAX = 5.0  # failure up to this; back to the first once it listened again
 
 
 def _quote(identifier: str) -> str:
@@ -120,7 +122,7 @@ class PostgresNotifications(Notifications):
                 await self._close_claims()
 
     async def _listen_forever(self) -> None:
-        delay = 0.1
+        delay = _RETRY_FIRST
         while True:
             try:
                 if async_driver_fits():
@@ -132,11 +134,14 @@ class PostgresNotifications(Notifications):
                     _logger.warning("PostgreSQL notifications lost (%s); reconnecting", exc)
                 self._failing = True
             finally:
+                listened = self._ready is not None and self._ready.is_set()
                 self._listening(False)
             # Whatever was sent while nobody listened is lost: everyone reads again.
             self.wake_all()
+            if listened:  # a connection that worked and then broke: retry soon
+                delay = _RETRY_FIRST
             await anyio.sleep(delay)
-            delay = min(delay * 2, 5.0)
+            delay = min(delay * 2, _RETRY_MAX)
 
     async def _listen_async(self) -> None:
         import psycopg
