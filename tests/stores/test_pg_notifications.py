@@ -5,6 +5,7 @@ claims that exclude the other sessions and die with their own."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import AsyncIterator, Iterator
 
@@ -164,3 +165,61 @@ async def test_a_lock_makes_other_processes_wait_their_turn(
         await anyio.sleep(0.1)
         group.start_soon(hold, second, "b", 0.0)
     assert order == ["a in", "a out", "b in", "b out"]
+
+
+async def test_a_claim_lost_with_its_session_is_known_lost_at_once_and_claimed_again(
+    stores: tuple[PostgresStore, PostgresStore],
+) -> None:
+    first, second = stores
+    one, other = first.notifications, second.notifications
+    assert isinstance(one, PostgresNotifications)
+    assert await one.try_claim("room-worker lab agent:seen")
+    assert one.holds("room-worker lab agent:seen")
+    assert _terminate("claims", first) == 1  # only `first` has a claims session
+    # Known at once from the connection itself, long before the periodic check would.
+    started = time.monotonic()
+    await _until("the claim to be known lost", lambda: not one.holds("room-worker lab agent:seen"))
+    assert time.monotonic() - started < 1.0 < 2.0  # the periodic check runs every 2 s
+    # Claimed again, on a new session, which excludes the other process as before.
+    assert await one.try_claim("room-worker lab agent:seen")
+    assert one.holds("room-worker lab agent:seen")
+    assert not await other.try_claim("room-worker lab agent:seen")
+    await anyio.sleep(0.1)
+    assert one.holds("room-worker lab agent:seen")  # a live session says nothing
+
+
+async def test_the_listener_backs_off_while_it_fails_and_retries_soon_once_it_listened(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Connection attempts are spaced out more and more while the database is away; a
+    connection that worked and then broke is retried at once, however long the earlier
+    outage was."""
+    from agentkit.stores import _pg_listen
+
+    monkeypatch.setattr(_pg_listen, "_RETRY_FIRST", 0.001)
+    monkeypatch.setattr(_pg_listen, "_RETRY_MAX", 0.4)
+    notifications = PostgresNotifications(open_store("postgresql://nobody@127.0.0.1:1/none"))  # type: ignore[arg-type]
+    attempts: list[float] = []
+    failures = 10  # the wait grows to the maximum: 0.001 * 2**9 > 0.4
+
+    async def listen() -> None:
+        attempts.append(time.monotonic())
+        if len(attempts) <= failures:
+            raise OSError("database away")
+        if len(attempts) == failures + 1:
+            notifications._listening(True)  # type: ignore[attr-defined]
+            await anyio.sleep(0.05)
+            raise OSError("connection lost")
+        await anyio.sleep_forever()
+
+    monkeypatch.setattr(notifications, "_listen_async", listen)
+    monkeypatch.setattr(notifications, "_listen_in_thread", listen)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(notifications._listen_forever)  # type: ignore[attr-defined]
+            while len(attempts) < failures + 2:  # noqa: ASYNC110 (a fake listener)
+                await anyio.sleep(0.01)
+            group.cancel_scope.cancel()
+    gaps = [later - earlier for earlier, later in itertools.pairwise(attempts)]
+    assert gaps[failures - 2] > 0.2  # backed off while failing
+    assert gaps[failures] - 0.05 < 0.1  # listened, then broke: retried at once

@@ -466,6 +466,7 @@ def test_every_room_method_is_on_the_protocol_and_every_store() -> None:
         "set_cursor",
         "get_delegation",
         "list_delegations",
+        "overdue_delegations",
     ]
     for cls in (Protocol, MemoryStore, SQLiteStore, PostgresStore):
         missing = [name for name in names if not hasattr(cls, name)]

@@ -36,7 +36,14 @@ if TYPE_CHECKING:
 
     import psycopg
 
-__all__ = ["Connection", "ConnectionPool", "Operation", "Result", "import_psycopg"]
+__all__ = [
+    "Connection",
+    "ConnectionPool",
+    "Operation",
+    "Result",
+    "has_input",
+    "import_psycopg",
+]
 
 _T = TypeVar("_T")
 
@@ -157,7 +164,7 @@ def async_driver_fits() -> bool:
     return proactor is None or not isinstance(asyncio.get_running_loop(), proactor)
 
 
-def _has_input(fd: int) -> bool:
+def has_input(fd: int) -> bool:
     """Whether the server sent an idle connection something. A pooled connection listens
     to nothing, so that is almost always its end: the error a terminated backend sends
     before it hangs up, or the hang-up itself."""
@@ -280,7 +287,7 @@ class ConnectionPool:
         while idle:
             pooled = idle.pop()
             conn = pooled.conn
-            if pooled.loop is loop and not conn.closed and not _has_input(conn.fileno()):
+            if pooled.loop is loop and not conn.closed and not has_input(conn.fileno()):
                 return pooled
             await pooled.close()
         return None

@@ -10,7 +10,10 @@ Two dedicated connections per process, beside the store's pool:
 - the claims connection, whose session holds the advisory locks of the claims (a room
   agent's worker, run by one process at a time). A lock lives as long as that session:
   a process that dies, or loses the connection, loses its claims at once and another
-  process can take them.
+  process can take them. The process knows it too: `holds` answers `False` as soon as the
+  server has said goodbye on that connection (it sends its last words, or hangs up, on a
+  connection that otherwise never hears from it), and the next `try_claim` opens a new
+  session.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 
 from agentkit.stores._notify import Notifications, Subscription
-from agentkit.stores._pg_connections import async_driver_fits
+from agentkit.stores._pg_connections import async_driver_fits, has_input
 
 if TYPE_CHECKING:
     import psycopg
@@ -36,6 +39,8 @@ _logger = logging.getLogger("agentkit.stores")
 _READY_TIMEOUT = 5.0  # how long a subscriber waits for the listener before polling instead
 _RECEIVE_TIMEOUT = 0.5  # a listener thread's longest block: how soon it sees a stop
 _CLAIMS_CHECK = 2.0  # seconds between two checks that the claims' session is alive
+_RETRY_FIRST = 0.1  # the listener's first wait before connecting again, doubled after each
+_RETRY_MAX = 5.0  # failure up to this; back to the first once it listened again
 
 
 def _quote(identifier: str) -> str:
@@ -117,7 +122,7 @@ class PostgresNotifications(Notifications):
                 await self._close_claims()
 
     async def _listen_forever(self) -> None:
-        delay = 0.1
+        delay = _RETRY_FIRST
         while True:
             try:
                 if async_driver_fits():
@@ -129,11 +134,14 @@ class PostgresNotifications(Notifications):
                     _logger.warning("PostgreSQL notifications lost (%s); reconnecting", exc)
                 self._failing = True
             finally:
+                listened = self._ready is not None and self._ready.is_set()
                 self._listening(False)
             # Whatever was sent while nobody listened is lost: everyone reads again.
             self.wake_all()
+            if listened:  # a connection that worked and then broke: retry soon
+                delay = _RETRY_FIRST
             await anyio.sleep(delay)
-            delay = min(delay * 2, 5.0)
+            delay = min(delay * 2, _RETRY_MAX)
 
     async def _listen_async(self) -> None:
         import psycopg
@@ -207,7 +215,23 @@ class PostgresNotifications(Notifications):
             return claimed
 
     def holds(self, name: str) -> bool:
-        return name in self._held
+        if name not in self._held:
+            return False
+        if self._claims_gone():
+            self._held.clear()  # the next `try_claim` opens a new session
+            return False
+        return True
+
+    def _claims_gone(self) -> bool:
+        """Whether the claims session has ended (terminated, server restarted): the
+        connection is closed, or the server sent it something, which it only does to
+        end it. Not while a claims operation runs: its answer is on the way."""
+        conn = self._claims_conn
+        if conn is None or conn.closed or conn.broken:
+            return True
+        if self._claims_lock is not None and self._claims_lock.locked():
+            return False
+        return has_input(conn.fileno())
 
     async def release(self, name: str) -> None:
         async with self._lock():
@@ -234,9 +258,11 @@ class PostgresNotifications(Notifications):
         import psycopg
 
         conn = self._claims_conn
-        if conn is None or conn.closed or conn.broken:
+        if conn is None or conn.closed or conn.broken or has_input(conn.fileno()):
             # A new session holds nothing: the claims of the old one are gone.
             self._held.clear()
+            if conn is not None:
+                conn.close()
             conn = self._claims_conn = psycopg.connect(
                 self._store.dsn,
                 autocommit=True,
