@@ -40,7 +40,8 @@ def question_prompt(event: RoomEvent) -> str:
 
 def question_answerer() -> SpecRoomAgent:
     """An LLM agent (any provider; `test` offline) answering `chat.question` events with
-    `chat.answer` events. It remembers the room: one session per agent and room."""
+    `chat.answer` events. Its memory is the room: each answer sees the last 20 events
+    it may read (a bounded window, see `SpecRoomAgent`)."""
     spec = AgentSpec(
         id="rooms:answerer",
         description="Answers the questions asked in the room.",

@@ -208,3 +208,113 @@ def test_owners_govern_agents_through_the_stored_grant(server: Served, http: htt
     ]
     assert "outside the agent's grants" in failed[0]["payload"]["error"]
     assert not any(e["type"].startswith("measurements.") for e in measured())
+
+
+def test_delegation_lifecycle_over_http(server: Served, http: httpx.Client) -> None:
+    owner = server.add_member("olga", "owner")
+    bob = server.add_member("bob", "editor")
+    asked = http.post(
+        f"{LOBBY}/delegations",
+        json={"agent": "answerer", "task": "Summarise.", "deadline": 30},
+        headers=bearer(owner),
+    )
+    assert asked.status_code == 202
+    record = asked.json()
+    assert round(record["deadline"] - record["createdAt"]) == 30 and record["attempts"] == 0
+    url = f"{LOBBY}/delegations/{record['id']}"
+    done = _until(http, url, owner, lambda r: r["status"] == "completed")
+    assert done["attempts"] == 1
+    ended = http.post(f"{url}/cancel", headers=bearer(owner))
+    assert ended.status_code == 409 and ended.json()["error"]["code"] == "delegation_ended"
+    missing = http.post(f"{LOBBY}/delegations/nope/cancel", headers=bearer(owner))
+    assert missing.status_code == 404
+    hidden = http.post(f"{url}/cancel", headers=bearer(bob))  # not bob's, not visible to him
+    assert hidden.status_code == 404
+    bad = http.post(
+        f"{LOBBY}/delegations", json={"agent": "answerer", "deadline": 0}, headers=bearer(owner)
+    )
+    assert bad.status_code == 422
+    listed = http.get(
+        f"{LOBBY}/delegations", params={"status": "completed,failed"}, headers=bearer(owner)
+    ).json()
+    assert [d["id"] for d in listed["delegations"]] == [record["id"]]
+    after = http.get(
+        f"{LOBBY}/delegations", params={"after": record["id"]}, headers=bearer(owner)
+    ).json()
+    assert after["delegations"] == []
+    wrong = http.get(f"{LOBBY}/delegations", params={"status": "done"}, headers=bearer(owner))
+    assert wrong.status_code == 422
+    agents = http.get(f"{LOBBY}/agents", headers=bearer(owner)).json()["agents"]
+    assert {(a["agent"], a["state"], a["fault"]) for a in agents} == {
+        ("message-statistics", "running", None),
+        ("answerer", "running", None),
+    }
+
+
+def test_the_run_behind_an_answer_is_read_through_the_room(
+    server: Served, http: httpx.Client
+) -> None:
+    ada = server.add_member("ada", "editor")
+    owner = server.add_member("olga", "owner")
+    asked = http.post(
+        f"{LOBBY}/events",
+        json={"type": "chat.question", "payload": {"text": "What is a room?"}},
+        headers=bearer(ada),
+    )
+    question = asked.json()["positions"][0]
+    answers = _until(
+        http,
+        f"{LOBBY}/events?types=chat.answer",
+        ada,
+        lambda body: body["events"],
+    )["events"]
+    answer = answers[0]
+    assert answer["causedBy"] == question and answer["runId"]
+    run = http.get(f"{LOBBY}/events/{answer['position']}/run", headers=bearer(ada))
+    assert run.status_code == 200
+    body = run.json()
+    assert body["position"] == answer["position"] and body["run"]["id"] == answer["runId"]
+    assert body["events"][0]["event"]["type"] == "turn_start"
+    # The question was a member's: no run behind it.
+    none = http.get(f"{LOBBY}/events/{question}/run", headers=bearer(ada))
+    assert none.status_code == 404 and none.json()["error"]["code"] == "run_not_found"
+    # A member who may read the answers but not all the agent reads: not for them.
+    carl = server.add_member("carl", "editor")
+    http.put(
+        f"{LOBBY}/grants/member:carl",
+        json={"read": ["chat.answer"], "publish": []},
+        headers=bearer(owner),
+    )
+    narrow = http.get(f"{LOBBY}/events/{answer['position']}/run", headers=bearer(carl))
+    assert narrow.status_code == 404
+    assert http.get(f"{LOBBY}/events/0/run", headers=bearer(ada)).status_code == 422
+
+
+def test_a_full_disk_answers_a_storage_error_not_a_traceback(tmp_path: Path) -> None:
+    from support.full_disk import small_filesystem
+
+    with (
+        small_filesystem("8m") as disk,
+        served(
+            tmp_path,
+            "--extension",
+            "examples.rooms.extension:setup",
+            provider="test",
+            db=disk.path / "machine.db",
+        ) as server,
+        httpx.Client(base_url=server.url, timeout=30) as http,
+    ):
+        ada = server.add_member("ada", "editor")
+        said = {"type": "chat.message", "payload": {"text": "x " * 2000}}
+        assert http.post(f"{LOBBY}/events", json=said, headers=bearer(ada)).status_code == 201
+        disk.fill()
+        full = http.post(f"{LOBBY}/events", json={"events": [said] * 50}, headers=bearer(ada))
+        assert full.status_code == 503, full.text
+        assert full.json()["error"]["code"] == "store_unavailable"
+        disk.free()
+        again = http.post(f"{LOBBY}/events", json=said, headers=bearer(ada))
+        assert again.status_code == 201
+        server.stop()
+        assert server.process.stderr is not None
+        log = server.process.stderr.read()
+    assert "Traceback" not in log and "Exception in ASGI application" not in log, log

@@ -220,7 +220,7 @@ async def list_delegations(request: Request, member: Member) -> Response:
 
 async def read_event_run(request: Request, member: Member) -> Response:
     raw = request.path_params["position"]
-    position = integer_param(raw, "position", default=0)
+    position = integer_param(raw, "position", default=0, minimum=1)
     run = await _rooms(request, member).read_run(request.path_params["room"], position)
     return json_response(run)
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from agentkit.rooms import (
     EventInput,
     RoomAgent,
@@ -94,9 +96,29 @@ class AdderAgent:
         return sum(task)
 
 
+class SleeperAgent:
+    """`sleeper`: takes delegations whose task is a number of seconds, sleeps them and
+    completes with `"slept"`; for checks that need a delegation to stay `running`."""
+
+    descriptor = RoomAgentDescriptor(id="sleeper", description="Sleeps as long as it is told.")
+
+    async def handle(self, request: RoomAgentRequest) -> list[EventInput]:
+        """Nothing: it selects no event."""
+        return []
+
+    async def delegate(self, request: RoomAgentRequest) -> Any:
+        """`"slept"`, after the task's seconds (at most an hour)."""
+        task = request.task
+        if not isinstance(task, int | float) or isinstance(task, bool):
+            raise ValueError(f"the task must be a number of seconds, not {task!r}")
+        await anyio.sleep(min(float(task), 3600.0))
+        return "slept"
+
+
 TEST_ROOM_AGENTS: dict[str, Callable[[], RoomAgent]] = {
     "word-count": WordCountAgent,
     "adder": AdderAgent,
+    "sleeper": SleeperAgent,
 }
 """The agents the suite's checks register, by name: a fresh one for each registration."""
 

@@ -57,6 +57,7 @@ from agentkit.errors import InvalidPageError
 from agentkit.rooms import (
     MAX_BATCH,
     MAX_PAYLOAD_BYTES,
+    DelegationEndedError,
     DelegationNotFoundError,
     EventInput,
     Role,
@@ -421,6 +422,42 @@ async def check_delegations(host: RoomsHost) -> None:
     await _expect(
         DelegationNotFoundError, bob.get_delegation(room.id, pending.id), "another's delegation"
     )
+
+
+@_check
+async def check_delegation_lifecycle(host: RoomsHost) -> None:
+    """A running delegation is cancelled by its requester (its handler stops; a second
+    cancel is `DelegationEndedError`), one past its deadline ends `expired`, a wait has
+    a bound, lists filter by status and start after an id; an agent's publication
+    records the position that caused it."""
+    ada = await host.client("ada", "editor")
+    room = await _room(ada)
+    await host.register_agent(room.id, "sleeper")
+    await host.register_agent(room.id, "word-count")
+    long = await ada.delegate(room.id, "sleeper", 600)
+    with anyio.fail_after(_TIMEOUT):
+        while True:
+            if (await ada.get_delegation(room.id, long.id)).status == "running":
+                break
+            await anyio.sleep(0.02)
+    await _expect(TimeoutError, ada.wait_delegation(room.id, long.id, timeout=0.1), "a bound")
+    cancelled = await ada.cancel_delegation(room.id, long.id)
+    assert (cancelled.status, cancelled.error) == ("cancelled", f"cancelled by {ada.participant}")
+    await _expect(DelegationEndedError, ada.cancel_delegation(room.id, long.id), "a second cancel")
+    short = await ada.delegate(room.id, "sleeper", 600, deadline=0.2)
+    with anyio.fail_after(_TIMEOUT):
+        expired = await ada.wait_delegation(room.id, short.id)
+    assert expired.status == "expired" and expired.deadline is not None
+    by_status = await ada.list_delegations(room.id, status=["expired", "cancelled"])
+    assert [d.id for d in by_status] == [long.id, short.id]
+    assert [d.id for d in await ada.list_delegations(room.id, after=long.id)] == [short.id]
+    ends = [e.type for e in await ada.read(room.id, types=["delegation.*"])]
+    assert ends.count("delegation.cancelled") == ends.count("delegation.expired") == 1
+    (said,) = await ada.publish(room.id, _chat("three little words"))
+    with anyio.fail_after(_TIMEOUT):
+        async for event in ada.subscribe(room.id, after=said, types=["measurements.*"]):
+            assert (event.caused_by, event.run_id) == (said, None)
+            break
 
 
 @_check
