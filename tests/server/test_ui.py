@@ -285,7 +285,8 @@ def test_publish_in_the_lobby_and_see_the_derived_event(page: Page, machine: Mac
     expect(log.locator(".room-event")).to_have_count(1)
     expect(log).not_to_contain_text("chat.message")
     worker = page.locator("table.workers tr[data-agent='message-statistics']")
-    expect(worker.locator("td").nth(1)).to_have_text(re.compile(r"^[12] / 2$"))  # cursor / head
+    expect(worker.locator("td").nth(0)).to_have_text("running")  # its state
+    expect(worker.locator("td").nth(2)).to_have_text(re.compile(r"^[12] / 2$"))  # cursor / head
     page.get_by_label("Type patterns").fill("")
     page.get_by_role("button", name="Filter").click()
     expect(log.locator(".room-event")).to_have_count(2)

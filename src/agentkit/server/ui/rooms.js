@@ -1,5 +1,5 @@
 // Rooms: the room's ordered log live (filtered by type patterns), publishing, each
-// agent's worker (cursor, lag, failures) and the delegations read from the log.
+// agent's worker (state, cursor, lag, failures) and the delegations read from the log.
 
 import { api, follow, pause } from "./api.js";
 import { announce, errorLine, field, fill, h, message, pretty, when } from "./dom.js";
@@ -193,7 +193,7 @@ function workersTable(agents) {
     "table",
     { class: "workers" },
     h("caption", { class: "visually-hidden" }, "Each agent's worker"),
-    h("thead", {}, h("tr", {}, ["Agent", "Start", "Cursor", "Lag", "Handling", "Failures", "Last error"].map((t) => h("th", { scope: "col" }, t)))),
+    h("thead", {}, h("tr", {}, ["Agent", "State", "Start", "Cursor", "Lag", "Handling", "Failures", "Last error"].map((t) => h("th", { scope: "col" }, t)))),
     h(
       "tbody",
       {},
@@ -202,8 +202,10 @@ function workersTable(agents) {
           "tr",
           { "data-agent": w.agent },
           h("th", { scope: "row" }, w.agent),
+          // A degraded worker retries by itself; its fault says what the store answered.
+          h("td", {}, h("span", { class: `badge state-${w.state}`, title: w.fault ?? "" }, w.state), w.fault ? h("div", { class: "error fault" }, w.fault) : null),
           h("td", {}, w.start),
-          h("td", {}, `${w.cursor} / ${w.head}`),
+          h("td", {}, `${w.cursor} / ${w.head ?? "?"}`),
           h("td", {}, String(w.lag)),
           h("td", {}, w.handling ?? ""),
           h("td", { class: w.failures ? "error" : null }, String(w.failures)),
