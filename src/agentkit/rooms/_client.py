@@ -104,17 +104,6 @@ class ClientHost(RoomLog, Protocol):
 
     async def agent_known(self, room: RoomRecord, agent_id: str) -> float | None: ...
 
-    async def end_delegation(
-        self,
-        record: DelegationRecord,
-        status: str,
-        author: str,
-        *,
-        expect: Sequence[str],
-        result: Any = None,
-        error: str | None = None,
-    ) -> DelegationRecord: ...
-
 
 @runtime_checkable
 class RoomsClient(Protocol):

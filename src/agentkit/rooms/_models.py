@@ -267,7 +267,8 @@ class DelegatingRoomAgent(RoomAgent, Protocol):
 
 class RoomLog(Protocol):
     """What the readers and writers of a room's log need of their host (the `Rooms` host is
-    one): its store, a subscription to a room's publications, and commits."""
+    one): its store, a subscription to a room's publications, commits, and delegations'
+    endings."""
 
     @property
     def store(self) -> Store: ...
@@ -289,3 +290,17 @@ class RoomLog(Protocol):
         run_id: str | None = None,
         cursor: tuple[str, int] | None = None,
     ) -> list[RoomEvent]: ...
+
+    async def end_delegation(
+        self,
+        record: DelegationRecord,
+        status: str,
+        author: str,
+        *,
+        expect: Sequence[str],
+        result: Any = None,
+        error: str | None = None,
+        caused_by: int | None = None,
+        run_id: str | None = None,
+        cursor: tuple[str, int] | None = None,
+    ) -> DelegationRecord: ...

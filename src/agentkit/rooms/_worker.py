@@ -67,20 +67,6 @@ class WorkerHost(RoomLog, Protocol):
         self, room_id: str, readable: Sequence[str]
     ) -> Callable[[int, Sequence[str] | None, int], Awaitable[list[RoomEvent]]]: ...
 
-    async def end_delegation(
-        self,
-        record: DelegationRecord,
-        status: str,
-        author: str,
-        *,
-        expect: Sequence[str],
-        result: Any = None,
-        error: str | None = None,
-        caused_by: int | None = None,
-        run_id: str | None = None,
-        cursor: tuple[str, int] | None = None,
-    ) -> DelegationRecord: ...
-
 
 AGENT_FAILED = "agent.failed"
 """The type of the event a failed handler leaves: `{agent, position, eventType, error,
