@@ -319,10 +319,9 @@ def state_error(
 ) -> DelegationStateError:
     """The error of an append whose delegation is not in one of the `expect`ed statuses."""
     found = "missing" if status is None else status
+    wanted = f"not {' or '.join(sorted(expect))}" if expect else "and no status was expected"
     return DelegationStateError(
-        f"delegation {delegation_id!r} is {found}, not {' or '.join(expect) or 'anything'}; "
-        "nothing was written",
-        status,
+        f"delegation {delegation_id!r} is {found}, {wanted}; nothing was written", status
     )
 
 
