@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         SessionNotFoundError,
         SpecError,
         StoreError,
+        StoreUnavailableError,
         ToolError,
     )
     from agentkit.events import AgentMessage
@@ -73,6 +74,7 @@ _EXPORTS: dict[str, str] = {
     "SpecError": "agentkit.errors",
     "Store": "agentkit.stores",
     "StoreError": "agentkit.errors",
+    "StoreUnavailableError": "agentkit.errors",
     "Tool": "agentkit.tools",
     "ToolContext": "agentkit.tools",
     "ToolError": "agentkit.errors",
@@ -113,6 +115,7 @@ __all__ = [
     "SpecError",
     "Store",
     "StoreError",
+    "StoreUnavailableError",
     "Tool",
     "ToolContext",
     "ToolError",
