@@ -284,6 +284,9 @@ class Postgres:
     None when the statements cannot be counted."""
     database: str
     how: str
+    pid: int | None = None
+    """The postmaster's process id, when this script started the cluster: its CPU (and
+    its backends') is measured beside the server's."""
 
 
 def _pg_bin() -> Path | None:
@@ -337,8 +340,9 @@ def throwaway_cluster() -> Iterator[Postgres]:
             f"postgresql://postgres@127.0.0.1:{port}/served",
             admin,
             "served",
-            f"a throwaway PostgreSQL {bin_dir.parent.name} cluster (initdb, port {port}), "
-            "statements counted by pg_stat_statements",
+            f"a throwaway PostgreSQL {bin_dir.parent.name} cluster (initdb, port {port}, "
+            "not pinned), statements counted by pg_stat_statements",
+            int((data / "postmaster.pid").read_text().split()[0]),
         )
     finally:
         subprocess.run([*pg_ctl, "-m", "fast", "stop"], capture_output=True)
@@ -599,6 +603,7 @@ class Measures:
     cpu_ms: dict[str, list[float]] = field(default_factory=lambda: {m: [] for m in MODES})
     statements: dict[str, list[float]] = field(default_factory=lambda: {m: [] for m in MODES})
     wall_ms: dict[str, list[float]] = field(default_factory=lambda: {m: [] for m in MODES})
+    database_cpu_ms: dict[str, list[float]] = field(default_factory=lambda: {m: [] for m in MODES})
     start_s: list[float] = field(default_factory=list)
     cpu_to_the_tick: int = 0
     """Batches whose CPU time is only known to 10 ms (a thread of the server ended)."""
@@ -625,14 +630,19 @@ async def batch(target: Target, mode: str, runs: int, into: Measures | None) -> 
         if counting:
             assert target.postgres is not None
             await anyio.to_thread.run_sync(reset_statements, target.postgres)
+        database = target.postgres.pid if target.postgres else None
+        db_before = CpuSnapshot.of(database) if database else None
         before, wall = target.server.cpu(), time.perf_counter()
         starts = [await target.run(client, context, mode) for context in contexts]
         (cpu, exact), wall = target.server.cpu().since(before), time.perf_counter() - wall
+        db_cpu = CpuSnapshot.of(database).since(db_before)[0] if database and db_before else None
     if into is None:
         return
     into.cpu_ms[mode].append(cpu / runs * 1000)
     into.cpu_to_the_tick += not exact
     into.wall_ms[mode].append(wall / runs * 1000)
+    if db_cpu is not None:
+        into.database_cpu_ms[mode].append(db_cpu / runs * 1000)
     if mode == "fast":
         into.start_s.extend(starts)
     if counting:
@@ -686,6 +696,9 @@ def summarise(target: Target, measures: Measures, idle: float, runs: int) -> dic
     row["streaming_cpu_us_per_delta"] = (paced - fast) / DELTAS * 1000
     if target.postgres is not None:
         row["postgres"] = target.postgres.how
+    if measures.database_cpu_ms["fast"]:
+        for mode in MODES:
+            row[f"database_cpu_ms_{mode}"] = _median(measures.database_cpu_ms[mode])
     if measures.statements["fast"]:
         row["statements_per_run_fast"] = _median(measures.statements["fast"])
         row["statements_per_run_paced"] = _median(measures.statements["paced"])
@@ -869,6 +882,8 @@ def table(results: dict[str, Any]) -> str:
         line("start answered p99, one client", "start_answered_p99_ms", "{:.1f} ms"),
         line("server peak RSS", "server_peak_rss_mb", "{:.0f} MB"),
         line("server CPU while idle", "server_idle_cpu_ms_per_s", "{:.2f} ms/s"),
+        line("PostgreSQL CPU, fast model", "database_cpu_ms_fast", "{:.1f} ms"),
+        line("PostgreSQL CPU, paced model", "database_cpu_ms_paced", "{:.1f} ms"),
         line("SQL statements, fast model", "statements_per_run_fast", "{:.1f}"),
         line("SQL statements, paced model", "statements_per_run_paced", "{:.1f}"),
     ]
