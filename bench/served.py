@@ -763,6 +763,28 @@ class Settings:
     idle_s: float
 
 
+PEER_PACKAGES = {
+    "langgraph": ("langgraph-cli", "langgraph-api", "langgraph-runtime-inmem", "langgraph"),
+    "adk": ("google-adk",),
+}
+
+
+def peer_versions(venvs: dict[str, Path], names: list[str]) -> dict[str, str]:
+    """The measured peers' package versions, asked of their own interpreters."""
+    versions: dict[str, str] = {}
+    for peer, packages in PEER_PACKAGES.items():
+        if not any(name.startswith(peer) for name in names):
+            continue
+        script = "import importlib.metadata as m, sys; print(*map(m.version, sys.argv[1:]))"
+        done = subprocess.run(
+            [str(venvs[peer] / "bin" / "python"), "-c", script, *packages],
+            capture_output=True,
+            text=True,
+        )
+        versions.update(zip(packages, done.stdout.split(), strict=False))
+    return versions
+
+
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     with contextlib.suppress(AttributeError, OSError):
         os.sched_setaffinity(0, {LOAD_CORE})
@@ -823,6 +845,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             "client": "one httpx client, one connection, one run at a time",
         },
         "skipped": notes,
+        "peer_versions": peer_versions(venvs, names),
         "machine": {
             "nproc": os.cpu_count(),
             "python": platform.python_version(),
