@@ -298,7 +298,7 @@ def _pg_bin() -> Path | None:
 
 
 @contextlib.contextmanager
-def throwaway_cluster() -> Iterator[Postgres]:
+def throwaway_cluster(settings: list[str]) -> Iterator[Postgres]:
     """A PostgreSQL cluster of its own in a temporary folder, on a free port, with
     `pg_stat_statements` preloaded; stopped and removed at the end. Run as the `postgres`
     user when this process is root (PostgreSQL refuses to run as root)."""
@@ -322,6 +322,7 @@ def throwaway_cluster() -> Iterator[Postgres]:
             "-c pg_stat_statements.track_utility=on",
             "-c pg_stat_statements.max=10000",
             "-c max_connections=200",
+            *(f"-c {setting}" for setting in settings),
         ]
     )
     quiet: dict[str, Any] = {"check": True, "capture_output": True}
@@ -330,7 +331,14 @@ def throwaway_cluster() -> Iterator[Postgres]:
         **quiet,
     )
     pg_ctl = [*as_user, str(bin_dir / "pg_ctl"), "-D", str(data)]
-    subprocess.run([*pg_ctl, "-l", str(folder / "log"), "-w", "-o", options, "start"], **quiet)
+    # On every core, as the machine's own PostgreSQL runs: not on the load generator's
+    # core, which this process (and so, without this, its children) is pinned to.
+    every_core = set(range(os.cpu_count() or 1))
+    subprocess.run(
+        [*pg_ctl, "-l", str(folder / "log"), "-w", "-o", options, "start"],
+        preexec_fn=lambda: os.sched_setaffinity(0, every_core),
+        **quiet,
+    )
     try:
         admin = f"postgresql://postgres@127.0.0.1:{port}/postgres"
         with psycopg.connect(admin, autocommit=True) as conn:
@@ -735,7 +743,7 @@ def postgres_for(args: argparse.Namespace, notes: list[str]) -> Iterator[Postgre
         return
     if args.postgres == "cluster":
         try:
-            with throwaway_cluster() as pg:
+            with throwaway_cluster(args.pg_setting) as pg:
                 yield pg
             return
         except (RuntimeError, OSError, subprocess.CalledProcessError, LookupError) as error:
@@ -932,6 +940,13 @@ def main() -> None:
         "(default); test: $AGENTKIT_TEST_POSTGRES_DSN; none: no PostgreSQL",
     )
     parser.add_argument(
+        "--pg-setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting of the throwaway cluster (repeat it for several)",
+    )
+    parser.add_argument(
         "--langgraph-venv",
         type=Path,
         default=Path(os.environ.get("AGENTKIT_BENCH_LANGGRAPH_VENV", "/work/peers/langgraph")),
@@ -945,6 +960,9 @@ def main() -> None:
         "--json", type=Path, help=f"where to write (default {RESULTS.name}; quick: none)"
     )
     args = parser.parse_args()
+    # SIGTERM ends the benchmark as Ctrl-C does: through every `finally`, so that the servers
+    # and the throwaway cluster it started are stopped, not left behind.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     results = measure(args)
     print(table(results))
     output = args.json or (None if args.quick else RESULTS)
