@@ -40,9 +40,18 @@ the systems' order rotated each round, medians over rounds:
 - start answered: from sending the start request to its 2xx answer (for the peers' streams,
   their response head), p50 and p99 over every fast run;
 - server peak RSS (`VmHWM`) at the end;
-- the server's CPU while idle (ms per second), which every batch includes;
+- the server's CPU while idle (ms per second), which every batch includes, and the CPU per
+  run net of it (LangGraph's in-memory queue polls every 0.5 s, so each of its runs takes
+  about a second from start to end, and pays that much idle work);
+- a run's wall time, from its start to the end of its stream;
+- streaming CPU per delta: (paced - fast) / 20, what live streaming adds per delta;
 - for PostgreSQL: SQL statements per run (`pg_stat_statements` calls in the benchmark's
-  database over a batch / runs), and the most frequent statements.
+  database over a batch / runs), the most frequent statements, and the throwaway
+  cluster's own CPU per run (postmaster and backends).
+
+CPU is read per thread from `/proc/PID/task/TID/schedstat` (nanoseconds); a batch during
+which a server thread ended falls back to the process's clock ticks (10 ms), and the
+results count such batches (`batches_cpu_to_the_tick`).
 """
 
 from __future__ import annotations
