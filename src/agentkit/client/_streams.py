@@ -16,6 +16,7 @@ so streams to such a server go through httpx). Every other request goes through 
 from __future__ import annotations
 
 import contextlib
+import select
 import ssl
 import time
 import urllib.parse
@@ -78,6 +79,9 @@ class _AsyncioStream:
         self._writer.write(data)
         await self._writer.drain()
 
+    def closed_by_peer(self) -> bool:
+        return self._reader.at_eof() or self._writer.is_closing()
+
     async def aclose(self) -> None:
         self._writer.close()
         with contextlib.suppress(Exception):
@@ -106,6 +110,21 @@ class _Connection:
         self.timeout = 0.0  # seconds a read may wait
         self.deadline = float("inf")  # `time.monotonic()` past which the watchdog closes it
         self.expired = False  # closed by the watchdog
+
+    def usable(self) -> bool:
+        """Whether a kept-alive connection may carry a request: the server has not
+        closed it meanwhile (a socket that is readable while idle has been closed, or
+        holds bytes nobody asked for), as httpcore checks its own."""
+        stream = self.stream
+        if self.buffer:
+            return False
+        if isinstance(stream, _AsyncioStream):
+            return not stream.closed_by_peer()
+        try:
+            sock = stream.extra(anyio.abc.SocketAttribute.raw_socket)
+            return not select.select([sock], [], [], 0)[0]
+        except Exception:
+            return False
 
     def wait_at_most(self, timeout: float) -> None:
         self.timeout = timeout
@@ -393,8 +412,17 @@ class Connections:
                 for old in stale:
                     with contextlib.suppress(Exception):
                         await old.stream.aclose()
-            reused = bool(self._idle)
-            connection = self._idle.pop() if reused else await self._connect()
+            connection = None
+            while self._idle:
+                candidate = self._idle.pop()
+                if candidate.usable():
+                    connection = candidate
+                    break
+                with contextlib.suppress(Exception):
+                    await candidate.stream.aclose()
+            reused = connection is not None
+            if connection is None:
+                connection = await self._connect()
             self._busy.add(connection)
             try:
                 try:
