@@ -54,7 +54,11 @@ TurnStatus = Literal["completed", "interrupted", "error"]
 
 class _Wire(BaseModel):
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid"
+        alias_generator=to_camel,
+        populate_by_name=True,
+        frozen=True,
+        extra="forbid",
+        defer_build=True,
     )
 
 

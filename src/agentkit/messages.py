@@ -22,7 +22,7 @@ __all__ = [
 
 
 class _Msg(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 class UserMessage(_Msg):
@@ -77,5 +77,3 @@ Message: TypeAlias = Annotated[
     UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="role")
 ]
 """One entry of a session transcript."""
-
-

@@ -56,7 +56,7 @@ class ModelSelection(BaseModel):
     (`policy` one of `prefer`, `require`, `select`).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     policy: ModelPolicy = "tier"
     tier: Tier | None = None
@@ -151,7 +151,7 @@ class AgentSpec(BaseModel):
         metadata: Adapter-specific values the engine does not interpret.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     id: str
     description: str = ""

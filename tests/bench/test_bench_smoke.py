@@ -22,7 +22,7 @@ def test_quick_benchmark_run_reports_every_workload(tmp_path: Path) -> None:
     data = json.loads(output.read_text())
     assert data["quick"] is True
     rows = {row["workload"]: row for row in data["results"]}
-    for workload in ("W1", "W2", "W3", "W4", "W4 RSS"):
+    for workload in ("W1", "W2", "W3", "W3b", "W3b (pydantic)", "W3c", "W4", "W4 RSS"):
         assert workload in rows, f"{workload} missing from {sorted(rows)}"
         row = rows[workload]
         assert row["agentkit"] > 0 and row["floor"] > 0 and row["x_floor"] > 0
@@ -35,6 +35,18 @@ def test_quick_http_benchmark_reports_agentkit_beside_its_floor() -> None:
     assert done.returncode == 0, done.stderr
     assert "prompted at once: accepted | runs/s |" in done.stdout
     assert "deltas to 1 follower: all together | deltas/s |" in done.stdout
+
+
+def test_quick_client_benchmark_reports_agentkit_beside_httpx_and_its_floor(
+    tmp_path: Path,
+) -> None:
+    output = tmp_path / "client.json"
+    done = quick("client.py", "--json", str(output))
+    assert done.returncode == 0, done.stderr
+    data = json.loads(output.read_text())
+    for client in ("agentkit", "httpx", "floor"):
+        assert data["median_client_ms"][client] > 0
+        assert f"| {client} |" in done.stdout
 
 
 def test_quick_rooms_benchmark_reports_every_measure(tmp_path: Path) -> None:

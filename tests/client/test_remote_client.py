@@ -165,6 +165,43 @@ async def test_follow_reconnects_after_a_drop(server: ServeProcess) -> None:
 
 
 @pytest.mark.anyio
+async def test_prompts_and_follows_one_after_another_share_one_connection(
+    server: ServeProcess,
+) -> None:
+    """Requests and event streams go over kept-alive connections: a follow read to its
+    final event gives its connection back, so a client that prompts and follows run after
+    run opens one connection, not one per follow."""
+    async with dropping_proxy(server.port) as proxy:
+        token = await server.add_member(_name("proxied"), "editor")
+        async with RemoteMachine(proxy.url, token) as client:
+            conversation = await client.create_conversation()
+            for round_ in range(3):
+                accepted = await conversation.prompt(f"say round {round_}")
+                events = [e async for e in client.follow(conversation.id, accepted.run_id)]
+                assert isinstance(events[-1], FinalEvent) and events[-1].status == "completed"
+        assert proxy.connections == 1
+
+
+@pytest.mark.anyio
+async def test_a_kept_alive_connection_the_server_closed_is_not_used_again(
+    server: ServeProcess,
+) -> None:
+    """A prompt after the server (here: the proxy) closed the idle connection goes on a
+    new one instead of failing on the closed one."""
+    async with dropping_proxy(server.port) as proxy:
+        token = await server.add_member(_name("proxied"), "editor")
+        async with RemoteMachine(proxy.url, token) as client:
+            conversation = await client.create_conversation()
+            for round_ in range(2):
+                proxy.drop()  # closes the kept-alive connection of the round before
+                await anyio.sleep(0.05)  # the close reaches the client
+                accepted = await conversation.prompt(f"say round {round_}")
+                events = [e async for e in client.follow(conversation.id, accepted.run_id)]
+                assert isinstance(events[-1], FinalEvent) and events[-1].status == "completed"
+        assert proxy.connections == 3  # entering, then one per round
+
+
+@pytest.mark.anyio
 async def test_follow_gives_up_when_the_server_stays_away(server: ServeProcess) -> None:
     async with _member(server) as direct, dropping_proxy(server.port) as proxy:
         token = await server.add_member(_name("proxied"), "editor")

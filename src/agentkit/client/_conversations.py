@@ -342,6 +342,7 @@ class RemoteMachine(ConversationClient):
             headers = {"Last-Event-ID": str(cursor)} if not first and cursor >= 0 else {}
             first = False
             seen_any = False
+            final: FinalEvent | None = None
             try:
                 async with self._transport.stream(
                     FOLLOW_RUN, path, errors, params=params, headers=headers
@@ -354,9 +355,15 @@ class RemoteMachine(ConversationClient):
                         seen_any = True
                         cursor = follow_event.offset
                         backoff.progress()
-                        yield follow_event
                         if isinstance(follow_event, FinalEvent):
-                            return
+                            final = follow_event
+                            break
+                        yield follow_event
+                if final is not None:
+                    # Given once the stream is closed: its connection is back in the
+                    # pool, whether or not the caller goes on iterating after it.
+                    yield final
+                    return
                 # The server ended the stream without a final event. With nothing new
                 # at all, the run ended at or before `cursor` (a follow after its final
                 # event is empty) unless it is still going (a server going away).

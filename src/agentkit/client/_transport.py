@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from agentkit._internal import aio as _aio
+from agentkit.client._streams import Connections, StreamFailed, direct
 from agentkit.client.contract import Operation, SseEvent, SseParser
 from agentkit.conversations import ConversationError
 from agentkit.errors import InvalidPageError
@@ -35,6 +38,10 @@ _MAX_DELAY = 5.0
 # A stream is idle at most 15 s between keep-alives (the server's default): three missed
 # ones mean it is dead. Should a server keep quiet longer, the stream is only reopened.
 _STREAM_READ_TIMEOUT = 45.0
+# How long the end of a stream whose last event was read may take to come before its
+# connection is closed instead of reused (a server ends a follow stream right after its
+# final event).
+_DRAIN_TIMEOUT = 0.25
 
 ErrorOf = Callable[[int, bytes], Exception]
 """Maps an error answer (status, body) to the exception an in-process client raises."""
@@ -65,12 +72,21 @@ class Transport:
         self._timeout = timeout
         self._reconnect_timeout = reconnect_timeout
         self._http: httpx.AsyncClient | None = None
+        self._streams: Connections | None = None
 
     @contextlib.asynccontextmanager
     async def open(self) -> AsyncIterator[None]:
         """The connection pool, open while the context is."""
         import httpx
 
+        if direct(self.url):  # event streams read off their connections (`_streams`)
+            self._streams = Connections(
+                self.url,
+                {"Authorization": f"Bearer {self._token}"},
+                connect_timeout=self._timeout,
+                read_timeout=max(self._timeout, _STREAM_READ_TIMEOUT),
+                ssl_context=_ssl_context,
+            )
         async with httpx.AsyncClient(
             base_url=self.url,
             headers={"Authorization": f"Bearer {self._token}"},
@@ -80,10 +96,23 @@ class Transport:
             limits=httpx.Limits(max_connections=None, max_keepalive_connections=20),
         ) as http:
             self._http = http
+            watchdog = None
+            if self._streams is not None and _aio.on_asyncio():
+                # A plain task (a task group would wrap the caller's exceptions in groups);
+                # on trio each read has its own timeout instead.
+                watchdog = _aio.create_task(self._streams.watch())
+                self._streams.watched = True
             try:
                 yield
             finally:
+                if watchdog is not None:
+                    with anyio.CancelScope(shield=True):
+                        await _aio.cancel_and_wait(watchdog)
                 self._http = None
+                streams, self._streams = self._streams, None
+                if streams is not None:
+                    with anyio.CancelScope(shield=True):
+                        await streams.aclose()
 
     def backoff(self) -> Backoff:
         """A new backoff for reconnecting one stream."""
@@ -112,6 +141,10 @@ class Transport:
         Raises:
             Unreachable: The server could not be reached.
         """
+        if self._streams is not None and content is None:
+            return await self._direct_request(
+                self._streams, operation, path, errors, body, headers, params
+            )
         import httpx
 
         try:
@@ -144,6 +177,12 @@ class Transport:
         """One connection to an event stream: its events as they come. A connection that
         cannot be made or drops raises `Dropped` (retry); an error answer raises what
         `errors` gives for it."""
+        if self._streams is not None:
+            async with self._direct_stream(
+                self._streams, operation, path, errors, params=params, headers=headers
+            ) as events:
+                yield events
+            return
         import httpx
 
         timeout = httpx.Timeout(self._timeout, read=max(self._timeout, _STREAM_READ_TIMEOUT))
@@ -170,11 +209,86 @@ class Transport:
             events = _events(response)
             try:
                 yield events
+                # The caller is done, having read the stream's last event: the little
+                # that follows it (the end of the chunked body) is read, so that the
+                # connection goes back to the pool; closed unread, it would be dropped
+                # and the next request would open (and the server accept) a new one.
+                with anyio.move_on_after(_DRAIN_TIMEOUT):
+                    async for _ in events:
+                        pass
             finally:
                 await events.aclose()
         finally:
             with anyio.CancelScope(shield=True):
                 await response.aclose()
+
+    async def _direct_request(
+        self,
+        streams: Connections,
+        operation: Operation,
+        path: Mapping[str, str],
+        errors: ErrorOf,
+        body: Any,
+        headers: dict[str, str] | None,
+        params: dict[str, str] | None,
+    ) -> Any:
+        """`request` with a JSON body (or none), on a connection of `streams`: httpx
+        spends about a millisecond of CPU on a request, several times the exchange."""
+        self._client()  # raises outside `open`, as the httpx path does
+        sent = dict(headers or {})
+        payload = None
+        if body is not None:
+            payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+            sent.setdefault("Content-Type", "application/json")
+        try:
+            head, content = await streams.fetch(
+                operation.method, operation.url(**path), params, sent, payload
+            )
+        except StreamFailed as exc:
+            raise Unreachable(f"the server at {self.url} could not be reached: {exc}") from exc
+        if 200 <= head.status < 300:
+            return None if head.status == 204 or not content else json.loads(content)
+        raise errors(head.status, content)
+
+    @contextlib.asynccontextmanager
+    async def _direct_stream(
+        self,
+        streams: Connections,
+        operation: Operation,
+        path: Mapping[str, str],
+        errors: ErrorOf,
+        *,
+        params: dict[str, str],
+        headers: dict[str, str],
+    ) -> AsyncIterator[AsyncIterator[SseEvent]]:
+        """`stream`, read off a connection of `streams` rather than through httpx."""
+        self._client()  # raises outside `open`, as the httpx path does
+        try:
+            async with streams.get(
+                operation.url(**path), params, {"Accept": "text/event-stream", **headers}
+            ) as (head, body):
+                if head.status in _TRANSIENT:
+                    raise Dropped(f"HTTP {head.status}")
+                if not 200 <= head.status < 300:
+                    raise errors(head.status, b"".join([piece async for piece in body]))
+                events = _parsed(body)
+                try:
+                    yield events
+                    # As in `stream`: the end of the body read, the connection kept.
+                    with anyio.move_on_after(_DRAIN_TIMEOUT):
+                        async for _ in events:
+                            pass
+                finally:
+                    await events.aclose()
+        except StreamFailed as exc:
+            raise Dropped(str(exc)) from exc
+
+
+async def _parsed(body: AsyncIterator[bytes]) -> AsyncGenerator[SseEvent, None]:
+    parser = SseParser()
+    async for chunk in body:
+        for event in parser.feed(chunk):
+            yield event
 
 
 async def _events(response: httpx.Response) -> AsyncGenerator[SseEvent, None]:
@@ -198,18 +312,27 @@ class Backoff:
         self._url = url
         self._delay = _FIRST_DELAY
         self._deadline = anyio.current_time() + limit
+        self._progressed = False
 
     def reached(self) -> None:
         """The server answered: the time to give up starts again."""
         self._deadline = anyio.current_time() + self._limit
 
     def progress(self) -> None:
-        """An event came: the next failure is tried again quickly."""
-        self.reached()
-        self._delay = _FIRST_DELAY
+        """An event came: the next failure is tried again quickly, and the time to give
+        up starts again. Called for every event, so it only takes note: the clock is
+        read when the stream has broken, a moment after its last event."""
+        self._progressed = True
+
+    def _settle(self) -> None:
+        if self._progressed:
+            self._progressed = False
+            self.reached()
+            self._delay = _FIRST_DELAY
 
     def expired(self) -> bool:
         """Whether the server has not been reached for `limit` seconds."""
+        self._settle()
         return anyio.current_time() >= self._deadline
 
     async def wait(self, what: str) -> None:
@@ -219,6 +342,7 @@ class Backoff:
             ConversationError: The server has not been reached for `limit` seconds
                 (`what` says what the stream was doing).
         """
+        self._settle()
         remaining = self._deadline - anyio.current_time()
         if remaining <= 0:
             raise ConversationError(

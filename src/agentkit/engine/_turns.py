@@ -125,7 +125,9 @@ def _env_cap(name: str, raw: str | None, default: int | None) -> int | None:
 _DEFAULT_LIMITS = OutputLimits()
 
 
-_NOTHING_USED = Accounting()  # frozen, so one instance serves every fresh outcome
+# Frozen, so one instance serves every fresh outcome. Built without validation (the
+# defaults are valid): importing the engine builds no pydantic schema (see `agentkit.events`).
+_NOTHING_USED = Accounting.model_construct()
 
 
 @dataclass

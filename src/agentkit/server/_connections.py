@@ -1,4 +1,5 @@
-"""The bounds of the server's connections, on top of uvicorn's HTTP/1.1 protocol (h11).
+"""The bounds of the server's connections, on top of uvicorn's HTTP/1.1 protocol
+(httptools where it is installed, else h11).
 
 uvicorn closes a kept-alive connection that stays idle after a response
 (`timeout_keep_alive`), but it sets no deadline on a request head: a client that connects
@@ -35,6 +36,7 @@ __all__ = [
     "DEFAULT_HEADER_TIMEOUT",
     "DEFAULT_IDLE_TIMEOUT",
     "DEFAULT_MAX_CONNECTIONS",
+    "http_protocol",
     "protocol_class",
     "raise_open_files_limit",
 ]
@@ -67,14 +69,36 @@ async def _at_limit(scope: Scope, receive: Receive, send: Send) -> None:
     await response(scope, receive, send)
 
 
-def protocol_class(*, header_timeout: float, max_connections: int) -> type[asyncio.Protocol]:
-    """uvicorn's h11 protocol with a deadline on request heads, a limit on silence in a
-    request body (uvicorn's `timeout_keep_alive`) and a limit on connections, for
-    `uvicorn.Config(http=...)` (one class per server: the limit counts its own connections,
-    which uvicorn's server state holds)."""
+def http_protocol(http: str = "auto") -> type[Any]:
+    """uvicorn's HTTP/1.1 protocol: `httptools` (its C parser) or `h11` (pure Python);
+    `auto` is httptools when it is installed (the `server` extra installs it where it
+    has wheels), else h11."""
+    if http not in ("auto", "httptools", "h11"):
+        raise ValueError(f"http must be 'auto', 'httptools' or 'h11', not {http!r}")
+    if http != "h11":
+        try:
+            from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+        except ImportError:
+            if http == "httptools":
+                raise
+        else:
+            return HttpToolsProtocol
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    class BoundedProtocol(H11Protocol):
+    return H11Protocol
+
+
+def protocol_class(
+    *, header_timeout: float, max_connections: int, http: str = "auto"
+) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP/1.1 protocol (`http_protocol(http)`) with a deadline on request
+    heads, a limit on silence in a request body (uvicorn's `timeout_keep_alive`) and a
+    limit on connections, for `uvicorn.Config(http=...)` (one class per server: the limit
+    counts its own connections, which uvicorn's server state holds). Both of uvicorn's
+    protocols keep the state used here the same way (`cycle`, `flow`, `connections`)."""
+    base = http_protocol(http)
+
+    class BoundedProtocol(base):  # type: ignore[misc,valid-type]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self._head_timer: asyncio.TimerHandle | None = None
@@ -108,7 +132,7 @@ def protocol_class(*, header_timeout: float, max_connections: int) -> type[async
                 self._head_timer = None
             self._head_started = False
 
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        def connection_made(self, transport: asyncio.Transport) -> None:
             # (uvicorn's own signature: its transports are `asyncio.Transport`s.)
             super().connection_made(transport)
             # uvicorn's set holds this one already: it is refused when it makes one too many.
