@@ -52,7 +52,7 @@ _ACTION_ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*:[A-Za-z0-9_][A-Za-z0-9_.-]*$
 class ActionResult(BaseModel):
     """The outcome of an action: `status` is `ok` (read `data`) or `error` (read `error`)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     status: Literal["ok", "error"]
     data: Any = None
@@ -154,9 +154,7 @@ class ActionContext:
         """Run another action through the runtime (for example `system:summon`)."""
         if self.runtime is None:
             return ActionResult.fail("no runtime: this context cannot run actions")
-        return await self.runtime.run_action(
-            action_id, args, caller=self.caller, depth=self.depth
-        )
+        return await self.runtime.run_action(action_id, args, caller=self.caller, depth=self.depth)
 
 
 ActionExecutor = Callable[[dict[str, Any], ActionContext], Awaitable[ActionResult | Any]]

@@ -334,8 +334,10 @@ def serve_command(args: argparse.Namespace) -> int:
 
     import anyio
 
+    from agentkit.server import loop_options
+
     try:
-        anyio.run(main, backend="asyncio")
+        anyio.run(main, backend="asyncio", backend_options=loop_options())
     except ServeError as exc:
         raise UsageError(str(exc)) from None
     finally:

@@ -5,7 +5,8 @@
 routes described in `docs/server.md` and at `/openapi.json` (their table, the error codes
 and the event streams' format are in [`agentkit.client.contract`][agentkit.client.contract]);
 [`serve`][agentkit.server.serve] runs it with uvicorn on a socket from
-[`bind`][agentkit.server.bind] and stops it cleanly on SIGINT and SIGTERM. The client
+[`bind`][agentkit.server.bind] and stops it cleanly on SIGINT and SIGTERM, on the event
+loop [`loop_options`][agentkit.server.loop_options] picks (uvloop where installed). The client
 side is [`RemoteMachine`][agentkit.client.RemoteMachine].
 
 Needs the `server` extra: `pip install 'typed-agentkit[server]'`.
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from agentkit.server._errors import ERROR_CODES
     from agentkit.server._extensions import ExtensionError, load_extension, running_extensions
     from agentkit.server._openapi import openapi_document
-    from agentkit.server._serve import bind, serve, url_of
+    from agentkit.server._serve import bind, loop_options, serve, url_of
 
 _EXPORTS: dict[str, str] = {
     "DEFAULT_MAX_BODY_BYTES": "agentkit.server._app",
@@ -29,6 +30,7 @@ _EXPORTS: dict[str, str] = {
     "bind": "agentkit.server._serve",
     "create_app": "agentkit.server._app",
     "load_extension": "agentkit.server._extensions",
+    "loop_options": "agentkit.server._serve",
     "openapi_document": "agentkit.server._openapi",
     "running_extensions": "agentkit.server._extensions",
     "serve": "agentkit.server._serve",
@@ -42,6 +44,7 @@ __all__ = [
     "bind",
     "create_app",
     "load_extension",
+    "loop_options",
     "openapi_document",
     "running_extensions",
     "serve",
