@@ -695,25 +695,61 @@ class Paced:
     pace_ms: float
     live_us_per_delta: float  # (paced - fast) / deltas: what streaming live adds per delta
     fast_deltas_received: float  # per fast run: it may end before its stream opens
+    per_follower_us_per_delta: float  # CPU per delta per follower (see `_fan_cpu`)
 
 
-async def _one_paced(load: Load, conversation: str, deltas: int, pace: float) -> int:
-    """Prompt, follow the run from its start to its end; the deltas received (all of a
-    paced run; of a fast one, those it had not ended before the stream opened: a run
-    that has ended is read from the store, its text whole)."""
+async def _one_paced(
+    load: Load, conversation: str, deltas: int, pace: float, followers: int = 1
+) -> int:
+    """Prompt, follow the run from its start to its end with `followers` streams; the
+    deltas one received (all of a paced run; of a fast one, those it had not ended
+    before the stream opened: a run that has ended is read from the store, its text
+    whole)."""
     path = f"/v1/conversations/{conversation}/runs"
     prompt = json.dumps({"deltas": deltas, "pace": pace})
     response = await load[0].post(path, json={"prompt": prompt})
     if response.status_code != 202:
         raise RuntimeError(f"POST {path}: {response.status_code} {response.text}")
-    counter = _DeltaCounter()
+    counters = [_DeltaCounter() for _ in range(followers)]
     events = f"{path}/{response.json()['runId']}/events"
-    async with load[0].stream("GET", events, params={"after": -1}) as stream:
-        async for chunk in stream.aiter_raw():
-            counter.feed(chunk)
-    if not counter.ended or (pace and counter.count != deltas):
-        raise RuntimeError(f"the follower received {counter.count} of {deltas} deltas")
-    return counter.count
+
+    async def follow(index: int) -> None:
+        async with load[index].stream("GET", events, params={"after": -1}) as stream:
+            async for chunk in stream.aiter_raw():
+                counters[index].feed(chunk)
+
+    async with anyio.create_task_group() as group:
+        for index in range(followers):
+            group.start_soon(follow, index)
+    for counter in counters:
+        if not counter.ended or (pace and counter.count != deltas):
+            raise RuntimeError(f"a follower received {counter.count} of {deltas} deltas")
+    return counters[0].count
+
+
+async def _fan_cpu(server: Server, load: Load, runs: int, followers: int) -> float:
+    """The server's CPU microseconds per delta per follower beyond the first, over
+    `runs` runs of `FAN_DELTAS` deltas `FAN_PACE` seconds apart followed by 1 and by
+    `followers` streams (interleaved)."""
+    conversations = await create_conversations(load, 2 * runs)
+    one = many = 0.0
+    for index in range(runs):
+        for count in (1, followers):
+            before = server.cpu_seconds()
+            await _one_paced(
+                load, conversations[2 * index + (count > 1)], FAN_DELTAS, FAN_PACE, count
+            )
+            spent = server.cpu_seconds() - before
+            if count == 1:
+                one += spent
+            else:
+                many += spent
+    return (many - one) / runs / (followers - 1) / FAN_DELTAS * 1e6
+
+
+FAN_DELTAS = 200  # a run long enough that opening a stream weighs little per delta
+FAN_PACE = 0.002
+FAN_FOLLOWERS = 5
 
 
 async def _paced_cpu(
@@ -729,7 +765,9 @@ async def _paced_cpu(
     return (server.cpu_seconds() - before) / runs * 1000, received / runs
 
 
-async def paced(store: str, db: str | None, runs: int, deltas: int, pace: float) -> Paced:
+async def paced(
+    store: str, db: str | None, runs: int, deltas: int, pace: float, rounds: int
+) -> Paced:
     """Fast and paced runs, interleaved in rounds, on one server on `store`."""
     fast: list[tuple[float, float]] = []
     slow: list[tuple[float, float]] = []
@@ -739,10 +777,14 @@ async def paced(store: str, db: str | None, runs: int, deltas: int, pace: float)
             token = await owner_token(db or folder / "machine.db")
             async with Load(server.url, token, 1) as load:
                 await _paced_cpu(server, load, 5, deltas, 0.0)  # warm up
-                rounds = 5
                 for _ in range(rounds):
                     fast.append(await _paced_cpu(server, load, runs // rounds, deltas, 0.0))
                     slow.append(await _paced_cpu(server, load, runs // rounds, deltas, pace))
+            async with Load(server.url, token, FAN_FOLLOWERS) as load:
+                per_follower = [
+                    await _fan_cpu(server, load, max(runs // 40, 1), FAN_FOLLOWERS)
+                    for _ in range(rounds)
+                ]
     fast_ms, paced_ms = statistics.median(f[0] for f in fast), statistics.median(f[0] for f in slow)
     return Paced(
         store=store,
@@ -753,6 +795,7 @@ async def paced(store: str, db: str | None, runs: int, deltas: int, pace: float)
         pace_ms=pace * 1000,
         live_us_per_delta=(paced_ms - fast_ms) / deltas * 1000,
         fast_deltas_received=statistics.mean(f[1] for f in fast),
+        per_follower_us_per_delta=statistics.median(per_follower),
     )
 
 
@@ -782,25 +825,29 @@ def postgres_schema() -> Iterator[str | None]:
 
 def paced_all(quick: bool) -> list[Paced]:
     """The paced measure on SQLite, and on PostgreSQL when a database is given."""
-    runs, deltas, pace = (10, 20, 0.005) if quick else (200, 20, 0.005)
-    found = [anyio.run(paced, "sqlite", None, runs, deltas, pace, backend="asyncio")]
+    runs, deltas, pace, rounds = (10, 20, 0.005, 2) if quick else (200, 20, 0.005, 5)
+    found = [anyio.run(paced, "sqlite", None, runs, deltas, pace, rounds, backend="asyncio")]
     with postgres_schema() as url:
         if url is not None:
-            found.append(anyio.run(paced, "postgresql", url, runs, deltas, pace, backend="asyncio"))
+            found.append(
+                anyio.run(paced, "postgresql", url, runs, deltas, pace, rounds, backend="asyncio")
+            )
     return found
 
 
 def paced_table(found: list[Paced]) -> str:
     lines = [
         "| store | deltas per run | server CPU per run, no pause | server CPU per run, "
-        "paced | paced - no pause, per delta | deltas streamed, no pause |",
-        "|---|---:|---:|---:|---:|---:|",
+        "paced | paced - no pause, per delta | deltas streamed, no pause "
+        f"| per delta per follower ({FAN_DELTAS} deltas {FAN_PACE * 1000:g} ms apart, 1 vs "
+        f"{FAN_FOLLOWERS} followers) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for p in found:
         lines.append(
             f"| {p.store} | {p.deltas} | {p.fast_ms_per_run:.2f} ms | {p.paced_ms_per_run:.2f} ms"
             f" ({p.pace_ms:g} ms between deltas) | {p.live_us_per_delta:.0f} us |"
-            f" {p.fast_deltas_received:.1f} |"
+            f" {p.fast_deltas_received:.1f} | {p.per_follower_us_per_delta:.0f} us |"
         )
     return "\n".join(lines)
 
