@@ -105,6 +105,7 @@ class BenchProvider:
                 yield TextChunk("five words in one delta ")
         else:
             count, gate, _ = asked
+            assert gate is not None
             yield TextChunk("ready ")  # tells each follower it reads the run live
             while not gate.exists():  # noqa: ASYNC110 (another process creates it)
                 await anyio.sleep(0.002)
