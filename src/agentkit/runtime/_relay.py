@@ -304,9 +304,14 @@ async def remote_entries(
 
 
 async def _request(notifications: Notifications, run_id: str, have: int) -> None:
+    # Posted, so that the reader does not wait a round trip to the database, while live
+    # events may be coming, each time it asks.
+    payloads = [f"{sync_topic(run_id)}\n{have}"]
+    if notifications.post(payloads):
+        return
     # The store unreachable: the stored events come when it is back, and so does this.
     with contextlib.suppress(Exception):
-        await notifications.publish([f"{sync_topic(run_id)}\n{have}"])
+        await notifications.publish(payloads)
 
 
 def _is_delta(item: Any) -> bool:

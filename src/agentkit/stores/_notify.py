@@ -173,6 +173,14 @@ class Notifications:
         """Send payloads (`topic` or `topic\\ndata`) to the subscribers."""
         self.dispatch(payloads)
 
+    def post(self, payloads: Sequence[str]) -> bool:
+        """Send payloads without waiting for them to go out (a request a reader repeats
+        anyway, which must not hold its reading up); whether they were taken. Not taken
+        when nothing would send them (shared notifications that are not running): then
+        `publish` them."""
+        self.dispatch(payloads)
+        return True
+
     async def run(self) -> None:
         """Receive notifications until cancelled (the runtime runs this beside its runs);
         nothing to do for process-local ones."""
