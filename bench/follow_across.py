@@ -146,6 +146,8 @@ async def one_run(url: str, scenario: tuple[float, float, int, list[float], int]
         joiner.complete = joiner.offsets == list(range(len(joiner.offsets))) and (
             joiner.indexes == list(range(pieces))
         )
+        if not joiner.complete:
+            print("incomplete", joiner.join, joiner.offsets, joiner.indexes, file=sys.stderr)
     return {"joiners": joiners, "floor": floor}
 
 

@@ -352,19 +352,20 @@ async def create_conversations(load: Load, count: int) -> list[str]:
 
 async def first_event(response: httpx.Response) -> tuple[float, bool]:
     """Read an SSE response to its end: when the first event (an `id:` line, not the
-    opening `: stream` comment) arrived, and whether the run completed."""
-    seen: bytes = b""
+    opening `: stream` comment) arrived, and whether the run completed (its `completed`
+    event came: looked for in each chunk with the tail of the one before, since the
+    server may send the first event and the last in one write)."""
+    tail: bytes = b""
     first: float | None = None
+    completed = False
     async for chunk in response.aiter_raw():
-        if first is None:
-            seen += chunk
-            if seen.startswith(b"id: ") or b"\nid: " in seen:
-                first = time.monotonic()
-                seen = seen[-64:]
-        else:
-            seen = seen[-64:] + chunk
+        data = tail + chunk
+        if first is None and (data.startswith(b"id: ") or b"\nid: " in data):
+            first = time.monotonic()
+        completed = completed or b"\nevent: completed\n" in data
+        tail = data[-64:]
     assert first is not None, "the stream ended before any event"
-    return first, b"\nevent: completed\n" in seen
+    return first, completed
 
 
 @dataclass

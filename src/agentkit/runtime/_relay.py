@@ -30,6 +30,7 @@ import contextlib
 import json
 import logging
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -47,6 +48,8 @@ _MAX_PAYLOAD = 7800  # bytes; PostgreSQL's limit is 8000
 _MAX_PENDING = 20_000  # relayed events a reader keeps ahead of the store
 SYNC_EVERY = 1.0  # seconds between a remote reader's requests while it follows a run
 WANTED_FOR = 3.0  # seconds a run is relayed after the last request (three missed requests)
+_FLUSH_TIMEOUT = 1.0  # seconds a stopping runtime gives its last relayed events
+_GAP_GRACE = 0.5  # seconds a reader waits for relayed deltas before a stored event
 _PRUNE_FROM = 256  # requests remembered before the expired ones are dropped
 
 
@@ -167,23 +170,36 @@ class LiveRelay:
             await self._send_forever()
         finally:
             stop()
+            if self._queue:
+                # The runtime is stopping: the last events of its runs (a step's last
+                # deltas, written just before the run ended) still go, if they can soon.
+                with anyio.move_on_after(_FLUSH_TIMEOUT, shield=True):
+                    await self._send(self._queue)
 
     async def _send_forever(self) -> None:
         while True:
             if not self._queue:
                 wake = self._wake = anyio.Event()
                 await wake.wait()
-            queue, self._queue = self._queue, {}
-            try:
-                await self._notifications.publish(_payloads(queue))
-            except Exception as exc:
-                # Lost deltas: readers in other processes ask again, and get the stored
-                # events in any case.
-                if not self._failing:
-                    _logger.warning("could not relay live events: %s", exc)
-                self._failing = True
-            else:
-                self._failing = False
+            await self._send(self._queue)
+
+    async def _send(self, queue: dict[str, list[str]]) -> None:
+        self._queue = {}
+        try:
+            await self._notifications.publish(_payloads(queue))
+        except BaseException as exc:
+            if not isinstance(exc, Exception):  # cancelled: the batch goes with the flush
+                for run_id, items in self._queue.items():
+                    queue.setdefault(run_id, []).extend(items)
+                self._queue = queue
+                raise
+            # Lost deltas: readers in other processes ask again, and get the stored
+            # events in any case.
+            if not self._failing:
+                _logger.warning("could not relay live events: %s", exc)
+            self._failing = True
+        else:
+            self._failing = False
 
 
 def _encoded(offset: int, item: AgentMessage | str | None, limit: int) -> str:
@@ -248,38 +264,60 @@ async def remote_entries(
     subscription = await notifications.subscribe(run_topic(run_id), live_topic(run_id))
     with subscription:
         cursor = after
-        pending: dict[int, Any] = {}
-        read, ended_seen = True, False
+        pending: dict[int, Any] = {}  # relayed events after `cursor`, by offset
+        ahead: deque[EventEntry] = deque()  # stored ones, waiting for relayed ones before
+        read, ended_seen, relayed = True, False, False
         next_sync = next_poll = 0.0
+        gap_until: float | None = None
         while True:
             if read:
-                stored = await store.read_events(run_id, cursor)
+                start = ahead[-1].offset if ahead else cursor
+                stored = await store.read_events(run_id, start)
                 next_poll = anyio.current_time() + poll_interval
-                for entry in stored:
-                    if entry.offset <= cursor:
-                        continue
-                    # Relayed deltas before a stored event: the store has every other
-                    # event before it, so what is missing can only be deltas: skipped.
-                    for offset in sorted(o for o in pending if o < entry.offset):
-                        item = pending.pop(offset)
-                        if offset > cursor and _is_delta(item):
-                            yield _entry(offset, item)
-                    cursor = entry.offset
-                    yield entry
-                    if isinstance(entry.event, TurnEnd):
-                        return
-                for offset in [o for o in pending if o <= cursor]:
-                    del pending[offset]
-                if not stored:
+                ahead.extend(entry for entry in stored if entry.offset > start)
+                if not stored and not ahead:
                     record = await store.get_run(run_id)
                     if record is None or record.status != "running":
                         if ended_seen:
                             return  # ended, its final event at or before `after`
                         ended_seen = True  # its ending may have been stored meanwhile
                         continue
-            while cursor + 1 in pending and pending[cursor + 1] is not None:
-                cursor += 1
-                yield _entry(cursor, pending.pop(cursor))
+            # Everything that can be given, in log order.
+            while True:
+                if cursor + 1 in pending and pending[cursor + 1] is not None:
+                    cursor += 1
+                    yield _entry(cursor, pending.pop(cursor))
+                    continue
+                if not ahead:
+                    break
+                entry = ahead[0]
+                if entry.offset <= cursor:
+                    ahead.popleft()
+                    continue
+                if relayed and _missing(pending, cursor, entry.offset):
+                    # Offsets before a stored event that neither the store nor the relay
+                    # gave: deltas, relayed on another connection than the one that
+                    # stored the event, so maybe still on their way. Asked for again and
+                    # waited for a moment; then skipped (its process died, say).
+                    now = anyio.current_time()
+                    if gap_until is None:
+                        gap_until, next_sync = now + _GAP_GRACE, now
+                    if now < gap_until:
+                        break
+                gap_until = None
+                # The store has every other event before this one: what is missing can
+                # only be deltas, skipped.
+                for offset in sorted(o for o in pending if o < entry.offset):
+                    item = pending.pop(offset)
+                    if offset > cursor and _is_delta(item):
+                        yield _entry(offset, item)
+                ahead.popleft()
+                cursor = entry.offset
+                yield entry
+                if isinstance(entry.event, TurnEnd):
+                    return
+            for offset in [o for o in pending if o <= cursor]:
+                del pending[offset]
             now = anyio.current_time()
             if now >= next_sync:
                 # Asking (again) for what follows the last offset this reader has: the
@@ -290,8 +328,10 @@ async def remote_entries(
                     have += 1
                 await _request(notifications, run_id, have)
                 next_sync = now + SYNC_EVERY
-            came = await subscription.wait(max(min(next_poll, next_sync) - now, 0.0))
+            until = min(next_poll, next_sync, gap_until or next_poll)
+            came = await subscription.wait(max(until - now, 0.0))
             notified, data = subscription.take()
+            relayed = relayed or bool(data)
             for message in data:
                 _add_relayed(pending, message, cursor)
             # The store is read when it changed, on every poll, and when relayed events
@@ -299,8 +339,14 @@ async def remote_entries(
             read = (
                 notified
                 or (not came and anyio.current_time() >= next_poll)
-                or (bool(pending) and cursor + 1 not in pending)
+                or (bool(pending) and cursor + 1 not in pending and not ahead)
             )
+
+
+def _missing(pending: dict[int, Any], cursor: int, offset: int) -> bool:
+    """Whether an offset between `cursor` and `offset` is in neither `pending` nor the
+    store (which has nothing between them)."""
+    return any(o not in pending for o in range(cursor + 1, offset))
 
 
 async def _request(notifications: Notifications, run_id: str, have: int) -> None:
