@@ -14,6 +14,10 @@ Two dedicated connections per process, beside the store's pool:
   server has said goodbye on that connection (it sends its last words, or hangs up, on a
   connection that otherwise never hears from it), and the next `try_claim` opens a new
   session.
+
+What is `post`ed (a remote reader's request for a run's live events) is sent by a task of
+`run` through the store, what gathered meanwhile in one round trip: the poster does not
+wait for the database.
 """
 
 from __future__ import annotations
