@@ -147,7 +147,12 @@ async def one_run(url: str, scenario: tuple[float, float, int, list[float], int]
             joiner.indexes == list(range(pieces))
         )
         if not joiner.complete:
-            print("incomplete", joiner.join, joiner.offsets, joiner.indexes, file=sys.stderr)
+            missing = sorted(set(range(pieces)) - set(joiner.indexes))
+            print(
+                f"the reader that joined at {joiner.join:g} s missed {len(missing)} pieces"
+                f" (first: {missing[:5]}); offsets received: {len(joiner.offsets)}",
+                file=sys.stderr,
+            )
     return {"joiners": joiners, "floor": floor}
 
 
