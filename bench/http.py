@@ -97,8 +97,15 @@ class BenchProvider:
         if asked is None:
             for piece in HELLO:
                 yield TextChunk(piece)
+        elif asked[1] is None:  # paced: a model streaming one delta every `pace` seconds
+            count, _, pace = asked
+            for index in range(count):
+                if index and pace:
+                    await anyio.sleep(pace)
+                yield TextChunk("five words in one delta ")
         else:
-            count, gate = asked
+            count, gate, _ = asked
+            assert gate is not None
             yield TextChunk("ready ")  # tells each follower it reads the run live
             while not gate.exists():  # noqa: ASYNC110 (another process creates it)
                 await anyio.sleep(0.002)
@@ -108,12 +115,13 @@ class BenchProvider:
         yield Stop()
 
 
-def _deltas_asked(request: ModelRequest) -> tuple[int, Path] | None:
+def _deltas_asked(request: ModelRequest) -> tuple[int, Path | None, float] | None:
     prompt = getattr(request.messages[-1], "content", "") if request.messages else ""
     if not isinstance(prompt, str) or not prompt.startswith("{"):
         return None
     asked = json.loads(prompt)
-    return int(asked["deltas"]), Path(asked["gate"])
+    gate = Path(asked["gate"]) if "gate" in asked else None
+    return int(asked["deltas"]), gate, float(asked.get("pace", 0.0))
 
 
 def provider(**options: Any) -> BenchProvider:
@@ -235,10 +243,10 @@ def running(command: list[str], cwd: Path) -> Iterator[Server]:
                 stream.close()
 
 
-def agentkit_command(folder: Path) -> list[str]:
+def agentkit_command(folder: Path, db: str | None = None) -> list[str]:
     return [
         sys.executable, "-m", "agentkit", "serve",
-        "--db", str(folder / "machine.db"),
+        "--db", db or str(folder / "machine.db"),
         "--port", "0",
         "--provider", SERVER_PROVIDER,
         "--attachment-root", str(folder),
@@ -249,7 +257,7 @@ def floor_command(folder: Path) -> list[str]:
     return [sys.executable, str(HERE / "http.py"), "floor-server", str(folder / "floor.db")]
 
 
-async def owner_token(db: Path) -> str:
+async def owner_token(db: Path | str) -> str:
     """A new owner's bearer token, written straight into the server's store."""
     from agentkit.conversations import Members
     from agentkit.stores import open_store
@@ -344,19 +352,20 @@ async def create_conversations(load: Load, count: int) -> list[str]:
 
 async def first_event(response: httpx.Response) -> tuple[float, bool]:
     """Read an SSE response to its end: when the first event (an `id:` line, not the
-    opening `: stream` comment) arrived, and whether the run completed."""
-    seen: bytes = b""
+    opening `: stream` comment) arrived, and whether the run completed (its `completed`
+    event came: looked for in each chunk with the tail of the one before, since the
+    server may send the first event and the last in one write)."""
+    tail: bytes = b""
     first: float | None = None
+    completed = False
     async for chunk in response.aiter_raw():
-        if first is None:
-            seen += chunk
-            if seen.startswith(b"id: ") or b"\nid: " in seen:
-                first = time.monotonic()
-                seen = seen[-64:]
-        else:
-            seen = seen[-64:] + chunk
+        data = tail + chunk
+        if first is None and (data.startswith(b"id: ") or b"\nid: " in data):
+            first = time.monotonic()
+        completed = completed or b"\nevent: completed\n" in data
+        tail = data[-64:]
     assert first is not None, "the stream ended before any event"
-    return first, b"\nevent: completed\n" in seen
+    return first, completed
 
 
 @dataclass
@@ -675,6 +684,176 @@ async def fan_outs(fanouts: list[tuple[int, int]], repeats: int) -> dict[int, li
     return samples
 
 
+@dataclass
+class Paced:
+    """Sequential runs of D deltas each, every run followed over SSE by one client as it
+    streams: the server's CPU per run."""
+
+    store: str
+    deltas: int
+    runs: int
+    fast_ms_per_run: float  # the model streams its deltas with no pause
+    paced_ms_per_run: float  # the model pauses `pace_ms` between two deltas
+    pace_ms: float
+    live_us_per_delta: float  # (paced - fast) / deltas: what streaming live adds per delta
+    fast_deltas_received: float  # per fast run: it may end before its stream opens
+    per_follower_us_per_delta: float  # CPU per delta per follower (see `_fan_cpu`)
+
+
+async def _one_paced(
+    load: Load, conversation: str, deltas: int, pace: float, followers: int = 1
+) -> int:
+    """Prompt, follow the run from its start to its end with `followers` streams; the
+    deltas one received (all of a paced run; of a fast one, those it had not ended
+    before the stream opened: a run that has ended is read from the store, its text
+    whole)."""
+    path = f"/v1/conversations/{conversation}/runs"
+    prompt = json.dumps({"deltas": deltas, "pace": pace})
+    response = await load[0].post(path, json={"prompt": prompt})
+    if response.status_code != 202:
+        raise RuntimeError(f"POST {path}: {response.status_code} {response.text}")
+    counters = [_DeltaCounter() for _ in range(followers)]
+    events = f"{path}/{response.json()['runId']}/events"
+
+    async def follow(index: int) -> None:
+        async with load[index].stream("GET", events, params={"after": -1}) as stream:
+            async for chunk in stream.aiter_raw():
+                counters[index].feed(chunk)
+
+    async with anyio.create_task_group() as group:
+        for index in range(followers):
+            group.start_soon(follow, index)
+    for counter in counters:
+        if not counter.ended or (pace and counter.count != deltas):
+            raise RuntimeError(f"a follower received {counter.count} of {deltas} deltas")
+    return counters[0].count
+
+
+async def _fan_cpu(server: Server, load: Load, runs: int, followers: int) -> float:
+    """The server's CPU microseconds per delta per follower beyond the first, over
+    `runs` runs of `FAN_DELTAS` deltas `FAN_PACE` seconds apart followed by 1 and by
+    `followers` streams (interleaved)."""
+    conversations = await create_conversations(load, 2 * runs)
+    one = many = 0.0
+    for index in range(runs):
+        for count in (1, followers):
+            before = server.cpu_seconds()
+            await _one_paced(
+                load, conversations[2 * index + (count > 1)], FAN_DELTAS, FAN_PACE, count
+            )
+            spent = server.cpu_seconds() - before
+            if count == 1:
+                one += spent
+            else:
+                many += spent
+    return (many - one) / runs / (followers - 1) / FAN_DELTAS * 1e6
+
+
+FAN_DELTAS = 200  # a run long enough that opening a stream weighs little per delta
+FAN_PACE = 0.002
+FAN_FOLLOWERS = 5
+
+
+async def _paced_cpu(
+    server: Server, load: Load, runs: int, deltas: int, pace: float
+) -> tuple[float, float]:
+    """The server's CPU milliseconds per run, over `runs` runs one after the other, and
+    the deltas the follower received per run."""
+    conversations = await create_conversations(load, runs)
+    before = server.cpu_seconds()
+    received = 0
+    for conversation in conversations:
+        received += await _one_paced(load, conversation, deltas, pace)
+    return (server.cpu_seconds() - before) / runs * 1000, received / runs
+
+
+async def paced(
+    store: str, db: str | None, runs: int, deltas: int, pace: float, rounds: int
+) -> Paced:
+    """Fast and paced runs, interleaved in rounds, on one server on `store`."""
+    fast: list[tuple[float, float]] = []
+    slow: list[tuple[float, float]] = []
+    with tempfile.TemporaryDirectory(prefix="agentkit-bench-paced-") as name:
+        folder = Path(name)
+        with running(agentkit_command(folder, db), folder) as server:
+            token = await owner_token(db or folder / "machine.db")
+            async with Load(server.url, token, 1) as load:
+                await _paced_cpu(server, load, 5, deltas, 0.0)  # warm up
+                for _ in range(rounds):
+                    fast.append(await _paced_cpu(server, load, runs // rounds, deltas, 0.0))
+                    slow.append(await _paced_cpu(server, load, runs // rounds, deltas, pace))
+            async with Load(server.url, token, FAN_FOLLOWERS) as load:
+                per_follower = [
+                    await _fan_cpu(server, load, max(runs // 40, 1), FAN_FOLLOWERS)
+                    for _ in range(rounds)
+                ]
+    fast_ms, paced_ms = statistics.median(f[0] for f in fast), statistics.median(f[0] for f in slow)
+    return Paced(
+        store=store,
+        deltas=deltas,
+        runs=runs,
+        fast_ms_per_run=fast_ms,
+        paced_ms_per_run=paced_ms,
+        pace_ms=pace * 1000,
+        live_us_per_delta=(paced_ms - fast_ms) / deltas * 1000,
+        fast_deltas_received=statistics.mean(f[1] for f in fast),
+        per_follower_us_per_delta=statistics.median(per_follower),
+    )
+
+
+@contextlib.contextmanager
+def postgres_schema() -> Iterator[str | None]:
+    """A store URL of a new schema of `AGENTKIT_TEST_POSTGRES_DSN`'s database, dropped
+    after; `None` without one."""
+    dsn = os.environ.get("AGENTKIT_TEST_POSTGRES_DSN")
+    if not dsn:
+        yield None
+        return
+    import uuid
+    from urllib.parse import quote
+
+    import psycopg
+
+    schema = f"agentkit_http_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    try:
+        separator = "&" if "?" in dsn else "?"
+        yield f"{dsn}{separator}options={quote(f'-csearch_path={schema}')}"
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def paced_all(quick: bool) -> list[Paced]:
+    """The paced measure on SQLite, and on PostgreSQL when a database is given."""
+    runs, deltas, pace, rounds = (10, 20, 0.005, 2) if quick else (200, 20, 0.005, 5)
+    found = [anyio.run(paced, "sqlite", None, runs, deltas, pace, rounds, backend="asyncio")]
+    with postgres_schema() as url:
+        if url is not None:
+            found.append(
+                anyio.run(paced, "postgresql", url, runs, deltas, pace, rounds, backend="asyncio")
+            )
+    return found
+
+
+def paced_table(found: list[Paced]) -> str:
+    lines = [
+        "| store | deltas per run | server CPU per run, no pause | server CPU per run, "
+        "paced | paced - no pause, per delta | deltas streamed, no pause "
+        f"| per delta per follower ({FAN_DELTAS} deltas {FAN_PACE * 1000:g} ms apart, 1 vs "
+        f"{FAN_FOLLOWERS} followers) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for p in found:
+        lines.append(
+            f"| {p.store} | {p.deltas} | {p.fast_ms_per_run:.2f} ms | {p.paced_ms_per_run:.2f} ms"
+            f" ({p.pace_ms:g} ms between deltas) | {p.live_us_per_delta:.0f} us |"
+            f" {p.fast_deltas_received:.1f} | {p.per_follower_us_per_delta:.0f} us |"
+        )
+    return "\n".join(lines)
+
+
 # --- the run --------------------------------------------------------------------------------
 
 
@@ -786,9 +965,26 @@ if __name__ == "__main__":
         "--load-processes", type=int, default=2, help="processes the bursts are fired from"
     )
     parser.add_argument("--json", metavar="FILE", help=f"where to write the results ({RESULTS})")
+    parser.add_argument(
+        "--paced-only",
+        action="store_true",
+        help="only the paced measure (and into bench/results-paced.json)",
+    )
     args = parser.parse_args()
+    if args.paced_only:
+        found = paced_all(args.quick)
+        print(paced_table(found))
+        out = (
+            Path(args.json) if args.json else (None if args.quick else HERE / "results-paced.json")
+        )
+        if out is not None:
+            out.write_text(json.dumps([asdict(p) for p in found], indent=2) + "\n")
+        sys.exit(0)
     results = main(args.quick, args.repeats, args.load_processes)
+    results["paced"] = [asdict(p) for p in paced_all(args.quick)]
     print(table(results))
+    print()
+    print(paced_table([Paced(**p) for p in results["paced"]]))
     out = Path(args.json) if args.json else (None if args.quick else RESULTS)
     if out is not None:
         out.write_text(json.dumps(results, indent=2) + "\n")

@@ -11,19 +11,27 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
-from anyio.streams.memory import MemoryObjectSendStream
 
+from agentkit._internal.models import (
+    new_model,
+    set_dict,
+    set_extra,
+    set_fields_set,
+    set_private,
+    shared_fields_set,
+)
 from agentkit.conversations._errors import (
     AccessDeniedError,
     ConversationNotFoundError,
     RunNotFoundError,
 )
-from agentkit.conversations._models import FollowEvent, OutputEvent
+from agentkit.conversations._models import FollowEvent, OutputEvent, TextDeltaPart
 from agentkit.conversations._turns import final_of, part_of
-from agentkit.events import ErrorEvent, TurnEnd
+from agentkit.events import ErrorEvent, TextDelta, TurnEnd
 from agentkit.runtime import Runtime
 from agentkit.stores import EventEntry
 
@@ -51,10 +59,36 @@ async def follow_run(
                 error = record.error if record is not None else None
             yield final_of(entry.event, error, entry.offset)
             return
+        event = entry.event
+        if type(event) is TextDelta and event.agent is None:
+            # Most of a streamed answer, for every follower: built without validation.
+            yield _delta_output(entry.offset, event.content)
+            continue
         error = _error(entry, error)
-        part = part_of(entry.event)
+        part = part_of(event)
         if part is not None:
             yield OutputEvent(offset=entry.offset, part=part)
+
+
+_PART_FIELDS = shared_fields_set(("text",))
+_OUTPUT_FIELDS = shared_fields_set(("offset", "part"))
+
+
+def _delta_output(offset: int, text: str) -> OutputEvent:
+    """`OutputEvent(offset=offset, part=TextDeltaPart(text=text))`, equal to it, built as
+    `agentkit._internal.models` builds what agentkit made itself (valid by construction)."""
+    part: Any = new_model(TextDeltaPart)
+    set_dict(part, {"type": "text_delta", "text": text})
+    set_fields_set(part, _PART_FIELDS)
+    set_extra(part, None)
+    set_private(part, None)
+    output: Any = new_model(OutputEvent)
+    set_dict(output, {"type": "output", "offset": offset, "part": part})
+    set_fields_set(output, _OUTPUT_FIELDS)
+    set_extra(output, None)
+    set_private(output, None)
+    result: OutputEvent = output
+    return result
 
 
 def _error(entry: EventEntry, current: str | None) -> str | None:
@@ -65,6 +99,21 @@ def _error(entry: EventEntry, current: str | None) -> str | None:
 
 
 _RECHECK = 5.0  # seconds between two checks of a follower's access while nothing changes
+
+
+class _Guard:
+    """Between a guarded reader and the task watching its access."""
+
+    __slots__ = ("denied", "reading")
+
+    def __init__(self) -> None:
+        self.denied: BaseException | None = None  # why the reader lost access
+        self.reading: anyio.CancelScope | None = None  # around the read in progress
+
+    def deny(self, exc: BaseException) -> None:
+        self.denied = exc
+        if self.reading is not None:
+            self.reading.cancel()
 
 
 async def guarded(
@@ -78,40 +127,44 @@ async def guarded(
     every few seconds (a member removed, a role changed). The error `allowed` raised is
     raised here, where the reader reads.
 
-    The events are read by a task of the machine's `group`, so that this generator never
-    yields from inside a cancel scope; it is stopped when the reader stops reading.
+    The reader's task reads `events` itself, each read in a cancel scope of its own
+    (never around a `yield`) that the watch, a task of the machine's `group`, cancels when
+    access is lost; it is stopped when the reader stops reading. Not a task that reads
+    and hands events over: that would cost every event of a live run (every text delta
+    of a streaming model) a hand-over and a task switch per follower.
     """
-    send, receive = anyio.create_memory_object_stream[FollowEvent | BaseException](16)
-    scope = anyio.CancelScope()
+    guard = _Guard()
+    watching = anyio.CancelScope()
 
-    async def pump() -> None:
-        with scope:
-            async with send, anyio.create_task_group() as inner:
-                inner.start_soon(_watch_access, allowed, changed, send, inner.cancel_scope)
-                try:
-                    async with contextlib.aclosing(events) as source:
-                        async for event in source:
-                            await send.send(event)
-                except Exception as exc:  # the store failed: the reader gets the error
-                    await send.send(exc)
-                inner.cancel_scope.cancel()
+    async def watch() -> None:
+        with watching:
+            await _watch_access(allowed, changed, guard)
 
-    group.start_soon(pump)
+    group.start_soon(watch)
     try:
-        async with receive:
-            async for item in receive:
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
+        async with contextlib.aclosing(events) as source:
+            while True:
+                if guard.denied is not None:
+                    raise guard.denied
+                reading = guard.reading = anyio.CancelScope()
+                with reading:
+                    try:
+                        event = await source.__anext__()
+                    except StopAsyncIteration:
+                        return
+                guard.reading = None
+                if reading.cancelled_caught:
+                    assert guard.denied is not None  # only the watch cancels it
+                    raise guard.denied
+                yield event
     finally:
-        scope.cancel()
+        watching.cancel()
 
 
 async def _watch_access(
     allowed: Callable[[], Awaitable[None]],
     changed: Callable[[], anyio.Event],
-    send: MemoryObjectSendStream[FollowEvent | BaseException],
-    scope: anyio.CancelScope,
+    guard: _Guard,
 ) -> None:
     while True:
         signal = changed()
@@ -120,8 +173,7 @@ async def _watch_access(
         try:
             await allowed()
         except (ConversationNotFoundError, AccessDeniedError, RunNotFoundError) as exc:
-            await send.send(exc)
-            scope.cancel()
+            guard.deny(exc)
             return
         except Exception:  # the store failed: the next check tries again
             continue

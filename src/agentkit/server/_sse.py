@@ -2,16 +2,22 @@
 connection open with comment lines, and stops its source the moment the client leaves.
 
 Not a `StreamingResponse` over an async generator: the source, the writer (which sends
-what is queued in one write, and a keep-alive comment after a silence) and the disconnect
-listener are three tasks of one task group, so a client that goes away cancels the source
-at once (a follow of a long run must not linger), and nothing yields from inside a cancel
-scope.
+what has gathered in one write) and the disconnect listener are tasks of one task group,
+so a client that goes away cancels the source at once (a follow of a long run must not
+linger), and nothing yields from inside a cancel scope.
+
+What a live stream pays per event is what a follower of a streaming model pays per
+delta, so the hand-over between the source's task and the writer is a list and an event
+made only when the writer waits (not a memory stream, whose every send and receive is a
+checkpoint), and the keep-alive is a task of its own that looks at the time of the last
+write (not a timeout around every wait of the writer).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import AsyncGenerator
 
 import anyio
@@ -26,6 +32,42 @@ _logger = logging.getLogger("agentkit.server")
 
 _OPENED = encode_comment("stream")
 _KEEPALIVE = encode_comment("keep-alive")
+_MAX_PENDING = 256  # events gathered for a writer that cannot send (a slow client)
+
+
+class _Pending:
+    """Encoded events between the source's task and the writer's, and their signals."""
+
+    __slots__ = ("chunks", "done", "has_room", "has_some", "last_write")
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+        self.done = False  # the source ended: the writer sends what is left and stops
+        self.has_some: anyio.Event | None = None  # the writer waits for chunks
+        self.has_room: anyio.Event | None = None  # the source waits for the writer
+        self.last_write = time.monotonic()
+
+    def put(self, chunk: bytes) -> None:
+        self.chunks.append(chunk)
+        waiter = self.has_some
+        if waiter is not None:
+            self.has_some = None
+            waiter.set()
+
+    def finish(self) -> None:
+        self.done = True
+        waiter = self.has_some
+        if waiter is not None:
+            self.has_some = None
+            waiter.set()
+
+    def take(self) -> list[bytes]:
+        chunks, self.chunks = self.chunks, []
+        waiter = self.has_room
+        if waiter is not None:
+            self.has_room = None
+            waiter.set()
+        return chunks
 
 
 class EventStream:
@@ -67,43 +109,50 @@ class EventStream:
             }
         )
         client_gone = False
-        # One writer: the source's task queues its events, the writer sends what is
-        # queued in one body message (fewer writes when a follower falls behind, or many
-        # followers share a run) and a keep-alive comment after a silence.
-        queue_in, queue_out = anyio.create_memory_object_stream[bytes](max_buffer_size=256)
+        pending = _Pending()
 
         async def body(chunk: bytes) -> None:
+            pending.last_write = time.monotonic()
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
 
         async def pump() -> None:
-            async with queue_in, contextlib.aclosing(self._source) as source:
-                try:
-                    async for chunk in source:
-                        await queue_in.send(chunk)
-                except Exception as exc:
-                    # The stream ends with an event that says why, never with a cut body:
-                    # a reader that lost access is told so (and nothing is logged); any
-                    # other failure is logged once and told as `internal`.
-                    await queue_in.send(_ended(exc))
+            try:
+                async with contextlib.aclosing(self._source) as source:
+                    try:
+                        async for chunk in source:
+                            pending.put(chunk)
+                            while len(pending.chunks) >= _MAX_PENDING:
+                                # A client that reads slowly holds its source up, not the
+                                # server's memory.
+                                room = pending.has_room = anyio.Event()
+                                await room.wait()
+                    except Exception as exc:
+                        # The stream ends with an event that says why, never with a cut
+                        # body: a reader that lost access is told so (and nothing is
+                        # logged); any other failure is logged once and told as `internal`.
+                        pending.put(_ended(exc))
+            finally:
+                pending.finish()
 
         async def writer(group_scope: anyio.CancelScope) -> None:
-            async with queue_out:
-                while True:
-                    with anyio.move_on_after(self._keepalive) as idle:
-                        try:
-                            batch = [await queue_out.receive()]
-                        except anyio.EndOfStream:
-                            break
-                    if idle.cancelled_caught:
-                        await body(_KEEPALIVE)
-                        continue
-                    while len(batch) < 256:
-                        try:
-                            batch.append(queue_out.receive_nowait())
-                        except (anyio.WouldBlock, anyio.EndOfStream):
-                            break
-                    await body(b"".join(batch))
+            # One writer: what gathered while it was sending goes in one body message
+            # (fewer writes when a follower falls behind, or many followers share a run).
+            while True:
+                if pending.chunks:
+                    chunks = pending.take()
+                    await body(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+                elif pending.done:
+                    break
+                else:
+                    some = pending.has_some = anyio.Event()
+                    await some.wait()
             group_scope.cancel()
+
+        async def keepalive() -> None:
+            while True:
+                await anyio.sleep(max(pending.last_write + self._keepalive - time.monotonic(), 0))
+                if time.monotonic() - pending.last_write >= self._keepalive:
+                    pending.put(_KEEPALIVE)  # written by the writer: writes never interleave
 
         async def until_disconnect(group_scope: anyio.CancelScope) -> None:
             nonlocal client_gone
@@ -121,6 +170,7 @@ class EventStream:
                 self._streams.add(group.cancel_scope)
             group.start_soon(pump)
             group.start_soon(writer, group.cancel_scope)
+            group.start_soon(keepalive)
             group.start_soon(until_disconnect, group.cancel_scope)
         if self._streams is not None:
             self._streams.discard(group.cancel_scope)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any
 
 import anyio
@@ -110,6 +110,20 @@ class Notifications:
 
     def __init__(self) -> None:
         self._topics: dict[str, set[Subscription]] = {}
+        self._handlers: dict[str, Callable[[str, str | None], None]] = {}
+
+    def handle(self, kind: str, handler: Callable[[str, str | None], None]) -> Callable[[], None]:
+        """Call `handler(topic, data)` for every payload whose topic is `kind:<name>`, as it
+        is received, and return what stops it. One handler per kind: a service of this
+        process (the relay of live events answers `sync:<run_id>` requests this way), not a
+        reader, so nothing is queued and a handler must not block."""
+        self._handlers[kind] = handler
+
+        def stop() -> None:
+            if self._handlers.get(kind) is handler:
+                del self._handlers[kind]
+
+        return stop
 
     async def subscribe(self, *topics: str) -> Subscription:
         """A subscription to `topics`, listening once this returns."""
@@ -129,8 +143,14 @@ class Notifications:
     def dispatch(self, payloads: Iterable[str]) -> None:
         """Hand received payloads (`topic` or `topic\\ndata`) to their subscribers. A topic
         `kind:*` reaches every subscriber of a topic starting with `kind:`."""
+        handlers = self._handlers
         for payload in payloads:
             topic, newline, data = payload.partition("\n")
+            if handlers:
+                handler = handlers.get(topic.partition(":")[0])
+                if handler is not None:
+                    handler(topic, data if newline else None)
+                    continue
             if topic.endswith(":*"):
                 prefix = topic[:-1]
                 found: set[Subscription] = set()
@@ -152,6 +172,14 @@ class Notifications:
     async def publish(self, payloads: Sequence[str]) -> None:
         """Send payloads (`topic` or `topic\\ndata`) to the subscribers."""
         self.dispatch(payloads)
+
+    def post(self, payloads: Sequence[str]) -> bool:
+        """Send payloads without waiting for them to go out (a request a reader repeats
+        anyway, which must not hold its reading up); whether they were taken. Not taken
+        when nothing would send them (shared notifications that are not running): then
+        `publish` them."""
+        self.dispatch(payloads)
+        return True
 
     async def run(self) -> None:
         """Receive notifications until cancelled (the runtime runs this beside its runs);

@@ -14,6 +14,10 @@ Two dedicated connections per process, beside the store's pool:
   server has said goodbye on that connection (it sends its last words, or hangs up, on a
   connection that otherwise never hears from it), and the next `try_claim` opens a new
   session.
+
+What is `post`ed (a remote reader's request for a run's live events) is sent by a task of
+`run` through the store, what gathered meanwhile in one round trip: the poster does not
+wait for the database.
 """
 
 from __future__ import annotations
@@ -75,6 +79,8 @@ class PostgresNotifications(Notifications):
         self._claims_lock: anyio.Lock | None = None
         self._held: set[str] = set()
         self._failing = False
+        self._outbox: list[str] = []  # posted, not sent yet
+        self._outbox_wake: anyio.Event | None = None
 
     # --- subscriptions --------------------------------------------------------------
 
@@ -92,6 +98,28 @@ class PostgresNotifications(Notifications):
 
     async def publish(self, payloads: Any) -> None:
         await self._store.notify(list(payloads))
+
+    def post(self, payloads: Sequence[str]) -> bool:
+        if not self._running:
+            return False
+        self._outbox.extend(payloads)
+        wake = self._outbox_wake
+        if wake is not None:
+            self._outbox_wake = None
+            wake.set()
+        return True
+
+    async def _send_posted(self) -> None:
+        """Send what is posted, what gathered meanwhile in one round trip."""
+        while True:
+            if not self._outbox:
+                wake = self._outbox_wake = anyio.Event()
+                await wake.wait()
+            batch, self._outbox = self._outbox, []
+            try:
+                await self._store.notify(batch)
+            except Exception as exc:  # lost: whoever posted it posts it again
+                _logger.debug("posted notifications lost: %s", exc)
 
     def _ready_event(self) -> anyio.Event:
         if self._ready is None:
@@ -114,10 +142,12 @@ class PostgresNotifications(Notifications):
         try:
             async with anyio.create_task_group() as group:
                 group.start_soon(self._watch_claims)
+                group.start_soon(self._send_posted)
                 await self._listen_forever()
         finally:
             self._running = False
             self._ready = None
+            self._outbox.clear()
             with anyio.CancelScope(shield=True):
                 await self._close_claims()
 
