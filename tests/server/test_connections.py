@@ -28,11 +28,16 @@ GUARD = 10.0
 PARTIAL_HEAD = b"GET /v1/me HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+@pytest.fixture(scope="module", params=["httptools", "h11"])
+def server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
+    """The server on each of uvicorn's parsers: the bounds must hold on both."""
     folder = tmp_path_factory.mktemp("connections")
     with served(
         folder,
+        "--http",
+        request.param,
         "--header-timeout",
         str(HEADER_TIMEOUT),
         "--idle-timeout",

@@ -205,6 +205,13 @@ exit codes:
         help="open connections at most, event streams included; a request on one more is "
         "answered 503 (default: 1000)",
     )
+    serve.add_argument(
+        "--http",
+        choices=("auto", "httptools", "h11"),
+        default="auto",
+        help="the HTTP/1.1 parser: httptools (C, with the server extra where it installs), "
+        "h11 (pure Python), or auto: httptools when installed (default: auto)",
+    )
     add_provider_timeouts(serve)
 
 
@@ -325,6 +332,7 @@ def serve_command(args: argparse.Namespace) -> int:
                     header_timeout=args.header_timeout,
                     idle_timeout=args.idle_timeout,
                     max_connections=args.max_connections,
+                    http=args.http,
                 )
         except ExtensionError as exc:
             raise ServeError(str(exc)) from None

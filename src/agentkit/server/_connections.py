@@ -10,6 +10,8 @@ here adds
 - a deadline for every request head, counted from the connection's opening, or from the
   first byte after a response, and not renewed by more bytes: past it, a connection that
   sent part of a head gets `408` and is closed, one that sent nothing is closed;
+- a bound on a request head's size (16 KiB, h11's, on httptools too): past it, `400` and
+  the connection is closed;
 - a limit on the client's silence in the middle of a request body: a connection whose
   body stops coming for `idle_timeout` seconds (uvicorn's keep-alive timeout, the same
   silence allowed between requests) gets `408` and is closed;
@@ -59,6 +61,15 @@ def _timed_out(reason: bytes) -> bytes:
 
 
 _HEAD_TOO_SLOW = _timed_out(b"the request head came too slowly")
+MAX_HEAD_BYTES = 16 * 1024
+"""The largest request head (request line and headers): h11's own bound, applied to
+httptools too, which has none (a client could grow a head in memory until the deadline)."""
+_HEAD_TOO_LARGE_REASON = b"the request head is over 16 KiB"
+_HEAD_TOO_LARGE = (
+    b"HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"content-length: %d\r\nconnection: close\r\n\r\n%s"
+    % (len(_HEAD_TOO_LARGE_REASON), _HEAD_TOO_LARGE_REASON)
+)
 _BODY_STOPPED = _timed_out(b"the request body stopped coming")
 
 
@@ -103,6 +114,7 @@ def protocol_class(
             super().__init__(*args, **kwargs)
             self._head_timer: asyncio.TimerHandle | None = None
             self._head_started = False  # bytes of the awaited head arrived
+            self._head_bytes = 0  # how many, while it is awaited
             self._body_timer: asyncio.TimerHandle | None = None
 
         def _awaits_head(self) -> bool:
@@ -131,6 +143,7 @@ def protocol_class(
                 self._head_timer.cancel()
                 self._head_timer = None
             self._head_started = False
+            self._head_bytes = 0
 
         def connection_made(self, transport: asyncio.Transport) -> None:
             # (uvicorn's own signature: its transports are `asyncio.Transport`s.)
@@ -144,9 +157,14 @@ def protocol_class(
             if self._awaits_head():
                 self._arm()  # after a response: the next head's deadline starts now
                 self._head_started = True
+                self._head_bytes += len(data)
             super().data_received(data)
             if not self._awaits_head():
                 self._disarm()
+            elif self._head_bytes > MAX_HEAD_BYTES and not self.transport.is_closing():
+                self.transport.write(_HEAD_TOO_LARGE)
+                self.transport.close()
+                return
             self._watch_body()
 
         def on_response_complete(self) -> None:

@@ -88,6 +88,7 @@ async def serve(
     header_timeout: float = DEFAULT_HEADER_TIMEOUT,
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    http: str = "auto",
 ) -> None:
     """Serve `machine` (open) on `sock` until SIGINT or SIGTERM, on asyncio.
 
@@ -107,9 +108,13 @@ async def serve(
         max_connections: Open connections at most, event streams included; a
             connection beyond them is answered `503` (`unavailable`) and closed. The
             process's soft limit of open files is raised towards it (within the hard one).
+        http: uvicorn's HTTP/1.1 parser: `httptools` (C, installed with the `server`
+            extra where it has wheels), `h11` (pure Python), or `auto`, httptools when
+            installed. The bounds above hold on both.
 
     Raises:
-        ValueError: A timeout is not above 0, or `max_connections` is below 1.
+        ValueError: A timeout is not above 0, `max_connections` is below 1, or `http`
+            is none of the three.
     """
     if not (header_timeout > 0 and idle_timeout > 0):
         raise ValueError("header_timeout and idle_timeout must be above 0 seconds")
@@ -126,7 +131,9 @@ async def serve(
         log_level="warning",
         access_log=False,
         timeout_graceful_shutdown=max(1, int(shutdown_timeout)),
-        http=protocol_class(header_timeout=header_timeout, max_connections=max_connections),
+        http=protocol_class(
+            header_timeout=header_timeout, max_connections=max_connections, http=http
+        ),
         # Typed `int` by uvicorn, which only hands it to `loop.call_later`: any float will do.
         timeout_keep_alive=idle_timeout,  # type: ignore[arg-type]
         # Behind a proxy, X-Forwarded-* are only trusted from the addresses configured
