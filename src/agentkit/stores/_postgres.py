@@ -193,6 +193,111 @@ class _SQL:
         self.read_events = (
             f"SELECT pos, data FROM {events} WHERE run_id = %s AND pos > %s ORDER BY pos"
         )
+        # --- one-round-trip writes (`_Postgres.create_run`, `append_events`, `append_step`, `finish_run`)
+        # A run's start: after `lock_session` (its own statement, so that this one's
+        # snapshot is taken under the lock and sees any run committed before it), the
+        # checks, the run, its first events and the notifications in one statement.
+        casts = [
+            "text",
+            "text",
+            "text",
+            "text",
+            "float8",
+            "float8",
+            "text",
+            "float8",
+            "float8",
+            "text",
+        ]
+        values = ", ".join(f"%s::{cast}" for cast in casts)
+        self.start_run = (
+            f"WITH s AS (SELECT 1 FROM {sessions} WHERE id = %s), "
+            f"busy AS (SELECT 1 FROM {runs} WHERE session_id = %s AND status = 'running' "
+            "AND %s::boolean LIMIT 1), "
+            f"ins AS (INSERT INTO {runs} ({run_cols}) SELECT {values} "
+            "WHERE EXISTS (SELECT 1 FROM s) AND NOT EXISTS (SELECT 1 FROM busy) RETURNING id), "
+            f"ev AS (INSERT INTO {events} (run_id, pos, data) SELECT ins.id, u.p, u.d FROM ins "
+            "CROSS JOIN unnest(%s::bigint[], %s::text[]) AS u (p, d) RETURNING 1), "
+            "note AS (SELECT pg_notify(%s, topic) FROM ins "
+            "CROSS JOIN unnest(%s::text[]) AS topic) "
+            "SELECT EXISTS (SELECT 1 FROM s), EXISTS (SELECT 1 FROM busy), "
+            "(SELECT count(*) FROM note), (SELECT count(*) FROM ev)"
+        )
+        # The checks every guarded write starts with, on the run's row locked FOR UPDATE
+        # (which excludes every other writer of the run's log: the transactional paths
+        # take it FOR SHARE, or FOR UPDATE to end it): `g` has one row, `ok` says
+        # whether the write may go ahead. Parameters: run id, whether a missing run is
+        # refused, whether only a running run is written, the first new offset.
+        guard = (
+            f"r AS (SELECT status, owner, lease_expires_at, session_id FROM {runs} "
+            "WHERE id = %s FOR UPDATE), "
+            f"last AS (SELECT coalesce(max(pos), -1) AS pos FROM {events} WHERE run_id = %s), "
+            "g AS (SELECT (SELECT status FROM r) AS status, (SELECT pos FROM last) AS last, "
+            "(SELECT session_id FROM r) AS session_id, EXISTS (SELECT 1 FROM r) AS found, "
+            "(SELECT owner FROM r) AS holder, (SELECT lease_expires_at FROM r) AS lease_end)"
+        )
+        insert_events = (
+            f"ev AS (INSERT INTO {events} (run_id, pos, data) SELECT %s, u.p, u.d FROM ok "
+            "CROSS JOIN unnest(%s::bigint[], %s::text[]) AS u (p, d) RETURNING 1)"
+        )
+        # Append to a run's log: refused (nothing written) when the run has ended or
+        # the offsets do not follow the stored ones; a missing run is written to.
+        self.guarded_append = (
+            f"WITH {guard.replace('%s', '%(run)s')}, "
+            "ok AS (SELECT 1 FROM g WHERE (g.status IS NULL OR g.status = 'running') "
+            "AND (%(first)s::bigint IS NULL OR g.last < %(first)s::bigint)), "
+            + insert_events.replace("%s, u.p", "%(run)s, u.p")
+            .replace("%s::bigint[]", "%(offsets)s::bigint[]")
+            .replace("%s::text[]", "%(data)s::text[]")
+            + ", note AS (SELECT pg_notify(%(channel)s, topic) FROM ok "
+            "CROSS JOIN unnest(%(topics)s::text[]) AS topic) "
+            "SELECT g.status, g.last, (SELECT count(*) FROM note), (SELECT count(*) FROM ev) "
+            "FROM g"
+        )
+        # A step: the transcript's messages and the run's events, refused like an append,
+        # and when the session is missing; the session's `updated_at` is touched.
+        self.guarded_step = (
+            f"WITH {guard.replace('%s', '%(run)s')}, "
+            f"s AS (SELECT 1 FROM {sessions} WHERE id = %(session)s), "
+            "ok AS (SELECT 1 FROM g WHERE (g.status IS NULL OR g.status = 'running') "
+            "AND (%(first)s::bigint IS NULL OR g.last < %(first)s::bigint) "
+            "AND EXISTS (SELECT 1 FROM s)), "
+            f"touch AS (UPDATE {sessions} SET updated_at = %(now)s WHERE id = %(session)s "
+            "AND EXISTS (SELECT 1 FROM ok) RETURNING 1), "
+            f"tr AS (INSERT INTO {transcript} (session_id, pos, data) "
+            f"SELECT %(session)s, (SELECT coalesce(max(pos) + 1, 0) FROM {transcript} "
+            "WHERE session_id = %(session)s) + n - 1, d FROM ok "
+            "CROSS JOIN unnest(%(messages)s::text[]) WITH ORDINALITY AS u (d, n) RETURNING 1), "
+            + insert_events.replace("%s, u.p", "%(run)s, u.p")
+            .replace("%s::bigint[]", "%(offsets)s::bigint[]")
+            .replace("%s::text[]", "%(data)s::text[]")
+            + ", note AS (SELECT pg_notify(%(channel)s, topic) FROM ok "
+            "CROSS JOIN unnest(%(topics)s::text[]) AS topic) "
+            "SELECT g.status, g.last, EXISTS (SELECT 1 FROM s), (SELECT count(*) FROM note), "
+            "(SELECT count(*) FROM ev), (SELECT count(*) FROM tr), (SELECT count(*) FROM touch) "
+            "FROM g"
+        )
+        # A run's end, on `may_finish`'s terms, with its last events; the session's
+        # topic is made here, from the run's row (`_topic`'s rule in SQL).
+        self.guarded_finish = (
+            f"WITH {guard.replace('%s', '%(run)s')}, "
+            "ok AS (SELECT 1 FROM g WHERE g.status = 'running' "
+            "AND (%(owner)s::text IS NULL OR g.holder = %(owner)s::text) "
+            "AND (%(expired_by)s::float8 IS NULL OR g.lease_end IS NULL "
+            "OR g.lease_end < %(expired_by)s::float8) "
+            "AND (%(first)s::bigint IS NULL OR g.last < %(first)s::bigint)), "
+            + insert_events.replace("%s, u.p", "%(run)s, u.p")
+            .replace("%s::bigint[]", "%(offsets)s::bigint[]")
+            .replace("%s::text[]", "%(data)s::text[]")
+            + f", up AS (UPDATE {runs} SET status = %(status)s, finished_at = %(finished_at)s, "
+            "error = %(error)s WHERE id = %(run)s AND EXISTS (SELECT 1 FROM ok) RETURNING 1), "
+            "note AS (SELECT pg_notify(%(channel)s, topic) FROM up CROSS JOIN g CROSS JOIN "
+            "unnest(ARRAY[%(run_topic)s::text, CASE WHEN octet_length('session:' || g.session_id) "
+            f"<= {_TOPIC_BYTES} THEN 'session:' || g.session_id ELSE 'session:*' END]) "
+            "AS topic) "
+            "SELECT g.status, g.holder, g.lease_end, g.last, (SELECT count(*) FROM up), "
+            "(SELECT count(*) FROM note), (SELECT count(*) FROM ev) FROM g"
+        )
         # --- rooms ---
         rooms, room_events = f"{p}agentkit_rooms", f"{p}agentkit_room_events"
         grants, cursors = f"{p}agentkit_room_grants", f"{p}agentkit_room_cursors"
@@ -324,6 +429,15 @@ class _SQL:
         )
 
 
+def _refuse(run_id: str, offsets: list[int], *, state: str | None, last: int) -> None:
+    """The error of a guarded write that wrote nothing: the run has ended, or the
+    offsets do not follow the stored ones (nothing when neither)."""
+    if state is not None and state != "running":
+        raise RunEndedError(f"run {run_id} has ended ({state}): no more events")
+    if offsets and offsets[0] <= last:
+        raise OffsetError(f"offset {offsets[0]} does not follow {last} in run {run_id}")
+
+
 class _Postgres:
     """The operations in PostgreSQL's dialect, on the store's statements: each one
     statement or one transaction on the connection it is given. Every write notifies its
@@ -426,25 +540,36 @@ class _Postgres:
     ) -> None:
         from psycopg import errors
 
-        async with conn.transaction():
-            # The session's row lock makes the check and the insert one step for every
-            # process: a second start on the session waits here, then sees the first run.
-            if (await conn.execute(self.sql.lock_session, (run.session_id,))).first() is None:
-                raise SessionNotFoundError(f"no session {run.session_id!r}")
-            if (
-                run.status == "running"
-                and (await conn.execute(self.sql.running_in_session, (run.session_id,))).rows
-            ):
-                raise SessionBusyError(f"session {run.session_id!r} already has a run going")
-            try:
-                async with conn.transaction():  # a savepoint: the error leaves the rest usable
-                    topics = self._announce(
-                        _topic("run", run.id), _topic("session", run.session_id)
-                    )
-                    await conn.execute(self.sql.insert_run, (*run_params(run), *topics))
-            except errors.UniqueViolation:
-                raise StoreError(f"run {run.id!r} already exists") from None
-            await self._insert_events(conn, run.id, offsets, data)
+        # One round trip: the session's row lock (a second start on the session, in any
+        # process, waits here), then, in a statement whose snapshot is taken under it,
+        # the busy check, the run, its first events and the notifications. A new run has
+        # no stored events: its offsets need no check against them.
+        topics = self._announce(_topic("run", run.id), _topic("session", run.session_id))
+        params = (
+            run.session_id,
+            run.session_id,
+            run.status == "running",
+            *run_params(run),
+            offsets,
+            data,
+            *topics,
+        )
+        try:
+            results = await conn.batch(
+                [
+                    ("BEGIN", ()),
+                    (self.sql.lock_session, (run.session_id,)),
+                    (self.sql.start_run, params),
+                    ("COMMIT", ()),
+                ]
+            )
+        except errors.UniqueViolation:
+            raise StoreError(f"run {run.id!r} already exists") from None
+        found, busy, _, _ = results[2].first()
+        if not found:
+            raise SessionNotFoundError(f"no session {run.session_id!r}")
+        if busy:
+            raise SessionBusyError(f"session {run.session_id!r} already has a run going")
 
     async def finish_run(
         self,
@@ -458,6 +583,49 @@ class _Postgres:
         owner: str | None,
         expired_by: float | None,
     ) -> bool:
+        from psycopg import errors
+
+        params = {
+            "run": run_id,
+            "owner": owner,
+            "expired_by": expired_by,
+            "first": offsets[0] if offsets else None,
+            "offsets": offsets,
+            "data": data,
+            "status": status,
+            "finished_at": finished_at,
+            "error": error,
+            "channel": self.channel,
+            "run_topic": _topic("run", run_id),
+        }
+        try:
+            row = (await conn.execute(self.sql.guarded_finish, params)).first()
+        except errors.UniqueViolation:  # events stored after this statement's snapshot
+            return await self._finish_run_locked(
+                conn, run_id, status, finished_at, offsets, data, error, owner, expired_by
+            )
+        state, holder, lease_end, last, ended = row[0], row[1], row[2], row[3], row[4]
+        if ended:
+            return True
+        if state is None or not may_finish((state, holder, lease_end), owner, expired_by):
+            return False
+        raise OffsetError(f"offset {offsets[0]} does not follow {last} in run {run_id}")
+
+    async def _finish_run_locked(
+        self,
+        conn: Connection,
+        run_id: str,
+        status: RunStatus,
+        finished_at: float,
+        offsets: list[int],
+        data: list[str],
+        error: str | None,
+        owner: str | None,
+        expired_by: float | None,
+    ) -> bool:
+        """`finish_run` in a transaction of several statements, each seeing what was
+        committed before it: the way to a precise answer when the one statement met a
+        concurrent writer."""
         async with conn.transaction():
             row = (await conn.execute(self.sql.lock_run, (run_id,))).first()
             if row is None or not may_finish(row[:3], owner, expired_by):
@@ -485,9 +653,24 @@ class _Postgres:
     async def append_events(
         self, conn: Connection, run_id: str, offsets: list[int], data: list[str]
     ) -> None:
-        async with conn.transaction():
-            await self._require_running(conn, run_id)
-            await self._insert_events(conn, run_id, offsets, data, _topic("run", run_id))
+        from psycopg import errors
+
+        params = {
+            "run": run_id,
+            "first": offsets[0] if offsets else None,
+            "offsets": offsets,
+            "data": data,
+            "channel": self.channel,
+            "topics": [_topic("run", run_id)] if offsets else [],
+        }
+        try:
+            row = (await conn.execute(self.sql.guarded_append, params)).first()
+        except errors.UniqueViolation:  # events stored after this statement's snapshot
+            async with conn.transaction():
+                await self._require_running(conn, run_id)
+                await self._insert_events(conn, run_id, offsets, data, _topic("run", run_id))
+            return
+        _refuse(run_id, offsets, state=row[0], last=row[1])
 
     async def append_step(
         self,
@@ -499,11 +682,34 @@ class _Postgres:
         offsets: list[int],
         data: list[str],
     ) -> None:
-        async with conn.transaction():
-            await self._require_running(conn, run_id)
-            topics = _topic("run", run_id), _topic("session", session_id)
-            await self._insert_transcript(conn, session_id, messages, now, *topics)
-            await self._insert_events(conn, run_id, offsets, data)
+        from psycopg import errors
+
+        params = {
+            "run": run_id,
+            "session": session_id,
+            "first": offsets[0] if offsets else None,
+            "now": now,
+            "messages": messages,
+            "offsets": offsets,
+            "data": data,
+            "channel": self.channel,
+            "topics": [_topic("run", run_id), _topic("session", session_id)],
+        }
+        try:
+            row = (await conn.execute(self.sql.guarded_step, params)).first()
+        except errors.UniqueViolation:  # rows stored after this statement's snapshot
+            async with conn.transaction():
+                await self._require_running(conn, run_id)
+                topics = _topic("run", run_id), _topic("session", session_id)
+                await self._insert_transcript(conn, session_id, messages, now, *topics)
+                await self._insert_events(conn, run_id, offsets, data)
+            return
+        state, last, session_found = row[0], row[1], row[2]
+        if state is not None and state != "running":
+            _refuse(run_id, offsets, state=state, last=last)
+        if not session_found:
+            raise SessionNotFoundError(f"no session {session_id!r}")
+        _refuse(run_id, offsets, state=state, last=last)
 
     async def _require_running(self, conn: Connection, run_id: str) -> None:
         row = (await conn.execute(self.sql.run_status, (run_id,))).first()
