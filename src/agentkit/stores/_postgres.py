@@ -193,7 +193,7 @@ class _SQL:
         self.read_events = (
             f"SELECT pos, data FROM {events} WHERE run_id = %s AND pos > %s ORDER BY pos"
         )
-        # --- one-round-trip writes (`_Postgres.create_run`, `append_events`, `append_step`, `finish_run`)
+        # --- one-round-trip writes: `create_run`, `append_events`, `append_step`, `finish_run`
         # A run's start: after `lock_session` (its own statement, so that this one's
         # snapshot is taken under the lock and sees any run committed before it), the
         # checks, the run, its first events and the notifications in one statement.
