@@ -125,7 +125,6 @@ class _SQL:
             f"INSERT INTO {sessions} ({session_cols}) VALUES (%s, %s, %s, %s, %s)"
         )
         self.get_session = f"SELECT {session_cols} FROM {sessions} WHERE id = %s"
-        self.has_session = f"SELECT 1 FROM {sessions} WHERE id = %s"
         self.lock_session = f"SELECT 1 FROM {sessions} WHERE id = %s FOR UPDATE"
         self.update_session = _notifying(
             f"UPDATE {sessions} SET metadata = %s, updated_at = %s WHERE id = %s", session_cols
@@ -146,7 +145,11 @@ class _SQL:
             self.delete_events_of_session,
             self.delete_session,
         )
-        self.load_transcript = f"SELECT data FROM {transcript} WHERE session_id = %s ORDER BY pos"
+        # The session comes along: no row means no session, one NULL an empty transcript.
+        self.load_transcript = (
+            f"SELECT t.data FROM {sessions} AS s LEFT JOIN {transcript} AS t "
+            "ON t.session_id = s.id WHERE s.id = %s ORDER BY t.pos"
+        )
         self.transcript_end = (
             f"SELECT coalesce(max(pos) + 1, 0) FROM {transcript} WHERE session_id = %s"
         )
@@ -499,9 +502,9 @@ class _Postgres:
 
     async def load_transcript(self, conn: Connection, session_id: str) -> list[Any]:
         rows = (await conn.execute(self.sql.load_transcript, (session_id,))).rows
-        if not rows and (await conn.execute(self.sql.has_session, (session_id,))).first() is None:
+        if not rows:
             raise SessionNotFoundError(f"no session {session_id!r}")
-        return rows
+        return [] if rows[0][0] is None else rows
 
     async def append_transcript(
         self, conn: Connection, session_id: str, data: list[str], now: float
