@@ -12,7 +12,14 @@ from collections import OrderedDict
 from agentkit.conversations._errors import MemberError
 from agentkit.conversations._models import Member, Role
 from agentkit.paging import Page, check_limit, decode_key, page_of, record_key
-from agentkit.stores import MemberRecord, RecordExistsError, RecordNotFoundError, Store
+from agentkit.stores import (
+    ConversationRecord,
+    MemberRecord,
+    RecordExistsError,
+    RecordNotFoundError,
+    SessionRecord,
+    Store,
+)
 
 __all__ = ["TOKEN_PREFIX", "Members", "member_of"]
 
@@ -183,6 +190,27 @@ class Members:
         size = check_limit(limit)
         records = await self._store.list_members(decode_key(cursor, _PAGES), size + 1)
         return page_of(records, size, _PAGES, record_key, member_of)
+
+    @property
+    def changes(self) -> int:
+        """How many changes were made through this object: a check that read a member
+        stands while this count stays the same."""
+        return self._changes
+
+    async def authenticate_reading(
+        self, token: str, conversation_id: str
+    ) -> tuple[Member, ConversationRecord | None, SessionRecord | None]:
+        """`authenticate`, with the conversation of id `conversation_id` and its session
+        (`None` when missing) read in the same statement: a store with
+        `member_and_conversation` (PostgreSQL) only."""
+        if not isinstance(token, str) or not token or len(token) > 200:
+            raise MemberError("no member has this token")
+        changes = self._changes
+        read = self._store.member_and_conversation  # type: ignore[attr-defined]
+        record, conversation, session = await read(_hash(token), conversation_id)
+        if record is None:
+            raise MemberError("no member has this token")
+        return self._remember(member_of(record), changes), conversation, session
 
     async def authenticate(self, token: str) -> Member:
         """The member a token belongs to: one indexed lookup of the token's hash, whatever

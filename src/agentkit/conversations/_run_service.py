@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import time
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
@@ -49,6 +50,9 @@ __all__ = ["RunService"]
 
 _CANCEL_TOPIC = "cancel"  # notifications asking the process executing a run to stop it
 _KEPT_RUNS = 64  # runs kept past their end, at most (ended ones are dropped first)
+# A follower's access is read again at a change at most this often, unless this process
+# changed it (less than `_follow`'s periodic check, so that one always reads).
+_RECHECK_AFTER = 1.0
 
 
 class RunService:
@@ -122,7 +126,10 @@ class RunService:
             self._keep(run)
             meta.runs[run.id] = RunEntry(run.id, length, tuple(paths), fingerprint_of(spec))
             await save_meta(store, session, meta)
-        context.changes.changed(conversation_id)
+        if replace_turn is not None:  # runs were dropped: their followers lose them
+            context.changes.access_changed(conversation_id)
+        else:
+            context.changes.changed(conversation_id)
         return PromptAccepted(
             conversation_id=conversation_id, run_id=run.id, turn_id=user_turn_id(run.id)
         )
@@ -137,9 +144,19 @@ class RunService:
             raise ConversationError(f"after must be an offset (an integer), not {after!r}")
         await self._run_record(member, conversation_id, run_id)
         context = self._context
+        checked_at, checked_state = time.monotonic(), self._access_state(conversation_id)
 
         async def allowed() -> None:
+            # Checked against the store when something this process changed could
+            # refuse the reader (the conversation's visibility, its deletion, a dropped
+            # run, a member), and at least every `_RECHECK_AFTER` seconds for what other
+            # processes change; a run's progress alone changes no access.
+            nonlocal checked_at, checked_state
+            now, state = time.monotonic(), self._access_state(conversation_id)
+            if state == checked_state and now - checked_at < _RECHECK_AFTER:
+                return
             await self._run_record(member, conversation_id, run_id)
+            checked_at, checked_state = now, state
 
         return guarded(
             follow_run(context.runtime, run_id, after, context.poll_interval),
@@ -227,9 +244,23 @@ class RunService:
                 del self._runs[run_id]
         self._runs[run.id] = run
 
-    async def _run_record(self, member: Member, conversation_id: str, run_id: str) -> RunRecord:
+    def _access_state(self, conversation_id: str) -> tuple[int, int]:
+        """What changes when this process changes who may read the conversation's runs."""
+        return (
+            self._context.changes.access_version(conversation_id),
+            self._access.members.changes,
+        )
+
+    async def _run_record(self, member: Member, conversation_id: str, run_id: str) -> None:
         _, _, _, meta = await self._access.visible(member, conversation_id)
-        return await self._check_run(conversation_id, meta, run_id)
+        # A run this machine started (kept a while past its end): its session is known
+        # without a read.
+        live = self._runs.get(run_id) if isinstance(run_id, str) else None
+        if live is not None:
+            if live.session_id != conversation_id or run_id in meta.dropped:
+                raise RunNotFoundError(f"conversation {conversation_id!r} has no run {run_id!r}")
+            return
+        await self._check_run(conversation_id, meta, run_id)
 
     async def _check_run(
         self, conversation_id: str, meta: ConversationMeta, run_id: str

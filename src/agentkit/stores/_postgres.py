@@ -15,6 +15,8 @@ from typing import Any, TypeVar, cast
 
 from agentkit.errors import OffsetError
 from agentkit.stores._base import (
+    ConversationRecord,
+    MemberRecord,
     PageKey,
     RecordExistsError,
     RoomExistsError,
@@ -29,9 +31,11 @@ from agentkit.stores._base import (
     SessionRecord,
     StoreError,
 )
+from agentkit.stores._codec import session_from_row
 from agentkit.stores._migrations import MIGRATIONS, SCHEMA_VERSION, newer_database_message
 from agentkit.stores._notify import Notifications
 from agentkit.stores._pg_connections import Connection, ConnectionPool
+from agentkit.stores._records import conversation_from_row, member_from_row
 from agentkit.stores._rooms import TypeFilter, like_prefix, state_error
 from agentkit.stores._sql import (
     AGENT_COLUMNS,
@@ -56,6 +60,14 @@ __all__ = ["SCHEMA_VERSION", "PostgresStore"]
 
 _T = TypeVar("_T")
 
+_ENDS = tuple(
+    sum(len(columns.split(", ")) for columns in groups)
+    for groups in (
+        (MEMBER_COLUMNS,),
+        (MEMBER_COLUMNS, CONVERSATION_COLUMNS),
+        (MEMBER_COLUMNS, CONVERSATION_COLUMNS, SESSION_COLUMNS),
+    )
+)  # where `member_and_conversation`'s row's member, conversation and session end
 _NAME_BYTES = 63  # PostgreSQL's longest identifier, and so channel name
 _TOPIC_BYTES = 7000  # a topic with a longer id names the whole kind instead (`run:*`)
 _PAYLOAD_BYTES = 7900  # what `notify` sends at most; PostgreSQL's limit is just under 8000
@@ -375,6 +387,23 @@ class _SQL:
         )
         self.member_by_token = (
             f"SELECT {MEMBER_COLUMNS} FROM {members} WHERE token_hash = %s AND removed_at IS NULL"
+        )
+        # A request's member, with the conversation it names and its session, read
+        # together (`PostgresStore.member_and_conversation`).
+        prefixed = ", ".join(
+            f"{alias}.{column}"
+            for alias, columns in (
+                ("m", MEMBER_COLUMNS),
+                ("c", CONVERSATION_COLUMNS),
+                ("s", SESSION_COLUMNS),
+            )
+            for column in columns.split(", ")
+        )
+        self.member_and_conversation = (
+            f"SELECT {prefixed} FROM {members} AS m "
+            f"LEFT JOIN {p}agentkit_conversations AS c ON c.id = %s "
+            f"LEFT JOIN {sessions} AS s ON s.id = c.id "
+            "WHERE m.token_hash = %s AND m.removed_at IS NULL"
         )
         self.update_member = (
             f"UPDATE {members} SET role = coalesce(%s, role), "
@@ -1167,6 +1196,30 @@ class PostgresStore(SQLStore):
                 )
         if payloads:
             await self._run(self._dialect.notify, payloads)
+
+    async def member_and_conversation(
+        self, token_hash: str, conversation_id: str
+    ) -> tuple[MemberRecord | None, ConversationRecord | None, SessionRecord | None]:
+        """The live member whose token has this hash, with the conversation of id
+        `conversation_id` and its session (each `None` when missing), in one statement:
+        what a request to a conversation's routes reads before anything else."""
+        query = self._sql.member_and_conversation
+
+        async def read(conn: Connection) -> Any:
+            return (await conn.execute(query, (conversation_id, token_hash))).first()
+
+        row = await self._run(read)
+        if row is None:
+            return None, None, None
+        ends = _ENDS
+        member = member_from_row(row[: ends[0]])
+        conversation = row[ends[0] : ends[1]]
+        session = row[ends[1] : ends[2]]
+        return (
+            member,
+            None if conversation[0] is None else conversation_from_row(conversation),
+            None if session[0] is None else session_from_row(session),
+        )
 
     # --- plumbing ---------------------------------------------------------------------
 
