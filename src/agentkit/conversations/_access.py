@@ -177,13 +177,14 @@ class Access:
         return current.role == "owner" and await store.get_session(session_id) is not None
 
     async def writable(
-        self, member: Member, conversation_id: str, what: str
+        self, member: Member, conversation_id: str, what: str, *, fresh_session: bool = True
     ) -> VisibleConversation:
         """The conversation, when `member` may see it and change it (`what` names the
         change in the refusal). Its session is read again when other processes may
         share the store (their changes take the conversation's lock too, so what is
-        read under it is what the change rewrites)."""
+        read under it is what the change rewrites); not with `fresh_session=False`, for a
+        caller that reads it itself."""
         shared = self._context.runtime.notifications.shared
-        found = await self.visible(member, conversation_id, fresh_session=shared)
+        found = await self.visible(member, conversation_id, fresh_session=fresh_session and shared)
         require_writer(found.member, what)
         return found

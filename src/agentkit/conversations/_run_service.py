@@ -26,6 +26,7 @@ from agentkit.conversations._errors import (
     AttachmentError,
     ConversationBusyError,
     ConversationError,
+    ConversationNotFoundError,
     RunNotFoundError,
     TurnNotFoundError,
 )
@@ -89,9 +90,12 @@ class RunService:
             raise AttachmentError("attachments is a list of paths, not one string")
         context = self._context
         store = context.store
+        # A store that reads a conversation's state in one statement (PostgreSQL) reads
+        # the session with it, under the lock.
+        read_state = getattr(store, "conversation_state", None)
         async with context.changes.lock(conversation_id):
             _, session, record, meta = await self._access.writable(
-                member, conversation_id, "prompt"
+                member, conversation_id, "prompt", fresh_session=read_state is None
             )
             paths = check_attachments(list(attachments), context.attachment_roots)
             if not text.strip() and not paths:
@@ -100,17 +104,23 @@ class RunService:
                 spec = run_spec(await self._agents.spec_of(record.agent_id), effort, output_schema)
             except SpecError as exc:
                 raise ConversationError(f"the prompt's options are not valid: {exc}") from None
-            runs = [
-                run for run in await store.list_runs(conversation_id) if run.id not in meta.dropped
-            ]
+            if read_state is not None:
+                state = await read_state(conversation_id)
+                if state is None:  # deleted meanwhile
+                    raise ConversationNotFoundError(conversation_id)
+                session, stored_runs, length, last = state
+                meta = ConversationMeta.from_metadata(session.metadata)
+            else:
+                stored_runs = await store.list_runs(conversation_id)
+                transcript = await store.load_transcript(conversation_id)
+                length, last = len(transcript), transcript[-1] if transcript else None
+            runs = [run for run in stored_runs if run.id not in meta.dropped]
             if any(run.status == "running" for run in runs):
                 raise _busy(conversation_id)
-            transcript = await store.load_transcript(conversation_id)
             if replace_turn is not None:
                 length = await self._drop_from(conversation_id, meta, runs, replace_turn)
             else:
-                length = len(transcript)
-                length += await self._repair(conversation_id, meta, runs, transcript)
+                length += await self._repair(conversation_id, meta, runs, length, last)
             try:
                 run = await context.runtime.start(
                     spec,
@@ -301,7 +311,8 @@ class RunService:
         conversation_id: str,
         meta: ConversationMeta,
         runs: builtins.list[RunRecord],
-        transcript: builtins.list[Message],
+        length: int,
+        last_message: Message | None,
     ) -> int:
         """Make the transcript show what the last run's turns show when it did not
         complete (the engine saves a step only once it has finished): its prompt, and
@@ -315,7 +326,7 @@ class RunService:
         store = self._context.store
         partial = meta.partials.get(last.id, "")
         added: builtins.list[Message] = []
-        if len(transcript) == entry.transcript_start:
+        if length == entry.transcript_start:
             events = await store.read_events(last.id, -1)
             prompt = ""
             if events and isinstance(events[0].event, TurnStart):
@@ -333,7 +344,7 @@ class RunService:
                 UserMessage(content=prompt),
                 AssistantMessage(text=partial or f"(no answer: {why})"),
             ]
-        elif partial and not isinstance(transcript[-1], AssistantMessage):
+        elif partial and not isinstance(last_message, AssistantMessage):
             added = [AssistantMessage(text=partial)]
         if added:
             await store.append_transcript(conversation_id, added)

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar, cast
 
 from agentkit.errors import OffsetError
+from agentkit.messages import Message
 from agentkit.stores._base import (
     ConversationRecord,
     MemberRecord,
@@ -31,7 +32,7 @@ from agentkit.stores._base import (
     SessionRecord,
     StoreError,
 )
-from agentkit.stores._codec import session_from_row
+from agentkit.stores._codec import load_message, run_from_row, session_from_row
 from agentkit.stores._migrations import MIGRATIONS, SCHEMA_VERSION, newer_database_message
 from agentkit.stores._notify import Notifications
 from agentkit.stores._pg_connections import Connection, ConnectionPool
@@ -398,6 +399,17 @@ class _SQL:
                 ("s", SESSION_COLUMNS),
             )
             for column in columns.split(", ")
+        )
+        # What a prompt reads of a conversation under its lock, in one statement
+        # (`PostgresStore.conversation_state`): the session, its runs in order, the
+        # transcript's length and its last message.
+        self.conversation_state = (
+            f"SELECT {', '.join('s.' + c for c in SESSION_COLUMNS.split(', '))}, "
+            f"(SELECT coalesce(json_agg(json_build_array({run_cols}) ORDER BY seq), '[]') "
+            f"FROM {runs} WHERE session_id = s.id), "
+            f"(SELECT count(*) FROM {transcript} WHERE session_id = s.id), "
+            f"(SELECT data FROM {transcript} WHERE session_id = s.id ORDER BY pos DESC LIMIT 1) "
+            f"FROM {sessions} AS s WHERE s.id = %s"
         )
         self.member_and_conversation = (
             f"SELECT {prefixed} FROM {members} AS m "
@@ -1219,6 +1231,29 @@ class PostgresStore(SQLStore):
             member,
             None if conversation[0] is None else conversation_from_row(conversation),
             None if session[0] is None else session_from_row(session),
+        )
+
+    async def conversation_state(
+        self, session_id: str
+    ) -> tuple[SessionRecord, list[RunRecord], int, Message | None] | None:
+        """A session with its runs (oldest first), its transcript's length and last
+        message, in one statement; `None` when there is no such session."""
+        query = self._sql.conversation_state
+
+        async def read(conn: Connection) -> Any:
+            return (await conn.execute(query, (session_id,))).first()
+
+        row = await self._run(read)
+        if row is None:
+            return None
+        width = len(SESSION_COLUMNS.split(", "))
+        session = session_from_row(row[:width])
+        runs, length, last = row[width:]
+        return (
+            session,
+            [run_from_row(run) for run in runs],
+            int(length),
+            None if last is None else load_message(last),
         )
 
     # --- plumbing ---------------------------------------------------------------------
