@@ -143,7 +143,9 @@ def as_url(conninfo: str) -> str:
     auth = parts.get("user", "postgres")
     if parts.get("password"):
         auth += ":" + quote(str(parts["password"]))
-    host, port = parts.get("host", "127.0.0.1"), parts.get("port", "5432")
+    host, port = str(parts.get("host", "127.0.0.1")), parts.get("port", "5432")
+    if host.startswith("/"):  # a Unix socket's folder: a query parameter
+        return f"postgresql://{auth}@/{parts['dbname']}?host={quote(host)}&port={port}"
     return f"postgresql://{auth}@{host}:{port}/{parts['dbname']}"
 
 

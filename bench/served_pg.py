@@ -120,11 +120,14 @@ def fresh_database(admin_dsn: str) -> Iterator[tuple[str, str]]:
     try:
         parts = conninfo_to_dict(admin_dsn)
         user = parts.get("user", "postgres")
-        host = parts.get("host", "127.0.0.1")
+        host = str(parts.get("host", "127.0.0.1"))
         port = parts.get("port", "5432")
         auth = f"{user}:{quote(str(parts['password']))}" if parts.get("password") else user
-        options = quote("-c log_statement=all")
-        yield name, f"postgresql://{auth}@{host}:{port}/{name}?options={options}"
+        options = f"options={quote('-c log_statement=all')}"
+        if host.startswith("/"):  # a Unix socket's folder: a query parameter
+            yield name, f"postgresql://{auth}@/{name}?host={quote(host)}&port={port}&{options}"
+        else:
+            yield name, f"postgresql://{auth}@{host}:{port}/{name}?{options}"
     finally:
         with psycopg.connect(make_conninfo(admin_dsn), autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -220,13 +220,21 @@ class _Gate:
     def __init__(self, size: int) -> None:
         self._free = size
         self._waiters: deque[anyio.Event] = deque()
+        self._first: set[anyio.Event] = set()  # the waiters that go first
 
-    async def acquire(self) -> None:
+    async def acquire(self, first: bool = False) -> None:
+        """Wait for a place; with `first`, ahead of every waiter that came without."""
         if self._free and not self._waiters:
             self._free -= 1
             return
         turn = anyio.Event()
-        self._waiters.append(turn)
+        if first:
+            # Behind the other `first` waiters, ahead of the rest.
+            index = next((i for i, t in enumerate(self._waiters) if t not in self._first), None)
+            self._waiters.insert(len(self._waiters) if index is None else index, turn)
+            self._first.add(turn)
+        else:
+            self._waiters.append(turn)
         try:
             await turn.wait()
         except BaseException:
@@ -235,6 +243,8 @@ class _Gate:
             else:
                 self._waiters.remove(turn)
             raise
+        finally:
+            self._first.discard(turn)
 
     def release(self) -> None:
         if self._waiters:
@@ -260,10 +270,12 @@ class ConnectionPool:
         self._idle_threads: list[_ThreadConnection] = []
         self._closed = False
 
-    async def run(self, operation: Operation[_T]) -> _T:
-        """Run `operation` on a pooled connection and return what it returns."""
+    async def run(self, operation: Operation[_T], *, first: bool = False) -> _T:
+        """Run `operation` on a pooled connection and return what it returns; with
+        `first`, ahead of the operations waiting without it (what a caller waits on to
+        have its work accepted goes before the work of what was accepted already)."""
         psycopg = import_psycopg()
-        await self._gate.acquire()
+        await self._gate.acquire(first)
         try:
             if async_driver_fits():
                 return await self._run_on_asyncio(operation)
