@@ -213,6 +213,9 @@ def _reusable(pooled: _Pooled) -> bool:
     return not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE
 
 
+_FIRST_AHEAD = 16  # `first` waiters let ahead of the others at most (see `_Gate.acquire`)
+
+
 class _Gate:
     """At most `size` holders at once, served in arrival order. Backend-neutral and
     bound to no event loop: a waiter's event is made on the waiter's own loop."""
@@ -228,10 +231,14 @@ class _Gate:
             self._free -= 1
             return
         turn = anyio.Event()
+        # Behind the other `first` waiters, ahead of the rest; but no more than
+        # `_FIRST_AHEAD` of them ahead of the others, which a stream of `first` callers
+        # would otherwise starve.
+        others = None  # where the waiters that are not `first` begin
         if first:
-            # Behind the other `first` waiters, ahead of the rest.
-            index = next((i for i, t in enumerate(self._waiters) if t not in self._first), None)
-            self._waiters.insert(len(self._waiters) if index is None else index, turn)
+            others = next((i for i, t in enumerate(self._waiters) if t not in self._first), None)
+        if first and (others is None or others < _FIRST_AHEAD):
+            self._waiters.insert(len(self._waiters) if others is None else others, turn)
             self._first.add(turn)
         else:
             self._waiters.append(turn)
