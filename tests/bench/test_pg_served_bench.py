@@ -39,3 +39,10 @@ def test_quick_durable_start_benchmark_times_agentkit_without_dbos(tmp_path: Pat
     for kind in ("sequential", "concurrent"):
         assert data["agentkit"][kind]["start_p50_ms"] > 0
     assert "| one at a time |" in done.stdout
+
+
+@pytest.mark.skipif(PG_DSN is None, reason=PG_SKIP)
+def test_quick_pool_benchmark_runs_agentkit_pool() -> None:
+    done = quick("pg_pool.py")
+    assert done.returncode == 0, done.stderr
+    assert "| agentkit |" in done.stdout
