@@ -213,9 +213,6 @@ def _reusable(pooled: _Pooled) -> bool:
     return not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE
 
 
-_FIRST_AHEAD = 16  # `first` waiters let ahead of the others at most (see `_Gate.acquire`)
-
-
 class _Gate:
     """At most `size` holders at once, served in arrival order. Backend-neutral and
     bound to no event loop: a waiter's event is made on the waiter's own loop."""
@@ -223,25 +220,13 @@ class _Gate:
     def __init__(self, size: int) -> None:
         self._free = size
         self._waiters: deque[anyio.Event] = deque()
-        self._first: set[anyio.Event] = set()  # the waiters that go first
 
-    async def acquire(self, first: bool = False) -> None:
-        """Wait for a place; with `first`, ahead of every waiter that came without."""
+    async def acquire(self) -> None:
         if self._free and not self._waiters:
             self._free -= 1
             return
         turn = anyio.Event()
-        # Behind the other `first` waiters, ahead of the rest; but no more than
-        # `_FIRST_AHEAD` of them ahead of the others, which a stream of `first` callers
-        # would otherwise starve.
-        others = None  # where the waiters that are not `first` begin
-        if first:
-            others = next((i for i, t in enumerate(self._waiters) if t not in self._first), None)
-        if first and (others is None or others < _FIRST_AHEAD):
-            self._waiters.insert(len(self._waiters) if others is None else others, turn)
-            self._first.add(turn)
-        else:
-            self._waiters.append(turn)
+        self._waiters.append(turn)
         try:
             await turn.wait()
         except BaseException:
@@ -250,8 +235,6 @@ class _Gate:
             else:
                 self._waiters.remove(turn)
             raise
-        finally:
-            self._first.discard(turn)
 
     def release(self) -> None:
         if self._waiters:
@@ -261,12 +244,12 @@ class _Gate:
 
 
 # Not psycopg_pool: its `AsyncConnectionPool` is asyncio's, and its upkeep (the workers
-# that open, check and close connections) runs as tasks of the event loop it is opened in;
-# a store serves trio too (a second, threaded `ConnectionPool` then) and one event loop
-# after another (`asyncio.run` twice), and lets the writes that accept work go first
-# (`_Gate`). Measured side by side (bench/pg_pool.py: 50 tasks, 10 connections, one
-# statement per operation), this pool is no slower and spends a little less CPU per
-# operation (about 96 against 104 us, at about 9,000 operations a second each).
+# that open, check and close connections) runs as tasks of the event loop it is opened
+# in; a store serves trio too (a second, threaded `ConnectionPool` then) and one event
+# loop after another (`asyncio.run` twice). Measured side by side (bench/pg_pool.py: 50
+# tasks, 10 connections, one statement per operation), this pool is no slower and spends
+# a little less CPU per operation (about 96 against 104 us, at about 9,000 operations a
+# second each).
 class ConnectionPool:
     """At most `max_connections` operations at once, each on a connection of its own;
     connections open on first need and are kept for the next operation unless broken.
@@ -284,12 +267,10 @@ class ConnectionPool:
         self._idle_threads: list[_ThreadConnection] = []
         self._closed = False
 
-    async def run(self, operation: Operation[_T], *, first: bool = False) -> _T:
-        """Run `operation` on a pooled connection and return what it returns; with
-        `first`, ahead of the operations waiting without it (what a caller waits on to
-        have its work accepted goes before the work of what was accepted already)."""
+    async def run(self, operation: Operation[_T]) -> _T:
+        """Run `operation` on a pooled connection and return what it returns."""
         psycopg = import_psycopg()
-        await self._gate.acquire(first)
+        await self._gate.acquire()
         try:
             if async_driver_fits():
                 return await self._run_on_asyncio(operation)

@@ -69,7 +69,6 @@ _ENDS = tuple(
         (MEMBER_COLUMNS, CONVERSATION_COLUMNS, SESSION_COLUMNS),
     )
 )  # where `member_and_conversation`'s row's member, conversation and session end
-_ACCEPTING = frozenset({"create_session", "create_run"})  # see `PostgresStore._call`
 _NAME_BYTES = 63  # PostgreSQL's longest identifier, and so channel name
 _TOPIC_BYTES = 7000  # a topic with a longer id names the whole kind instead (`run:*`)
 _PAYLOAD_BYTES = 7900  # what `notify` sends at most; PostgreSQL's limit is just under 8000
@@ -1261,13 +1260,10 @@ class PostgresStore(SQLStore):
 
     async def _call(self, fn: Callable[..., _T], *args: Any) -> _T:
         # `SQLStore` passes the operations of `_ops`, typed as `Dialect`'s synchronous
-        # ones: they are coroutine functions of the same arguments. The writes that
-        # accept new work (a session, a run) wait for a connection ahead of the others:
-        # under load, a start is answered before the runs already accepted take steps.
-        first = getattr(fn, "__name__", "") in _ACCEPTING
-        return await self._run(cast(Callable[..., Awaitable[_T]], fn), *args, first=first)
+        # ones: they are coroutine functions of the same arguments.
+        return await self._run(cast(Callable[..., Awaitable[_T]], fn), *args)
 
-    async def _run(self, fn: Callable[..., Awaitable[_T]], *args: Any, first: bool = False) -> _T:
+    async def _run(self, fn: Callable[..., Awaitable[_T]], *args: Any) -> _T:
         """Run the operation `fn(connection, *args)` on a pooled connection; the store's
         first call also brings the tables up to date."""
         if self._closed:
@@ -1279,7 +1275,7 @@ class PostgresStore(SQLStore):
                 self._ready = True
             return await fn(conn, *args)
 
-        return await self._pool.run(operation, first=first)
+        return await self._pool.run(operation)
 
     async def _create_schema(self, conn: Connection) -> None:
         """Bring the layout up to `SCHEMA_VERSION`, in one transaction; without a
