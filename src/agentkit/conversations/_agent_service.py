@@ -29,6 +29,7 @@ from agentkit.conversations._errors import (
     ConversationError,
     MachineAgentNotFoundError,
 )
+from agentkit.conversations._members import FRESH_SECONDS
 from agentkit.conversations._models import AgentDefinition, AgentInfo, Member
 from agentkit.errors import AgentDeletedError
 from agentkit.paging import Page, check_limit, decode_key, page_of, record_key
@@ -64,6 +65,8 @@ class AgentService:
             instructions=rool_instructions,
         )
         self._specs: dict[tuple[str, int], AgentSpec] = {}
+        self._records: dict[str, tuple[AgentRecord, float]] = {}
+        self._changes = 0
 
     async def record_builtins(self) -> None:
         """Record `rool` and the configured agents, each under the id it already has in
@@ -112,7 +115,7 @@ class AgentService:
             MachineAgentNotFoundError: The machine has no such agent, or it is a
                 configured agent this machine does not load.
         """
-        record = await self._context.store.get_agent(agent_id)
+        record = await self._record(agent_id)
         if record is None:
             raise MachineAgentNotFoundError(f"the machine has no agent {agent_id!r}")
         if record.deleted_at is not None:
@@ -135,6 +138,27 @@ class AgentService:
             definition = self._definition(record)
             cached = self._specs[key] = machine_spec(definition, self._context.attachment_roots)
         return cached
+
+    async def _record(self, agent_id: str) -> AgentRecord | None:
+        """The agent's record: read from the store, or as read less than
+        `FRESH_SECONDS` ago when no agent changed in this process since (an agent
+        replaced or deleted by another process applies to prompts within that time)."""
+        found = self._records.get(agent_id)
+        if found is not None and time.monotonic() - found[1] <= FRESH_SECONDS:
+            return found[0]
+        changes = self._changes
+        record = await self._context.store.get_agent(agent_id)
+        if record is not None and changes == self._changes:
+            if len(self._records) >= _CACHED_SPECS:
+                self._records.clear()
+            self._records[agent_id] = (record, time.monotonic())
+        return record
+
+    def _changed(self) -> None:
+        """An agent is being changed here: what was read no longer stands (called before
+        and after the change, so that no read in between is kept)."""
+        self._changes += 1
+        self._records.clear()
 
     def _definition(self, record: AgentRecord) -> AgentDefinition:
         if record.source == "builtin":
@@ -168,6 +192,7 @@ class AgentService:
         the new definition; `MachineAgentNotFoundError` when there is none of this name."""
         await self._check_put(member, definition)
         found = await self.find(definition.name)
+        self._changed()
         try:
             record = await self._context.store.replace_agent(
                 found.id, definition.model_dump(mode="json"), time.time()
@@ -176,6 +201,8 @@ class AgentService:
             raise MachineAgentNotFoundError(
                 f"the machine has no agent {definition.name!r}"
             ) from None
+        finally:
+            self._changed()
         return self._info(record)
 
     async def delete(self, member: Member, name: str) -> None:
@@ -184,10 +211,13 @@ class AgentService:
         require_owner(await self._access.member(member), "manage agents")
         self._check_editable(name)
         found = await self.find(name)
+        self._changed()
         try:
             await self._context.store.delete_agent(found.id, time.time())
         except RecordNotFoundError:
             raise MachineAgentNotFoundError(f"the machine has no agent {name!r}") from None
+        finally:
+            self._changed()
 
     def is_configured(self, name: str) -> bool:
         """Whether `name` is a configured agent of this machine (read-only)."""

@@ -27,6 +27,10 @@ class ConversationChanges:
         self._notifications = notifications
         self._locks: list[anyio.Lock] = []
         self._signals: dict[str, anyio.Event] = {}
+        # Changes counted per bucket of conversations (bounded, like the locks): what was
+        # read of a conversation stands for it while its bucket's count stays the same.
+        self._versions = [0] * _LOCKS
+        self._access_versions = [0] * _LOCKS
 
     def open(self) -> None:
         """Make the locks (inside the event loop the machine runs in)."""
@@ -42,8 +46,24 @@ class ConversationChanges:
         async with self._locks[hash(conversation_id) % _LOCKS], shared:
             yield
 
+    def version(self, conversation_id: str) -> int:
+        """A count that grows at every change of the conversation made in this process
+        (and of a few others: conversations share counts)."""
+        return self._versions[hash(conversation_id) % _LOCKS]
+
+    def access_version(self, conversation_id: str) -> int:
+        """A count that grows at every change made in this process of who may read the
+        conversation or its runs: its visibility, its deletion, a run dropped."""
+        return self._access_versions[hash(conversation_id) % _LOCKS]
+
+    def access_changed(self, conversation_id: str) -> None:
+        """Who may read the conversation or which runs it has changed (then `changed`)."""
+        self._access_versions[hash(conversation_id) % _LOCKS] += 1
+        self.changed(conversation_id)
+
     def changed(self, conversation_id: str) -> None:
         """Wake what waits on the conversation's signal."""
+        self._versions[hash(conversation_id) % _LOCKS] += 1
         event = self._signals.pop(conversation_id, None)
         if event is not None:
             event.set()

@@ -141,7 +141,7 @@ class ConversationService:
                 name=None if name is None else _name(name),
                 visibility=visibility,
             )
-        changes.changed(conversation_id)
+        changes.access_changed(conversation_id)
 
     async def delete(self, member: Member, conversation_id: str) -> None:
         """Delete the conversation as `member`, its running run stopped first."""
@@ -154,7 +154,7 @@ class ConversationService:
                 run.cancel()
                 await run.wait()
             await context.store.delete_session(conversation_id)
-        context.changes.changed(conversation_id)
+        context.changes.access_changed(conversation_id)
 
     async def watch(
         self, member: Member, conversation_id: str, callback: WatchCallback

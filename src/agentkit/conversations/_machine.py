@@ -184,7 +184,7 @@ class Machine:
         self.members = Members(self.runtime.store)
         """The machine's members (no acting member: whoever holds the machine manages
         them, as `agentkit members` does on the store)."""
-        access = Access(self._context, self.members)
+        access = self._access = Access(self._context, self.members)
         self.agents = AgentService(self._context, access, self._configured, rool_instructions)
         """The agents: listed by any member, managed by owners."""
         self.conversations = ConversationService(self._context, access, self.agents)
@@ -309,9 +309,11 @@ class Machine:
         conversations stay, private ones visible to nobody)."""
         await self.members.remove(name)
 
-    async def authenticate(self, token: str) -> Member:
-        """The member a token belongs to (`MemberError` when none)."""
-        return await self.members.authenticate(token)
+    async def authenticate(self, token: str, *, conversation_id: str | None = None) -> Member:
+        """The member a token belongs to (`MemberError` when none). A server passes the
+        `conversation_id` a request names: on PostgreSQL the conversation is read with
+        the member, in one statement, and the request's access check uses that read."""
+        return await self._access.authenticate(token, conversation_id)
 
     async def _role_of(self, member_id: str) -> Role | None:
         current = await self.members.get_by_id(member_id)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import time
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
@@ -25,6 +26,7 @@ from agentkit.conversations._errors import (
     AttachmentError,
     ConversationBusyError,
     ConversationError,
+    ConversationNotFoundError,
     RunNotFoundError,
     TurnNotFoundError,
 )
@@ -49,6 +51,9 @@ __all__ = ["RunService"]
 
 _CANCEL_TOPIC = "cancel"  # notifications asking the process executing a run to stop it
 _KEPT_RUNS = 64  # runs kept past their end, at most (ended ones are dropped first)
+# A follower's access is read again at a change at most this often, unless this process
+# changed it (less than `_follow`'s periodic check, so that one always reads).
+_RECHECK_AFTER = 1.0
 
 
 class RunService:
@@ -85,9 +90,12 @@ class RunService:
             raise AttachmentError("attachments is a list of paths, not one string")
         context = self._context
         store = context.store
+        # A store that reads a conversation's state in one statement (PostgreSQL) reads
+        # the session with it, under the lock.
+        read_state = getattr(store, "conversation_state", None)
         async with context.changes.lock(conversation_id):
             _, session, record, meta = await self._access.writable(
-                member, conversation_id, "prompt"
+                member, conversation_id, "prompt", fresh_session=read_state is None
             )
             paths = check_attachments(list(attachments), context.attachment_roots)
             if not text.strip() and not paths:
@@ -96,17 +104,23 @@ class RunService:
                 spec = run_spec(await self._agents.spec_of(record.agent_id), effort, output_schema)
             except SpecError as exc:
                 raise ConversationError(f"the prompt's options are not valid: {exc}") from None
-            runs = [
-                run for run in await store.list_runs(conversation_id) if run.id not in meta.dropped
-            ]
+            if read_state is not None:
+                state = await read_state(conversation_id)
+                if state is None:  # deleted meanwhile
+                    raise ConversationNotFoundError(conversation_id)
+                session, stored_runs, length, last = state
+                meta = ConversationMeta.from_metadata(session.metadata)
+            else:
+                stored_runs = await store.list_runs(conversation_id)
+                transcript = await store.load_transcript(conversation_id)
+                length, last = len(transcript), transcript[-1] if transcript else None
+            runs = [run for run in stored_runs if run.id not in meta.dropped]
             if any(run.status == "running" for run in runs):
                 raise _busy(conversation_id)
-            transcript = await store.load_transcript(conversation_id)
             if replace_turn is not None:
                 length = await self._drop_from(conversation_id, meta, runs, replace_turn)
             else:
-                length = len(transcript)
-                length += await self._repair(conversation_id, meta, runs, transcript)
+                length += await self._repair(conversation_id, meta, runs, length, last)
             try:
                 run = await context.runtime.start(
                     spec,
@@ -122,7 +136,10 @@ class RunService:
             self._keep(run)
             meta.runs[run.id] = RunEntry(run.id, length, tuple(paths), fingerprint_of(spec))
             await save_meta(store, session, meta)
-        context.changes.changed(conversation_id)
+        if replace_turn is not None:  # runs were dropped: their followers lose them
+            context.changes.access_changed(conversation_id)
+        else:
+            context.changes.changed(conversation_id)
         return PromptAccepted(
             conversation_id=conversation_id, run_id=run.id, turn_id=user_turn_id(run.id)
         )
@@ -137,9 +154,19 @@ class RunService:
             raise ConversationError(f"after must be an offset (an integer), not {after!r}")
         await self._run_record(member, conversation_id, run_id)
         context = self._context
+        checked_at, checked_state = time.monotonic(), self._access_state(conversation_id)
 
         async def allowed() -> None:
+            # Checked against the store when something this process changed could
+            # refuse the reader (the conversation's visibility, its deletion, a dropped
+            # run, a member), and at least every `_RECHECK_AFTER` seconds for what other
+            # processes change; a run's progress alone changes no access.
+            nonlocal checked_at, checked_state
+            now, state = time.monotonic(), self._access_state(conversation_id)
+            if state == checked_state and now - checked_at < _RECHECK_AFTER:
+                return
             await self._run_record(member, conversation_id, run_id)
+            checked_at, checked_state = now, state
 
         return guarded(
             follow_run(context.runtime, run_id, after, context.poll_interval),
@@ -227,9 +254,23 @@ class RunService:
                 del self._runs[run_id]
         self._runs[run.id] = run
 
-    async def _run_record(self, member: Member, conversation_id: str, run_id: str) -> RunRecord:
+    def _access_state(self, conversation_id: str) -> tuple[int, int]:
+        """What changes when this process changes who may read the conversation's runs."""
+        return (
+            self._context.changes.access_version(conversation_id),
+            self._access.members.changes,
+        )
+
+    async def _run_record(self, member: Member, conversation_id: str, run_id: str) -> None:
         _, _, _, meta = await self._access.visible(member, conversation_id)
-        return await self._check_run(conversation_id, meta, run_id)
+        # A run this machine started (kept a while past its end): its session is known
+        # without a read.
+        live = self._runs.get(run_id) if isinstance(run_id, str) else None
+        if live is not None:
+            if live.session_id != conversation_id or run_id in meta.dropped:
+                raise RunNotFoundError(f"conversation {conversation_id!r} has no run {run_id!r}")
+            return
+        await self._check_run(conversation_id, meta, run_id)
 
     async def _check_run(
         self, conversation_id: str, meta: ConversationMeta, run_id: str
@@ -270,7 +311,8 @@ class RunService:
         conversation_id: str,
         meta: ConversationMeta,
         runs: builtins.list[RunRecord],
-        transcript: builtins.list[Message],
+        length: int,
+        last_message: Message | None,
     ) -> int:
         """Make the transcript show what the last run's turns show when it did not
         complete (the engine saves a step only once it has finished): its prompt, and
@@ -284,7 +326,7 @@ class RunService:
         store = self._context.store
         partial = meta.partials.get(last.id, "")
         added: builtins.list[Message] = []
-        if len(transcript) == entry.transcript_start:
+        if length == entry.transcript_start:
             events = await store.read_events(last.id, -1)
             prompt = ""
             if events and isinstance(events[0].event, TurnStart):
@@ -302,7 +344,7 @@ class RunService:
                 UserMessage(content=prompt),
                 AssistantMessage(text=partial or f"(no answer: {why})"),
             ]
-        elif partial and not isinstance(transcript[-1], AssistantMessage):
+        elif partial and not isinstance(last_message, AssistantMessage):
             added = [AssistantMessage(text=partial)]
         if added:
             await store.append_transcript(conversation_id, added)

@@ -97,8 +97,13 @@ async def _member(request: Request) -> Member:
     token = token.strip()
     if scheme.lower() != "bearer" or not token:
         raise HTTPError("unauthorized", "this route needs 'Authorization: Bearer <token>'")
+    # A conversation's route reads the conversation with the member (one statement on
+    # PostgreSQL); its handler's access check uses that read.
+    conversation_id = request.path_params.get("id")
+    if not request.url.path.startswith("/v1/conversations/"):
+        conversation_id = None
     try:
-        return await state_of(request).machine.authenticate(token)
+        return await state_of(request).machine.authenticate(token, conversation_id=conversation_id)
     except MemberError:
         raise HTTPError("unauthorized", "the token is not a member's") from None
 

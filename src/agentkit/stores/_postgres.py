@@ -14,7 +14,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar, cast
 
 from agentkit.errors import OffsetError
+from agentkit.messages import Message
 from agentkit.stores._base import (
+    ConversationRecord,
+    MemberRecord,
     PageKey,
     RecordExistsError,
     RoomExistsError,
@@ -29,9 +32,11 @@ from agentkit.stores._base import (
     SessionRecord,
     StoreError,
 )
+from agentkit.stores._codec import load_message, run_from_row, session_from_row
 from agentkit.stores._migrations import MIGRATIONS, SCHEMA_VERSION, newer_database_message
 from agentkit.stores._notify import Notifications
 from agentkit.stores._pg_connections import Connection, ConnectionPool
+from agentkit.stores._records import conversation_from_row, member_from_row
 from agentkit.stores._rooms import TypeFilter, like_prefix, state_error
 from agentkit.stores._sql import (
     AGENT_COLUMNS,
@@ -56,6 +61,14 @@ __all__ = ["SCHEMA_VERSION", "PostgresStore"]
 
 _T = TypeVar("_T")
 
+_ENDS = tuple(
+    sum(len(columns.split(", ")) for columns in groups)
+    for groups in (
+        (MEMBER_COLUMNS,),
+        (MEMBER_COLUMNS, CONVERSATION_COLUMNS),
+        (MEMBER_COLUMNS, CONVERSATION_COLUMNS, SESSION_COLUMNS),
+    )
+)  # where `member_and_conversation`'s row's member, conversation and session end
 _NAME_BYTES = 63  # PostgreSQL's longest identifier, and so channel name
 _TOPIC_BYTES = 7000  # a topic with a longer id names the whole kind instead (`run:*`)
 _PAYLOAD_BYTES = 7900  # what `notify` sends at most; PostgreSQL's limit is just under 8000
@@ -125,7 +138,6 @@ class _SQL:
             f"INSERT INTO {sessions} ({session_cols}) VALUES (%s, %s, %s, %s, %s)"
         )
         self.get_session = f"SELECT {session_cols} FROM {sessions} WHERE id = %s"
-        self.has_session = f"SELECT 1 FROM {sessions} WHERE id = %s"
         self.lock_session = f"SELECT 1 FROM {sessions} WHERE id = %s FOR UPDATE"
         self.update_session = _notifying(
             f"UPDATE {sessions} SET metadata = %s, updated_at = %s WHERE id = %s", session_cols
@@ -146,7 +158,11 @@ class _SQL:
             self.delete_events_of_session,
             self.delete_session,
         )
-        self.load_transcript = f"SELECT data FROM {transcript} WHERE session_id = %s ORDER BY pos"
+        # The session comes along: no row means no session, one NULL an empty transcript.
+        self.load_transcript = (
+            f"SELECT t.data FROM {sessions} AS s LEFT JOIN {transcript} AS t "
+            "ON t.session_id = s.id WHERE s.id = %s ORDER BY t.pos"
+        )
         self.transcript_end = (
             f"SELECT coalesce(max(pos) + 1, 0) FROM {transcript} WHERE session_id = %s"
         )
@@ -192,6 +208,111 @@ class _SQL:
         )
         self.read_events = (
             f"SELECT pos, data FROM {events} WHERE run_id = %s AND pos > %s ORDER BY pos"
+        )
+        # --- one-round-trip writes: `create_run`, `append_events`, `append_step`, `finish_run`
+        # A run's start: after `lock_session` (its own statement, so that this one's
+        # snapshot is taken under the lock and sees any run committed before it), the
+        # checks, the run, its first events and the notifications in one statement.
+        casts = [
+            "text",
+            "text",
+            "text",
+            "text",
+            "float8",
+            "float8",
+            "text",
+            "float8",
+            "float8",
+            "text",
+        ]
+        values = ", ".join(f"%s::{cast}" for cast in casts)
+        self.start_run = (
+            f"WITH s AS (SELECT 1 FROM {sessions} WHERE id = %s), "
+            f"busy AS (SELECT 1 FROM {runs} WHERE session_id = %s AND status = 'running' "
+            "AND %s::boolean LIMIT 1), "
+            f"ins AS (INSERT INTO {runs} ({run_cols}) SELECT {values} "
+            "WHERE EXISTS (SELECT 1 FROM s) AND NOT EXISTS (SELECT 1 FROM busy) RETURNING id), "
+            f"ev AS (INSERT INTO {events} (run_id, pos, data) SELECT ins.id, u.p, u.d FROM ins "
+            "CROSS JOIN unnest(%s::bigint[], %s::text[]) AS u (p, d) RETURNING 1), "
+            "note AS (SELECT pg_notify(%s, topic) FROM ins "
+            "CROSS JOIN unnest(%s::text[]) AS topic) "
+            "SELECT EXISTS (SELECT 1 FROM s), EXISTS (SELECT 1 FROM busy), "
+            "(SELECT count(*) FROM note), (SELECT count(*) FROM ev)"
+        )
+        # The checks every guarded write starts with, on the run's row locked FOR UPDATE
+        # (which excludes every other writer of the run's log: the transactional paths
+        # take it FOR SHARE, or FOR UPDATE to end it): `g` has one row, `ok` says
+        # whether the write may go ahead. Parameters: run id, whether a missing run is
+        # refused, whether only a running run is written, the first new offset.
+        guard = (
+            f"r AS (SELECT status, owner, lease_expires_at, session_id FROM {runs} "
+            "WHERE id = %s FOR UPDATE), "
+            f"last AS (SELECT coalesce(max(pos), -1) AS pos FROM {events} WHERE run_id = %s), "
+            "g AS (SELECT (SELECT status FROM r) AS status, (SELECT pos FROM last) AS last, "
+            "(SELECT session_id FROM r) AS session_id, EXISTS (SELECT 1 FROM r) AS found, "
+            "(SELECT owner FROM r) AS holder, (SELECT lease_expires_at FROM r) AS lease_end)"
+        )
+        insert_events = (
+            f"ev AS (INSERT INTO {events} (run_id, pos, data) SELECT %s, u.p, u.d FROM ok "
+            "CROSS JOIN unnest(%s::bigint[], %s::text[]) AS u (p, d) RETURNING 1)"
+        )
+        # Append to a run's log: refused (nothing written) when the run has ended or
+        # the offsets do not follow the stored ones; a missing run is written to.
+        self.guarded_append = (
+            f"WITH {guard.replace('%s', '%(run)s')}, "
+            "ok AS (SELECT 1 FROM g WHERE (g.status IS NULL OR g.status = 'running') "
+            "AND (%(first)s::bigint IS NULL OR g.last < %(first)s::bigint)), "
+            + insert_events.replace("%s, u.p", "%(run)s, u.p")
+            .replace("%s::bigint[]", "%(offsets)s::bigint[]")
+            .replace("%s::text[]", "%(data)s::text[]")
+            + ", note AS (SELECT pg_notify(%(channel)s, topic) FROM ok "
+            "CROSS JOIN unnest(%(topics)s::text[]) AS topic) "
+            "SELECT g.status, g.last, (SELECT count(*) FROM note), (SELECT count(*) FROM ev) "
+            "FROM g"
+        )
+        # A step: the transcript's messages and the run's events, refused like an append,
+        # and when the session is missing; the session's `updated_at` is touched.
+        self.guarded_step = (
+            f"WITH {guard.replace('%s', '%(run)s')}, "
+            f"s AS (SELECT 1 FROM {sessions} WHERE id = %(session)s), "
+            "ok AS (SELECT 1 FROM g WHERE (g.status IS NULL OR g.status = 'running') "
+            "AND (%(first)s::bigint IS NULL OR g.last < %(first)s::bigint) "
+            "AND EXISTS (SELECT 1 FROM s)), "
+            f"touch AS (UPDATE {sessions} SET updated_at = %(now)s WHERE id = %(session)s "
+            "AND EXISTS (SELECT 1 FROM ok) RETURNING 1), "
+            f"tr AS (INSERT INTO {transcript} (session_id, pos, data) "
+            f"SELECT %(session)s, (SELECT coalesce(max(pos) + 1, 0) FROM {transcript} "
+            "WHERE session_id = %(session)s) + n - 1, d FROM ok "
+            "CROSS JOIN unnest(%(messages)s::text[]) WITH ORDINALITY AS u (d, n) RETURNING 1), "
+            + insert_events.replace("%s, u.p", "%(run)s, u.p")
+            .replace("%s::bigint[]", "%(offsets)s::bigint[]")
+            .replace("%s::text[]", "%(data)s::text[]")
+            + ", note AS (SELECT pg_notify(%(channel)s, topic) FROM ok "
+            "CROSS JOIN unnest(%(topics)s::text[]) AS topic) "
+            "SELECT g.status, g.last, EXISTS (SELECT 1 FROM s), (SELECT count(*) FROM note), "
+            "(SELECT count(*) FROM ev), (SELECT count(*) FROM tr), (SELECT count(*) FROM touch) "
+            "FROM g"
+        )
+        # A run's end, on `may_finish`'s terms, with its last events; the session's
+        # topic is made here, from the run's row (`_topic`'s rule in SQL).
+        self.guarded_finish = (
+            f"WITH {guard.replace('%s', '%(run)s')}, "
+            "ok AS (SELECT 1 FROM g WHERE g.status = 'running' "
+            "AND (%(owner)s::text IS NULL OR g.holder = %(owner)s::text) "
+            "AND (%(expired_by)s::float8 IS NULL OR g.lease_end IS NULL "
+            "OR g.lease_end < %(expired_by)s::float8) "
+            "AND (%(first)s::bigint IS NULL OR g.last < %(first)s::bigint)), "
+            + insert_events.replace("%s, u.p", "%(run)s, u.p")
+            .replace("%s::bigint[]", "%(offsets)s::bigint[]")
+            .replace("%s::text[]", "%(data)s::text[]")
+            + f", up AS (UPDATE {runs} SET status = %(status)s, finished_at = %(finished_at)s, "
+            "error = %(error)s WHERE id = %(run)s AND EXISTS (SELECT 1 FROM ok) RETURNING 1), "
+            "note AS (SELECT pg_notify(%(channel)s, topic) FROM up CROSS JOIN g CROSS JOIN "
+            "unnest(ARRAY[%(run_topic)s::text, CASE WHEN octet_length('session:' || g.session_id) "
+            f"<= {_TOPIC_BYTES} THEN 'session:' || g.session_id ELSE 'session:*' END]) "
+            "AS topic) "
+            "SELECT g.status, g.holder, g.lease_end, g.last, (SELECT count(*) FROM up), "
+            "(SELECT count(*) FROM note), (SELECT count(*) FROM ev) FROM g"
         )
         # --- rooms ---
         rooms, room_events = f"{p}agentkit_rooms", f"{p}agentkit_room_events"
@@ -268,6 +389,34 @@ class _SQL:
         self.member_by_token = (
             f"SELECT {MEMBER_COLUMNS} FROM {members} WHERE token_hash = %s AND removed_at IS NULL"
         )
+        # A request's member, with the conversation it names and its session, read
+        # together (`PostgresStore.member_and_conversation`).
+        prefixed = ", ".join(
+            f"{alias}.{column}"
+            for alias, columns in (
+                ("m", MEMBER_COLUMNS),
+                ("c", CONVERSATION_COLUMNS),
+                ("s", SESSION_COLUMNS),
+            )
+            for column in columns.split(", ")
+        )
+        # What a prompt reads of a conversation under its lock, in one statement
+        # (`PostgresStore.conversation_state`): the session, its runs in order, the
+        # transcript's length and its last message.
+        self.conversation_state = (
+            f"SELECT {', '.join('s.' + c for c in SESSION_COLUMNS.split(', '))}, "
+            f"(SELECT coalesce(json_agg(json_build_array({run_cols}) ORDER BY seq), '[]') "
+            f"FROM {runs} WHERE session_id = s.id), "
+            f"(SELECT count(*) FROM {transcript} WHERE session_id = s.id), "
+            f"(SELECT data FROM {transcript} WHERE session_id = s.id ORDER BY pos DESC LIMIT 1) "
+            f"FROM {sessions} AS s WHERE s.id = %s"
+        )
+        self.member_and_conversation = (
+            f"SELECT {prefixed} FROM {members} AS m "
+            f"LEFT JOIN {p}agentkit_conversations AS c ON c.id = %s "
+            f"LEFT JOIN {sessions} AS s ON s.id = c.id "
+            "WHERE m.token_hash = %s AND m.removed_at IS NULL"
+        )
         self.update_member = (
             f"UPDATE {members} SET role = coalesce(%s, role), "
             "token_hash = coalesce(%s, token_hash) WHERE id = %s AND removed_at IS NULL "
@@ -322,6 +471,15 @@ class _SQL:
             f"SELECT DISTINCT session_id FROM {runs} "
             "WHERE status = 'running' AND session_id = ANY(%s)"
         )
+
+
+def _refuse(run_id: str, offsets: list[int], *, state: str | None, last: int) -> None:
+    """The error of a guarded write that wrote nothing: the run has ended, or the
+    offsets do not follow the stored ones (nothing when neither)."""
+    if state is not None and state != "running":
+        raise RunEndedError(f"run {run_id} has ended ({state}): no more events")
+    if offsets and offsets[0] <= last:
+        raise OffsetError(f"offset {offsets[0]} does not follow {last} in run {run_id}")
 
 
 class _Postgres:
@@ -385,9 +543,9 @@ class _Postgres:
 
     async def load_transcript(self, conn: Connection, session_id: str) -> list[Any]:
         rows = (await conn.execute(self.sql.load_transcript, (session_id,))).rows
-        if not rows and (await conn.execute(self.sql.has_session, (session_id,))).first() is None:
+        if not rows:
             raise SessionNotFoundError(f"no session {session_id!r}")
-        return rows
+        return [] if rows[0][0] is None else rows
 
     async def append_transcript(
         self, conn: Connection, session_id: str, data: list[str], now: float
@@ -426,25 +584,36 @@ class _Postgres:
     ) -> None:
         from psycopg import errors
 
-        async with conn.transaction():
-            # The session's row lock makes the check and the insert one step for every
-            # process: a second start on the session waits here, then sees the first run.
-            if (await conn.execute(self.sql.lock_session, (run.session_id,))).first() is None:
-                raise SessionNotFoundError(f"no session {run.session_id!r}")
-            if (
-                run.status == "running"
-                and (await conn.execute(self.sql.running_in_session, (run.session_id,))).rows
-            ):
-                raise SessionBusyError(f"session {run.session_id!r} already has a run going")
-            try:
-                async with conn.transaction():  # a savepoint: the error leaves the rest usable
-                    topics = self._announce(
-                        _topic("run", run.id), _topic("session", run.session_id)
-                    )
-                    await conn.execute(self.sql.insert_run, (*run_params(run), *topics))
-            except errors.UniqueViolation:
-                raise StoreError(f"run {run.id!r} already exists") from None
-            await self._insert_events(conn, run.id, offsets, data)
+        # One round trip: the session's row lock (a second start on the session, in any
+        # process, waits here), then, in a statement whose snapshot is taken under it,
+        # the busy check, the run, its first events and the notifications. A new run has
+        # no stored events: its offsets need no check against them.
+        topics = self._announce(_topic("run", run.id), _topic("session", run.session_id))
+        params = (
+            run.session_id,
+            run.session_id,
+            run.status == "running",
+            *run_params(run),
+            offsets,
+            data,
+            *topics,
+        )
+        try:
+            results = await conn.batch(
+                [
+                    ("BEGIN", ()),
+                    (self.sql.lock_session, (run.session_id,)),
+                    (self.sql.start_run, params),
+                    ("COMMIT", ()),
+                ]
+            )
+        except errors.UniqueViolation:
+            raise StoreError(f"run {run.id!r} already exists") from None
+        found, busy, _, _ = results[2].first()
+        if not found:
+            raise SessionNotFoundError(f"no session {run.session_id!r}")
+        if busy:
+            raise SessionBusyError(f"session {run.session_id!r} already has a run going")
 
     async def finish_run(
         self,
@@ -458,6 +627,49 @@ class _Postgres:
         owner: str | None,
         expired_by: float | None,
     ) -> bool:
+        from psycopg import errors
+
+        params = {
+            "run": run_id,
+            "owner": owner,
+            "expired_by": expired_by,
+            "first": offsets[0] if offsets else None,
+            "offsets": offsets,
+            "data": data,
+            "status": status,
+            "finished_at": finished_at,
+            "error": error,
+            "channel": self.channel,
+            "run_topic": _topic("run", run_id),
+        }
+        try:
+            row = (await conn.execute(self.sql.guarded_finish, params)).first()
+        except errors.UniqueViolation:  # events stored after this statement's snapshot
+            return await self._finish_run_locked(
+                conn, run_id, status, finished_at, offsets, data, error, owner, expired_by
+            )
+        state, holder, lease_end, last, ended = row[0], row[1], row[2], row[3], row[4]
+        if ended:
+            return True
+        if state is None or not may_finish((state, holder, lease_end), owner, expired_by):
+            return False
+        raise OffsetError(f"offset {offsets[0]} does not follow {last} in run {run_id}")
+
+    async def _finish_run_locked(
+        self,
+        conn: Connection,
+        run_id: str,
+        status: RunStatus,
+        finished_at: float,
+        offsets: list[int],
+        data: list[str],
+        error: str | None,
+        owner: str | None,
+        expired_by: float | None,
+    ) -> bool:
+        """`finish_run` in a transaction of several statements, each seeing what was
+        committed before it: the way to a precise answer when the one statement met a
+        concurrent writer."""
         async with conn.transaction():
             row = (await conn.execute(self.sql.lock_run, (run_id,))).first()
             if row is None or not may_finish(row[:3], owner, expired_by):
@@ -485,9 +697,24 @@ class _Postgres:
     async def append_events(
         self, conn: Connection, run_id: str, offsets: list[int], data: list[str]
     ) -> None:
-        async with conn.transaction():
-            await self._require_running(conn, run_id)
-            await self._insert_events(conn, run_id, offsets, data, _topic("run", run_id))
+        from psycopg import errors
+
+        params = {
+            "run": run_id,
+            "first": offsets[0] if offsets else None,
+            "offsets": offsets,
+            "data": data,
+            "channel": self.channel,
+            "topics": [_topic("run", run_id)] if offsets else [],
+        }
+        try:
+            row = (await conn.execute(self.sql.guarded_append, params)).first()
+        except errors.UniqueViolation:  # events stored after this statement's snapshot
+            async with conn.transaction():
+                await self._require_running(conn, run_id)
+                await self._insert_events(conn, run_id, offsets, data, _topic("run", run_id))
+            return
+        _refuse(run_id, offsets, state=row[0], last=row[1])
 
     async def append_step(
         self,
@@ -499,11 +726,34 @@ class _Postgres:
         offsets: list[int],
         data: list[str],
     ) -> None:
-        async with conn.transaction():
-            await self._require_running(conn, run_id)
-            topics = _topic("run", run_id), _topic("session", session_id)
-            await self._insert_transcript(conn, session_id, messages, now, *topics)
-            await self._insert_events(conn, run_id, offsets, data)
+        from psycopg import errors
+
+        params = {
+            "run": run_id,
+            "session": session_id,
+            "first": offsets[0] if offsets else None,
+            "now": now,
+            "messages": messages,
+            "offsets": offsets,
+            "data": data,
+            "channel": self.channel,
+            "topics": [_topic("run", run_id), _topic("session", session_id)],
+        }
+        try:
+            row = (await conn.execute(self.sql.guarded_step, params)).first()
+        except errors.UniqueViolation:  # rows stored after this statement's snapshot
+            async with conn.transaction():
+                await self._require_running(conn, run_id)
+                topics = _topic("run", run_id), _topic("session", session_id)
+                await self._insert_transcript(conn, session_id, messages, now, *topics)
+                await self._insert_events(conn, run_id, offsets, data)
+            return
+        state, last, session_found = row[0], row[1], row[2]
+        if state is not None and state != "running":
+            _refuse(run_id, offsets, state=state, last=last)
+        if not session_found:
+            raise SessionNotFoundError(f"no session {session_id!r}")
+        _refuse(run_id, offsets, state=state, last=last)
 
     async def _require_running(self, conn: Connection, run_id: str) -> None:
         row = (await conn.execute(self.sql.run_status, (run_id,))).first()
@@ -958,6 +1208,53 @@ class PostgresStore(SQLStore):
                 )
         if payloads:
             await self._run(self._dialect.notify, payloads)
+
+    async def member_and_conversation(
+        self, token_hash: str, conversation_id: str
+    ) -> tuple[MemberRecord | None, ConversationRecord | None, SessionRecord | None]:
+        """The live member whose token has this hash, with the conversation of id
+        `conversation_id` and its session (each `None` when missing), in one statement:
+        what a request to a conversation's routes reads before anything else."""
+        query = self._sql.member_and_conversation
+
+        async def read(conn: Connection) -> Any:
+            return (await conn.execute(query, (conversation_id, token_hash))).first()
+
+        row = await self._run(read)
+        if row is None:
+            return None, None, None
+        ends = _ENDS
+        member = member_from_row(row[: ends[0]])
+        conversation = row[ends[0] : ends[1]]
+        session = row[ends[1] : ends[2]]
+        return (
+            member,
+            None if conversation[0] is None else conversation_from_row(conversation),
+            None if session[0] is None else session_from_row(session),
+        )
+
+    async def conversation_state(
+        self, session_id: str
+    ) -> tuple[SessionRecord, list[RunRecord], int, Message | None] | None:
+        """A session with its runs (oldest first), its transcript's length and last
+        message, in one statement; `None` when there is no such session."""
+        query = self._sql.conversation_state
+
+        async def read(conn: Connection) -> Any:
+            return (await conn.execute(query, (session_id,))).first()
+
+        row = await self._run(read)
+        if row is None:
+            return None
+        width = len(SESSION_COLUMNS.split(", "))
+        session = session_from_row(row[:width])
+        runs, length, last = row[width:]
+        return (
+            session,
+            [run_from_row(run) for run in runs],
+            int(length),
+            None if last is None else load_message(last),
+        )
 
     # --- plumbing ---------------------------------------------------------------------
 
