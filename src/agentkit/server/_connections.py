@@ -153,11 +153,18 @@ def protocol_class(
                 self.app = _at_limit
             self._arm()
 
+        def _reads_head(self) -> bool:
+            """Whether the bytes coming are a request head's: not the rest of a body
+            the app answered before reading it all (an upload refused early)."""
+            cycle = self.cycle
+            return cycle is None or (cycle.response_complete and not cycle.more_body)
+
         def data_received(self, data: bytes) -> None:
             if self._awaits_head():
                 self._arm()  # after a response: the next head's deadline starts now
                 self._head_started = True
-                self._head_bytes += len(data)
+                if self._reads_head():
+                    self._head_bytes += len(data)
             super().data_received(data)
             if not self._awaits_head():
                 self._disarm()
