@@ -8,10 +8,16 @@ on a kept-alive connection of the client's own (plain TCP or TLS, through anyio,
 asyncio's streams on asyncio), with one watchdog task per client instead of a timeout
 scope per read, and no retry of a request that may have changed something.
 
-The HTTP/1.1 itself (writing requests, parsing response heads, chunked and sized bodies,
-whether a connection may be used again) is h11's, the sans-IO library under httpcore and
-uvicorn: protocol parsing is an attack surface, better left to a library many clients and
-servers have hardened than written again here.
+The HTTP/1.1 itself is not parsed here: protocol parsing is an attack surface, better left
+to libraries many clients and servers have hardened. Requests are written by h11 (the
+sans-IO library under httpcore and uvicorn), which checks the method, target and headers.
+Answers (heads, chunked and sized bodies, whether the connection may be used again) are
+parsed by httptools (llhttp, Node's parser, in C, as uvicorn uses it) where it installs
+(the `server` extra brings it on CPython), else by h11. Measured with bench/client.py
+(prompt and follow of 20 deltas): h11 parsing the answers cost about 0.7 ms of CPU more
+per run than the hand-written parser this replaced (~190 us per followed stream's answer,
+a Python event per chunk), httptools about 4 us; what remains over the hand-written
+version is mostly h11 writing the two requests (~20 us each).
 
 Only requests that nothing stands between (no proxy in the environment for the server's
 address: httpx honours those, so requests to such a server go through httpx) take this path.
