@@ -142,6 +142,8 @@ class _H11Parser:
     def __init__(self) -> None:
         import h11
 
+        # h11 checks the bound when a head is still incomplete: a head is refused past
+        # _MAX_HEAD plus one read (_CHUNK), a bounded buffer all the same.
         self._http = h11.Connection(h11.CLIENT, max_incomplete_event_size=_MAX_HEAD)
 
     def request(
