@@ -14,6 +14,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from agentkit.client.contract import GET_CONVERSATION
 from agentkit.conversations import Machine, Member, MemberError
 from agentkit.server._errors import HTTPError, error_response, http_error_of
 from agentkit.server._params import (
@@ -99,9 +100,10 @@ async def _member(request: Request) -> Member:
         raise HTTPError("unauthorized", "this route needs 'Authorization: Bearer <token>'")
     # A conversation's route reads the conversation with the member (one statement on
     # PostgreSQL); its handler's access check uses that read.
-    conversation_id = request.path_params.get("id")
-    if not request.url.path.startswith("/v1/conversations/"):
-        conversation_id = None
+    route = getattr(request.scope.get("route"), "path", "")
+    conversation_id = (
+        request.path_params.get("id") if route.startswith(GET_CONVERSATION.path) else None
+    )
     try:
         return await state_of(request).machine.authenticate(token, conversation_id=conversation_id)
     except MemberError:
