@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from agentkit.errors import StoreError
@@ -151,3 +152,37 @@ async def test_a_database_with_two_running_runs_of_a_session_is_refused_unchange
         assert _has_index(store_url)
     finally:
         await store.aclose()
+
+
+async def test_of_starts_racing_on_a_session_from_two_stores_exactly_one_wins(
+    store_url: str,
+) -> None:
+    """Without the session lock PostgreSQL took before migration 6, the index alone keeps
+    a session to one running run when starts race from two processes (two stores, each
+    with its own connections); each loser is told the session is busy, never more."""
+    first, second = open_store(store_url), open_store(store_url)
+    try:
+        await first.create_session("s1", "app:agent")
+        outcomes: list[str] = []
+
+        async def start(store: Any, run_id: str) -> None:
+            try:
+                await store.create_run(RunRecord(run_id, "s1", "app:agent", "running", 1.0))
+                outcomes.append("won")
+            except SessionBusyError:
+                outcomes.append("busy")
+
+        async with anyio.create_task_group() as group:
+            for number in range(10):
+                group.start_soon(start, (first, second)[number % 2], f"r{number}")
+        assert sorted(outcomes) == ["busy"] * 9 + ["won"]
+        runs = await second.list_runs("s1")
+        assert [run.status for run in runs] == ["running"]
+        # A run id taken is not a busy session: its own error, as before.
+        assert await first.finish_run(runs[0].id, "completed", 2.0)
+        with pytest.raises(StoreError, match="already exists") as taken:
+            await second.create_run(RunRecord(runs[0].id, "s1", "app:agent", "running", 3.0))
+        assert not isinstance(taken.value, SessionBusyError)
+    finally:
+        await first.aclose()
+        await second.aclose()
