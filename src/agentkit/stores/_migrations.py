@@ -30,6 +30,10 @@ class Migration:
     description: str
     sqlite: tuple[str, ...]
     postgres: tuple[str, ...]
+    check: tuple[str, str] | None = None
+    """A query (both dialects, `{p}` for the prefix) that finds a row only in a database
+    this migration cannot upgrade, and the message to refuse it with (then nothing
+    changes). It runs before the statements, in their transaction."""
 
 
 class _SQLiteJSON:
@@ -472,6 +476,31 @@ MIGRATIONS: tuple[Migration, ...] = (
             "WHERE status IN ('pending', 'running') AND deadline IS NOT NULL",
             "CREATE INDEX agentkit_delegations_listed "
             'ON {p}agentkit_delegations (room_id, created_at, id COLLATE "C")',
+        ),
+    ),
+    Migration(
+        6,
+        "at most one running run per session, enforced by the database",
+        # A partial unique index over the running runs: on PostgreSQL a run's start is a
+        # single INSERT whose unique violation (of this index, by name) means the session
+        # is busy, with no session lock or busy check before it; a second start waits on
+        # the first's uncommitted row and fails once it commits. SQLite keeps its check
+        # (its writes are serialised anyway); the index makes its layout the same.
+        # Code of every earlier version already kept one running run per session, so the
+        # index builds on any database it wrote; one that holds two is refused (`check`).
+        sqlite=(
+            "CREATE UNIQUE INDEX agentkit_runs_one_running ON agentkit_runs (session_id) "
+            "WHERE status = 'running'",
+        ),
+        postgres=(
+            "CREATE UNIQUE INDEX agentkit_runs_one_running ON {p}agentkit_runs (session_id) "
+            "WHERE status = 'running'",
+        ),
+        check=(
+            "SELECT session_id FROM {p}agentkit_runs WHERE status = 'running' "
+            "GROUP BY session_id HAVING count(*) > 1 LIMIT 1",
+            "a session has more than one run marked running; end all but one "
+            "(UPDATE agentkit_runs SET status = 'interrupted' ...) and open the store again",
         ),
     ),
 )

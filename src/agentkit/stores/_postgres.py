@@ -127,7 +127,12 @@ class _SQL:
         self.create_schema = f"CREATE SCHEMA IF NOT EXISTS {_quote(schema)}" if schema else None
         self.create_version = f"CREATE TABLE IF NOT EXISTS {version} (version integer NOT NULL)"
         self.migrations = [
-            (m.version, [statement.format(p=p) for statement in m.postgres]) for m in MIGRATIONS
+            (
+                m.version,
+                [statement.format(p=p) for statement in m.postgres],
+                None if m.check is None else (m.check[0].format(p=p), m.check[1]),
+            )
+            for m in MIGRATIONS
         ]
         self.get_version = f"SELECT max(version) FROM {version}"
         self.set_version = f"INSERT INTO {version} VALUES (%s)"
@@ -210,9 +215,11 @@ class _SQL:
             f"SELECT pos, data FROM {events} WHERE run_id = %s AND pos > %s ORDER BY pos"
         )
         # --- one-round-trip writes: `create_run`, `append_events`, `append_step`, `finish_run`
-        # A run's start: after `lock_session` (its own statement, so that this one's
-        # snapshot is taken under the lock and sees any run committed before it), the
-        # checks, the run, its first events and the notifications in one statement.
+        # A run's start: the run, its first events and the notifications in one statement,
+        # its own transaction. No lock or check before it: the session's foreign key
+        # refuses a missing session, and the partial unique index of migration 6
+        # (`agentkit_runs_one_running`) a second running run (a concurrent start waits on
+        # the first's row and fails once that commits).
         casts = [
             "text",
             "text",
@@ -227,17 +234,12 @@ class _SQL:
         ]
         values = ", ".join(f"%s::{cast}" for cast in casts)
         self.start_run = (
-            f"WITH s AS (SELECT 1 FROM {sessions} WHERE id = %s), "
-            f"busy AS (SELECT 1 FROM {runs} WHERE session_id = %s AND status = 'running' "
-            "AND %s::boolean LIMIT 1), "
-            f"ins AS (INSERT INTO {runs} ({run_cols}) SELECT {values} "
-            "WHERE EXISTS (SELECT 1 FROM s) AND NOT EXISTS (SELECT 1 FROM busy) RETURNING id), "
+            f"WITH ins AS (INSERT INTO {runs} ({run_cols}) VALUES ({values}) RETURNING id), "
             f"ev AS (INSERT INTO {events} (run_id, pos, data) SELECT ins.id, u.p, u.d FROM ins "
             "CROSS JOIN unnest(%s::bigint[], %s::text[]) AS u (p, d) RETURNING 1), "
             "note AS (SELECT pg_notify(%s, topic) FROM ins "
             "CROSS JOIN unnest(%s::text[]) AS topic) "
-            "SELECT EXISTS (SELECT 1 FROM s), EXISTS (SELECT 1 FROM busy), "
-            "(SELECT count(*) FROM note), (SELECT count(*) FROM ev)"
+            "SELECT (SELECT count(*) FROM note), (SELECT count(*) FROM ev)"
         )
         # The checks every guarded write starts with, on the run's row locked FOR UPDATE
         # (which excludes every other writer of the run's log: the transactional paths
@@ -584,36 +586,20 @@ class _Postgres:
     ) -> None:
         from psycopg import errors
 
-        # One round trip: the session's row lock (a second start on the session, in any
-        # process, waits here), then, in a statement whose snapshot is taken under it,
-        # the busy check, the run, its first events and the notifications. A new run has
-        # no stored events: its offsets need no check against them.
+        # One statement in autocommit, so one round trip and one transaction (see
+        # `_SQL.start_run`). A new run has no stored events: its offsets need no check.
         topics = self._announce(_topic("run", run.id), _topic("session", run.session_id))
-        params = (
-            run.session_id,
-            run.session_id,
-            run.status == "running",
-            *run_params(run),
-            offsets,
-            data,
-            *topics,
-        )
+        params = (*run_params(run), offsets, data, *topics)
         try:
-            results = await conn.batch(
-                [
-                    ("BEGIN", ()),
-                    (self.sql.lock_session, (run.session_id,)),
-                    (self.sql.start_run, params),
-                    ("COMMIT", ()),
-                ]
-            )
-        except errors.UniqueViolation:
+            await conn.execute(self.sql.start_run, params)
+        except errors.ForeignKeyViolation:
+            raise SessionNotFoundError(f"no session {run.session_id!r}") from None
+        except errors.UniqueViolation as exc:
+            if exc.diag.constraint_name == "agentkit_runs_one_running":
+                raise SessionBusyError(
+                    f"session {run.session_id!r} already has a run going"
+                ) from None
             raise StoreError(f"run {run.id!r} already exists") from None
-        found, busy, _, _ = results[2].first()
-        if not found:
-            raise SessionNotFoundError(f"no session {run.session_id!r}")
-        if busy:
-            raise SessionBusyError(f"session {run.session_id!r} already has a run going")
 
     async def finish_run(
         self,
@@ -1295,15 +1281,28 @@ class PostgresStore(SQLStore):
             version = (None if row is None else row[0]) or 0
             if version > SCHEMA_VERSION:
                 raise StoreError(newer_database_message("PostgreSQL", version))
-            for number, statements in self._sql.migrations:
+            for number, statements, check in self._sql.migrations:
                 if number > version:
-                    await self._migrate(conn, number, statements)
+                    await self._migrate(conn, number, statements, check)
 
-    async def _migrate(self, conn: Connection, number: int, statements: list[str]) -> None:
+    async def _migrate(
+        self,
+        conn: Connection,
+        number: int,
+        statements: list[str],
+        check: tuple[str, str] | None,
+    ) -> None:
         """Apply migration `number` (inside `_create_schema`'s transaction, which a failure
         rolls back whole: the database stays at the version it had)."""
         from psycopg import errors
 
+        if check is not None:
+            row = (await conn.execute(check[0])).first()
+            if row is not None:
+                raise StoreError(
+                    f"PostgreSQL: cannot upgrade the tables to schema version {number}, so "
+                    f"nothing changed: {check[1]} (found: {row[0]!r})"
+                )
         try:
             for statement in statements:
                 await conn.execute(statement)

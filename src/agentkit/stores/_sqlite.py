@@ -731,6 +731,14 @@ def _migrate(conn: sqlite3.Connection, path: str) -> None:
         raise StoreError(newer_database_message(path, version))
     for migration in MIGRATIONS:
         if migration.version > version:
+            if migration.check is not None:
+                row = conn.execute(migration.check[0].format(p="")).fetchone()
+                if row is not None:
+                    raise StoreError(
+                        f"{path}: cannot upgrade the tables to schema version "
+                        f"{migration.version}, so nothing changed: {migration.check[1]} "
+                        f"(found: {row[0]!r})"
+                    )
             for statement in migration.sqlite:
                 conn.execute(statement)
             conn.execute("INSERT INTO agentkit_schema_version VALUES (?)", (migration.version,))
