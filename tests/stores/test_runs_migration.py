@@ -6,7 +6,6 @@ On PostgreSQL the index is what turns a second start on a session into `SessionB
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +16,7 @@ import pytest
 
 from agentkit.errors import StoreError
 from agentkit.stores import RunRecord, SessionBusyError, _migrations, open_store
+from support.old_layout import older_layout, run_sql
 from support.pg import new_schema, schema_url
 
 pytestmark = pytest.mark.anyio
@@ -34,36 +34,6 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         yield schema_url(schema)
 
 
-def _older_layout(monkeypatch: pytest.MonkeyPatch, version: int) -> None:
-    """Make the stores opened next write the layout of `version` (as older code did)."""
-    older = tuple(m for m in _migrations.MIGRATIONS if m.version <= version)
-    for module in ("agentkit.stores._sqlite", "agentkit.stores._postgres"):
-        monkeypatch.setattr(f"{module}.MIGRATIONS", older)
-        monkeypatch.setattr(f"{module}.SCHEMA_VERSION", version)
-    monkeypatch.setattr(_migrations, "SCHEMA_VERSION", version)
-
-
-def _sql(url: str, statements: list[str]) -> list[Any]:
-    """Run `statements` on the database of `url` as a client of the old layout would;
-    the last one's rows."""
-    rows: list[Any] = []
-    if url.startswith("postgresql"):
-        import psycopg
-
-        with psycopg.connect(url, autocommit=True) as conn:
-            for statement in statements:
-                cursor = conn.execute(statement)
-                rows = cursor.fetchall() if cursor.description else []
-        return rows
-    file = sqlite3.connect(url, isolation_level=None)
-    try:
-        for statement in statements:
-            rows = file.execute(statement).fetchall()
-    finally:
-        file.close()
-    return rows
-
-
 def _insert_run(run_id: str, session_id: str, status: str) -> str:
     return (
         "INSERT INTO agentkit_runs (id, session_id, agent_id, status, created_at) "
@@ -72,7 +42,7 @@ def _insert_run(run_id: str, session_id: str, status: str) -> str:
 
 
 def _versions(url: str) -> list[int]:
-    return sorted(row[0] for row in _sql(url, ["SELECT version FROM agentkit_schema_version"]))
+    return sorted(row[0] for row in run_sql(url, ["SELECT version FROM agentkit_schema_version"]))
 
 
 def _has_index(url: str) -> bool:
@@ -82,12 +52,12 @@ def _has_index(url: str) -> bool:
         if url.startswith("postgresql")
         else "SELECT 1 FROM sqlite_master WHERE name = 'agentkit_runs_one_running'"
     )
-    return bool(_sql(url, [query]))
+    return bool(run_sql(url, [query]))
 
 
 async def _version_5_with_sessions(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A database as version-5 code left it, with sessions `s1` and `s2`."""
-    _older_layout(monkeypatch, 5)
+    older_layout(monkeypatch, 5)
     old = open_store(url)
     await old.create_session("s1", "app:agent")
     await old.create_session("s2", "app:agent")
@@ -99,7 +69,7 @@ async def test_a_version_5_database_upgrades_and_keeps_one_running_run_per_sessi
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await _version_5_with_sessions(store_url, monkeypatch)
-    _sql(
+    run_sql(
         store_url,
         [
             _insert_run("r1", "s1", "completed"),
@@ -130,7 +100,7 @@ async def test_a_database_with_two_running_runs_of_a_session_is_refused_unchange
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await _version_5_with_sessions(store_url, monkeypatch)
-    _sql(store_url, [_insert_run("r1", "s1", "running"), _insert_run("r2", "s1", "running")])
+    run_sql(store_url, [_insert_run("r1", "s1", "running"), _insert_run("r2", "s1", "running")])
 
     store = open_store(store_url)
     try:
@@ -145,7 +115,7 @@ async def test_a_database_with_two_running_runs_of_a_session_is_refused_unchange
     assert _versions(store_url) == [1, 2, 3, 4, 5]
     assert not _has_index(store_url)
     # Once the operator ends one of them, the database upgrades.
-    _sql(store_url, ["UPDATE agentkit_runs SET status = 'interrupted' WHERE id = 'r1'"])
+    run_sql(store_url, ["UPDATE agentkit_runs SET status = 'interrupted' WHERE id = 'r1'"])
     store = open_store(store_url)
     try:
         assert [run.status for run in await store.list_runs("s1")] == ["interrupted", "running"]

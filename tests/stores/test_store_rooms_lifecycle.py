@@ -34,6 +34,7 @@ from agentkit.stores import (
 from agentkit.stores._pg_connections import Connection
 from agentkit.stores._rooms import DELEGATION_ENDED, DELEGATION_STATUSES
 from support.full_disk import small_filesystem
+from support.old_layout import older_layout, run_sql
 from support.pg import dsn, new_schema, schema_url
 
 pytestmark = pytest.mark.anyio
@@ -440,40 +441,10 @@ async def test_of_two_competing_endings_exactly_one_wins(store_url: str) -> None
 # --- migration 5 -------------------------------------------------------------------------
 
 
-def _older_layout(monkeypatch: pytest.MonkeyPatch, version: int) -> None:
-    """Make the stores opened next write the layout of `version` (as older code did)."""
-    older = tuple(m for m in _migrations.MIGRATIONS if m.version <= version)
-    for module in ("agentkit.stores._sqlite", "agentkit.stores._postgres"):
-        monkeypatch.setattr(f"{module}.MIGRATIONS", older)
-        monkeypatch.setattr(f"{module}.SCHEMA_VERSION", version)
-    monkeypatch.setattr(_migrations, "SCHEMA_VERSION", version)
-
-
-def _sql(url: str, statements: list[str]) -> list[Any]:
-    """Run `statements` on the database of `url` as a client of the old layout would;
-    the last one's rows."""
-    rows: list[Any] = []
-    if url.startswith("postgresql"):
-        import psycopg
-
-        with psycopg.connect(url, autocommit=True) as conn:
-            for statement in statements:
-                cursor = conn.execute(statement)
-                rows = cursor.fetchall() if cursor.description else []
-        return rows
-    conn = sqlite3.connect(url, isolation_level=None)
-    try:
-        for statement in statements:
-            rows = conn.execute(statement).fetchall()
-    finally:
-        conn.close()
-    return rows
-
-
 async def test_a_version_4_database_upgrades_in_place_and_keeps_its_rooms(
     store_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _older_layout(monkeypatch, 4)
+    older_layout(monkeypatch, 4)
     old = open_store(store_url)
     await _with_room(old)
     await old.set_cursor("r1", "agent:stats", 1)
@@ -481,7 +452,7 @@ async def test_a_version_4_database_upgrades_in_place_and_keeps_its_rooms(
     monkeypatch.undo()
     # What version-4 code wrote: an event and a running delegation, without the columns
     # of version 5.
-    _sql(
+    run_sql(
         store_url,
         [
             "INSERT INTO agentkit_room_events (room_id, pos, id, type, author, payload, "
@@ -493,7 +464,7 @@ async def test_a_version_4_database_upgrades_in_place_and_keeps_its_rooms(
             "'{\"count\": \"words\"}', 'running', 'member:ada', 1000.0, 1000.0, 'null', NULL)",
         ],
     )
-    versions = _sql(store_url, ["SELECT version FROM agentkit_schema_version"])
+    versions = run_sql(store_url, ["SELECT version FROM agentkit_schema_version"])
     assert sorted(row[0] for row in versions) == [1, 2, 3, 4]
 
     store = open_store(store_url)
@@ -505,7 +476,7 @@ async def test_a_version_4_database_upgrades_in_place_and_keeps_its_rooms(
         running = await store.get_delegation("r1", "d1")
         assert running == _delegation("d1", "running")
         assert (running.deadline, running.attempts) == (None, 0)
-        versions = _sql(store_url, ["SELECT version FROM agentkit_schema_version"])
+        versions = run_sql(store_url, ["SELECT version FROM agentkit_schema_version"])
         assert sorted(row[0] for row in versions) == [m.version for m in _migrations.MIGRATIONS]
         assert await store.get_cursor("r1", "agent:stats") == 1
         # Everything of version 5 works on the old rows.
