@@ -5,17 +5,17 @@ stop; a lost relayed event comes back with the reader's next request."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 
 import anyio
 import anyio.lowlevel
 import pytest
 
-from agentkit.events import SessionInit, Text, TextDelta, TurnStart
+from agentkit.events import Text, TextDelta
 from agentkit.runtime import _relay
 from agentkit.runtime._relay import LiveRelay, remote_entries
-from agentkit.stores import EventEntry, MemoryStore, Notifications, RunRecord
+from agentkit.stores import EventEntry, MemoryStore, Notifications
+from support.remote_runs import collect, running_elsewhere, until
 
 pytestmark = pytest.mark.anyio
 
@@ -36,30 +36,6 @@ class SharedHub(Notifications):
         super().dispatch(listed)
 
 
-async def _running_run(store: MemoryStore) -> None:
-    await store.create_session("s", "agent")
-    now = time.time()
-    record = RunRecord("r", "s", "agent", "running", now, None, "elsewhere", now, now + 60)
-    await store.create_run(
-        record,
-        [
-            EventEntry(0, TurnStart(turn_id="t", session_id="s", user_prompt="hi")),
-            EventEntry(1, SessionInit(session_id="s")),
-        ],
-    )
-
-
-async def _collect(entries: AsyncIterator[EventEntry], into: list[EventEntry]) -> None:
-    async for entry in entries:
-        into.append(entry)
-
-
-async def _until(predicate: object, limit: float = 10.0) -> None:
-    with anyio.fail_after(limit):
-        while not predicate():  # type: ignore[operator]  # noqa: ASYNC110 (a list grows)
-            await anyio.sleep(0.005)
-
-
 def _live(hub: SharedHub) -> list[str]:
     return [payload for payload in hub.sent if payload.startswith("live:")]
 
@@ -69,16 +45,16 @@ async def test_a_run_is_relayed_only_after_a_request_and_from_its_offset() -> No
     relay = LiveRelay(hub)
     async with anyio.create_task_group() as group:
         group.start_soon(relay.run)
-        await _until(lambda: "sync" in hub._handlers)  # the relay answers requests
+        await until(lambda: "sync" in hub._handlers)  # the relay answers requests
         for offset, piece in enumerate(["a", "b", "c"], 2):
             relay.add("r", offset, piece)
         await anyio.sleep(0.05)
         assert _live(hub) == []  # nobody asked
         hub.dispatch(["sync:r\n2"])  # a reader that has offsets up to 2
-        await _until(lambda: _live(hub))
+        await until(lambda: _live(hub))
         assert _live(hub) == ['live:r\n[[3,"b"],[4,"c"]]']
         relay.add("r", 5, Text(content="abc"))
-        await _until(lambda: len(_live(hub)) == 2)
+        await until(lambda: len(_live(hub)) == 2)
         assert _live(hub)[1].startswith("live:r\n[[5,{")
         group.cancel_scope.cancel()
 
@@ -89,10 +65,10 @@ async def test_the_relay_stops_when_requests_stop(monkeypatch: pytest.MonkeyPatc
     relay = LiveRelay(hub)
     async with anyio.create_task_group() as group:
         group.start_soon(relay.run)
-        await _until(lambda: "sync" in hub._handlers)  # the relay answers requests
+        await until(lambda: "sync" in hub._handlers)  # the relay answers requests
         relay.add("r", 2, "a")
         hub.dispatch(["sync:r\n1"])
-        await _until(lambda: _live(hub))
+        await until(lambda: _live(hub))
         await anyio.sleep(0.1)  # no request since
         relay.add("r", 3, "b")
         await anyio.sleep(0.05)
@@ -105,16 +81,16 @@ async def test_a_late_reader_gets_the_step_so_far_and_a_lost_event_again(
 ) -> None:
     monkeypatch.setattr(_relay, "SYNC_EVERY", 0.05)
     store, hub = MemoryStore(), SharedHub()
-    await _running_run(store)
+    await running_elsewhere(store)
     relay = LiveRelay(hub)
     got: list[EventEntry] = []
     async with anyio.create_task_group() as group:
         group.start_soon(relay.run)
-        await _until(lambda: "sync" in hub._handlers)  # the relay answers requests
+        await until(lambda: "sync" in hub._handlers)  # the relay answers requests
         relay.add("r", 2, "Hel")
         relay.add("r", 3, "lo")  # the step so far: in no store
-        group.start_soon(_collect, remote_entries(store, hub, "r", -1, 60.0), got)
-        await _until(lambda: len(got) == 4)
+        group.start_soon(collect, remote_entries(store, hub, "r", -1, 60.0), got)
+        await until(lambda: len(got) == 4)
         assert [e.event for e in got[2:]] == [TextDelta(content="Hel"), TextDelta(content="lo")]
         # A relayed event lost on its way (the listener reconnected, say): the next one
         # waits for it, and the reader's next request brings it back.
@@ -122,7 +98,7 @@ async def test_a_late_reader_gets_the_step_so_far_and_a_lost_event_again(
         relay.add("r", 4, " wor")
         hub.dispatch(["sync:r\n4"])  # another reader, further on, asks
         relay.add("r", 5, "ld")
-        await _until(lambda: len(got) == 6)
+        await until(lambda: len(got) == 6)
         group.cancel_scope.cancel()
     assert [e.offset for e in got] == list(range(6))
     assert [e.event for e in got[4:]] == [TextDelta(content=" wor"), TextDelta(content="ld")]

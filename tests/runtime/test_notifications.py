@@ -5,14 +5,14 @@ once, missing deltas skipped, never a stored event)."""
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 
 import anyio
 import pytest
 
-from agentkit.events import SessionInit, Text, TextDelta, ToolUse, TurnEnd, TurnStart
+from agentkit.events import Text, TextDelta, ToolUse, TurnEnd
 from agentkit.runtime._relay import LiveRelay, remote_entries
-from agentkit.stores import EventEntry, MemoryStore, Notifications, RunRecord, notifications_of
+from agentkit.stores import EventEntry, MemoryStore, Notifications, notifications_of
+from support.remote_runs import collect, running_elsewhere, until
 
 pytestmark = pytest.mark.anyio
 
@@ -76,48 +76,24 @@ async def test_every_caller_gets_the_same_local_notifications_of_a_store() -> No
 # --- the reader of a run executed elsewhere ------------------------------------------------
 
 
-async def _running_run(store: MemoryStore) -> None:
-    await store.create_session("s", "agent")
-    now = time.time()
-    record = RunRecord("r", "s", "agent", "running", now, None, "elsewhere", now, now + 60)
-    await store.create_run(
-        record,
-        [
-            EventEntry(0, TurnStart(turn_id="t", session_id="s", user_prompt="hi")),
-            EventEntry(1, SessionInit(session_id="s")),
-        ],
-    )
-
-
-async def _collect(entries: AsyncIterator[EventEntry], into: list[EventEntry]) -> None:
-    async for entry in entries:
-        into.append(entry)
-
-
-async def _until(predicate: object, limit: float = 10.0) -> None:
-    with anyio.fail_after(limit):
-        while not predicate():  # type: ignore[operator]  # noqa: ASYNC110 (a list grows)
-            await anyio.sleep(0.005)
-
-
 async def test_relayed_deltas_and_stored_events_come_in_log_order_each_once() -> None:
     store, hub = MemoryStore(), Notifications()
-    await _running_run(store)
+    await running_elsewhere(store)
     relay = LiveRelay(hub)
     got: list[EventEntry] = []
     async with anyio.create_task_group() as group:
         group.start_soon(relay.run)
         # A long poll interval: what comes, comes because it was notified.
-        group.start_soon(_collect, remote_entries(store, hub, "r", -1, 60.0), got)
-        await _until(lambda: len(got) == 2)  # the stored start
+        group.start_soon(collect, remote_entries(store, hub, "r", -1, 60.0), got)
+        await until(lambda: len(got) == 2)  # the stored start
         for offset, piece in [(2, "Hel"), (3, "lo")]:
             relay.add("r", offset, piece)
-        await _until(lambda: len(got) == 4)
+        await until(lambda: len(got) == 4)
         assert [e.event for e in got[2:]] == [TextDelta(content="Hel"), TextDelta(content="lo")]
         # The step's end: its text block (relayed too, then stored) and a tool call.
         relay.add("r", 4, Text(content="Hello"))
         relay.add("r", 5, ToolUse(id="c", tool="Read", input={"path": "x"}))
-        await _until(lambda: len(got) == 6)
+        await until(lambda: len(got) == 6)
         await store.append_events(
             "r",
             [
@@ -132,7 +108,7 @@ async def test_relayed_deltas_and_stored_events_come_in_log_order_each_once() ->
         assert len(got) == 6  # the ending waits for the store
         await store.finish_run("r", "completed", time.time(), events=ending)
         await hub.publish(["run:r"])
-        await _until(lambda: len(got) == 7)
+        await until(lambda: len(got) == 7)
         group.cancel_scope.cancel()
     assert [e.offset for e in got] == list(range(7))
     assert got[4].event == Text(content="Hello")
@@ -141,15 +117,15 @@ async def test_relayed_deltas_and_stored_events_come_in_log_order_each_once() ->
 
 async def test_a_reader_that_misses_deltas_skips_them_and_gets_every_stored_event() -> None:
     store, hub = MemoryStore(), Notifications()
-    await _running_run(store)
+    await running_elsewhere(store)
     got: list[EventEntry] = []
     async with anyio.create_task_group() as group:
-        group.start_soon(_collect, remote_entries(store, hub, "r", -1, 60.0), got)
-        await _until(lambda: len(got) == 2)
+        group.start_soon(collect, remote_entries(store, hub, "r", -1, 60.0), got)
+        await until(lambda: len(got) == 2)
         relay = LiveRelay(hub)
         group.start_soon(relay.run)
         relay.add("r", 2, "a")
-        await _until(lambda: len(got) == 3)
+        await until(lambda: len(got) == 3)
         # The delta at 3 is lost on the way; 4 arrives, and cannot come before 3.
         relay.add("r", 4, "c")
         await anyio.sleep(0.05)
@@ -158,7 +134,7 @@ async def test_a_reader_that_misses_deltas_skips_them_and_gets_every_stored_even
         # missing 3 can only be a delta, and the reader goes on.
         await store.append_events("r", [EventEntry(5, Text(content="abc"))])
         await hub.publish(["run:r"])
-        await _until(lambda: len(got) == 5)
+        await until(lambda: len(got) == 5)
         group.cancel_scope.cancel()
     assert [e.offset for e in got] == [0, 1, 2, 4, 5]
     assert [e.event for e in got[2:]] == [
@@ -170,7 +146,7 @@ async def test_a_reader_that_misses_deltas_skips_them_and_gets_every_stored_even
 
 async def test_a_reader_after_the_end_gets_nothing_more() -> None:
     store, hub = MemoryStore(), Notifications()
-    await _running_run(store)
+    await running_elsewhere(store)
     ending = [EventEntry(2, TurnEnd(turn_id="t", status="completed", duration_ms=1))]
     await store.finish_run("r", "completed", time.time(), events=ending)
     with anyio.fail_after(10):
@@ -191,7 +167,7 @@ async def test_relayed_batches_stay_within_a_notification_and_big_events_go_by_t
     relay.add("r", 2000, Text(content="y" * 10_000))
     async with anyio.create_task_group() as group:
         group.start_soon(relay.run)
-        await _until(lambda: bool(sent))
+        await until(lambda: bool(sent))
         group.cancel_scope.cancel()
     assert len(sent) > 1
     assert all(len(payload.encode()) <= 7800 for payload in sent)
