@@ -441,13 +441,18 @@ async def _read(response: httpx.Response) -> bytes:
     return b"".join([chunk async for chunk in response.aiter_raw()])
 
 
-async def agentkit_prepare(client: httpx.AsyncClient, count: int) -> list[str]:
+async def _created(client: httpx.AsyncClient, path: str, key: str, count: int) -> list[str]:
+    """The ids of `count` resources made by `POST path {}` (the id under `key`)."""
     ids = []
     for _ in range(count):
-        response = await client.post("/v1/conversations", json={})
+        response = await client.post(path, json={})
         response.raise_for_status()
-        ids.append(response.json()["id"])
+        ids.append(response.json()[key])
     return ids
+
+
+async def agentkit_prepare(client: httpx.AsyncClient, count: int) -> list[str]:
+    return await _created(client, "/v1/conversations", "id", count)
 
 
 async def agentkit_run(client: httpx.AsyncClient, conversation: str, prompt: str) -> float:
@@ -466,12 +471,7 @@ async def agentkit_run(client: httpx.AsyncClient, conversation: str, prompt: str
 
 
 async def langgraph_prepare(client: httpx.AsyncClient, count: int) -> list[str]:
-    ids = []
-    for _ in range(count):
-        response = await client.post("/threads", json={})
-        response.raise_for_status()
-        ids.append(response.json()["thread_id"])
-    return ids
+    return await _created(client, "/threads", "thread_id", count)
 
 
 async def langgraph_run(client: httpx.AsyncClient, thread: str, prompt: str) -> float:

@@ -206,18 +206,8 @@ class Transport:
                 except httpx.TransportError as exc:
                     raise Dropped(_describe(exc)) from exc
                 raise errors(response.status_code, content)
-            events = _events(response)
-            try:
+            async with _drained(_events(response)) as events:
                 yield events
-                # The caller is done, having read the stream's last event: the little
-                # that follows it (the end of the chunked body) is read, so that the
-                # connection goes back to the pool; closed unread, it would be dropped
-                # and the next request would open (and the server accept) a new one.
-                with anyio.move_on_after(_DRAIN_TIMEOUT):
-                    async for _ in events:
-                        pass
-            finally:
-                await events.aclose()
         finally:
             with anyio.CancelScope(shield=True):
                 await response.aclose()
@@ -271,17 +261,27 @@ class Transport:
                     raise Dropped(f"HTTP {head.status}")
                 if not 200 <= head.status < 300:
                     raise errors(head.status, b"".join([piece async for piece in body]))
-                events = _parsed(body)
-                try:
+                async with _drained(_parsed(body)) as events:
                     yield events
-                    # As in `stream`: the end of the body read, the connection kept.
-                    with anyio.move_on_after(_DRAIN_TIMEOUT):
-                        async for _ in events:
-                            pass
-                finally:
-                    await events.aclose()
         except StreamFailed as exc:
             raise Dropped(str(exc)) from exc
+
+
+@contextlib.asynccontextmanager
+async def _drained(
+    events: AsyncGenerator[SseEvent, None],
+) -> AsyncIterator[AsyncGenerator[SseEvent, None]]:
+    """`events` for the caller; once it is done, having read the stream's last event, the
+    little that follows (the end of the chunked body) is read, so that the connection goes
+    back to the pool: closed unread, it would be dropped, and the next request would open
+    (and the server accept) a new one."""
+    try:
+        yield events
+        with anyio.move_on_after(_DRAIN_TIMEOUT):
+            async for _ in events:
+                pass
+    finally:
+        await events.aclose()
 
 
 async def _parsed(body: AsyncIterator[bytes]) -> AsyncGenerator[SseEvent, None]:
