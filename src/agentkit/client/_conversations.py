@@ -11,7 +11,7 @@ import contextlib
 import functools
 import logging
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -21,7 +21,9 @@ from agentkit._internal.callbacks import call_logged
 from agentkit.client._transport import Dropped, Transport, Unreachable, page_query
 from agentkit.client.contract import (
     CANCEL_CONVERSATION,
+    CONVERSATION_ID_HEADER,
     CREATE_CONVERSATION,
+    CREATE_RUN,
     DELETE_AGENT,
     DELETE_CONVERSATION,
     FOLLOW_RUN,
@@ -31,6 +33,7 @@ from agentkit.client.contract import (
     LIST_CONVERSATIONS,
     LIST_TURNS,
     PUT_AGENT,
+    RUN_ID_HEADER,
     START_RUN,
     UPDATE_CONVERSATION,
     UPLOAD_FILE,
@@ -60,6 +63,8 @@ from agentkit.conversations import (
     Member,
     PromptAccepted,
     RunNotFoundError,
+    RunResult,
+    RunStream,
     StopWatch,
     Turn,
     UploadedFile,
@@ -281,29 +286,113 @@ class RemoteMachine(ConversationClient):
         effort: ReasoningEffort | None = None,
         output_schema: dict[str, Any] | None = None,
         replace_turn: str | None = None,
+        wait: float | None = None,
     ) -> PromptAccepted:
         """Start a run; returns once the server has accepted and stored it. The run
         belongs to the machine: nothing this client does afterwards stops it but `cancel`.
+        With `wait`, one request answers the ended run (a `RunResult`) when it ends
+        within `wait` seconds (see
+        [`ConversationClient.prompt`][agentkit.conversations.ConversationClient.prompt]).
 
         Raises:
             ConversationBusyError: A run is going already.
             AttachmentError: An attachment is missing or outside the roots.
         """
-        if isinstance(attachments, str):
-            raise AttachmentError("attachments is a list of paths, not one string")
-        payload: dict[str, Any] = {"prompt": text, "attachments": list(attachments)}
-        if effort is not None:
-            payload["effort"] = effort
-        if output_schema is not None:
-            payload["outputSchema"] = output_schema
+        payload = _prompt_body(text, attachments, effort, output_schema)
         if replace_turn is not None:
             payload["replaceTurn"] = replace_turn
         body = await self._request(
             START_RUN,
             body=payload,
             conversation_id=conversation_id,
+            params=_wait_query(wait),
         )
-        return PromptAccepted.model_validate(body)
+        return _accepted(body)
+
+    async def stream(
+        self,
+        conversation_id: str,
+        text: str,
+        *,
+        attachments: Sequence[str] = (),
+        effort: ReasoningEffort | None = None,
+        output_schema: dict[str, Any] | None = None,
+        replace_turn: str | None = None,
+    ) -> RunStream:
+        """Start a run and read it from its first event, in one request (the run's
+        stream on create): every live text delta, then the final event. A connection that
+        drops is resumed on the run's events route, as `follow` does (see
+        [`ConversationClient.stream`][agentkit.conversations.ConversationClient.stream]).
+
+        Raises:
+            ConversationBusyError: A run is going already.
+            AttachmentError: An attachment is missing or outside the roots.
+        """
+        _check_id(conversation_id)
+        payload = _prompt_body(text, attachments, effort, output_schema)
+        if replace_turn is not None:
+            payload["replaceTurn"] = replace_turn
+        return await self._start_stream(
+            START_RUN, {"id": conversation_id}, payload, conversation_id
+        )
+
+    async def run(
+        self,
+        agent: str,
+        text: str,
+        *,
+        attachments: Sequence[str] = (),
+        effort: ReasoningEffort | None = None,
+        output_schema: dict[str, Any] | None = None,
+        wait: float | None = None,
+    ) -> PromptAccepted:
+        """Start a run of `agent` in a new private conversation, in one request (see
+        [`ConversationClient.run`][agentkit.conversations.ConversationClient.run])."""
+        payload = {"agent": agent, **_prompt_body(text, attachments, effort, output_schema)}
+        return _accepted(await self._request(CREATE_RUN, body=payload, params=_wait_query(wait)))
+
+    async def stream_run(
+        self,
+        agent: str,
+        text: str,
+        *,
+        attachments: Sequence[str] = (),
+        effort: ReasoningEffort | None = None,
+        output_schema: dict[str, Any] | None = None,
+    ) -> RunStream:
+        """`run` and `stream` in one request: a new private conversation with `agent`, its
+        run, and the run's events from its first one."""
+        payload = {"agent": agent, **_prompt_body(text, attachments, effort, output_schema)}
+        return await self._start_stream(CREATE_RUN, {}, payload, None)
+
+    async def _start_stream(
+        self,
+        operation: Operation,
+        path: dict[str, str],
+        payload: dict[str, Any],
+        conversation_id: str | None,
+    ) -> RunStream:
+        """Send the request that starts a run and answers its stream; once the answer's
+        head says which run it started, the stream is read as `follow` reads the run's
+        events route (and resumed there when it drops)."""
+        errors = functools.partial(_error_of, conversation_id=conversation_id)
+        stack = contextlib.AsyncExitStack()
+        try:
+            headers, events = await stack.enter_async_context(
+                self._transport.start_stream(operation, path, errors, body=payload, params={})
+            )
+            accepted = _started(headers)
+        except BaseException:
+            await stack.aclose()
+            raise
+
+        @contextlib.asynccontextmanager
+        async def opened() -> AsyncIterator[AsyncIterator[SseEvent]]:
+            async with stack:
+                yield events
+
+        reader = self._follow(accepted.conversation_id, accepted.run_id, None, opened())
+        return RunStream(accepted, reader, close=stack.aclose)
 
     def follow(
         self, conversation_id: str, run_id: str, *, after: int | None = None
@@ -322,8 +411,14 @@ class RemoteMachine(ConversationClient):
         return self._follow(conversation_id, run_id, after)
 
     async def _follow(
-        self, conversation_id: str, run_id: str, after: int | None
+        self,
+        conversation_id: str,
+        run_id: str,
+        after: int | None,
+        opened: contextlib.AbstractAsyncContextManager[AsyncIterator[SseEvent]] | None = None,
     ) -> AsyncIterator[FollowEvent]:
+        """`follow`; with `opened`, its first connection is that stream (one a request
+        that started the run answered), from the run's first event."""
         if after is not None and (not isinstance(after, int) or isinstance(after, bool)):
             raise ConversationError(f"after must be an offset (an integer), not {after!r}")
         if not isinstance(run_id, str) or not run_id:
@@ -343,10 +438,12 @@ class RemoteMachine(ConversationClient):
             first = False
             seen_any = False
             final: FinalEvent | None = None
+            connection = opened or self._transport.stream(
+                FOLLOW_RUN, path, errors, params=params, headers=headers
+            )
+            opened = None
             try:
-                async with self._transport.stream(
-                    FOLLOW_RUN, path, errors, params=params, headers=headers
-                ) as events:
+                async with connection as events:
                     backoff.reached()
                     async for event in events:
                         follow_event = _parse_follow(event)
@@ -555,6 +652,49 @@ def _parse_follow(event: SseEvent) -> FollowEvent | None:
         raise ConversationError(
             f"the server sent a follow event this client cannot read: {exc}"
         ) from None
+
+
+def _prompt_body(
+    text: str,
+    attachments: Sequence[str],
+    effort: ReasoningEffort | None,
+    output_schema: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The prompt's fields of a body that starts a run."""
+    if isinstance(attachments, str):
+        raise AttachmentError("attachments is a list of paths, not one string")
+    payload: dict[str, Any] = {"prompt": text, "attachments": list(attachments)}
+    if effort is not None:
+        payload["effort"] = effort
+    if output_schema is not None:
+        payload["outputSchema"] = output_schema
+    return payload
+
+
+def _wait_query(wait: float | None) -> dict[str, str] | None:
+    """`?wait=` of a prompt (its bounds are the server's to check, as in process)."""
+    if wait is None:
+        return None
+    if isinstance(wait, bool) or not isinstance(wait, int | float):
+        raise ConversationError(f"wait must be a number of seconds, not {wait!r}")
+    return {"wait": repr(float(wait))}
+
+
+def _accepted(body: Any) -> PromptAccepted:
+    """A started run's answer: the ended run (with `wait`, when it ended), else the
+    accepted one."""
+    if isinstance(body, dict) and "status" in body:
+        return RunResult.model_validate(body)
+    return PromptAccepted.model_validate(body)
+
+
+def _started(headers: Mapping[str, str]) -> PromptAccepted:
+    """The run a stream-on-create answer started, from its head (names lower-cased)."""
+    conversation_id = headers.get(CONVERSATION_ID_HEADER.lower())
+    run_id = headers.get(RUN_ID_HEADER.lower())
+    if not conversation_id or not run_id:
+        raise ConversationError("the server's stream did not say which run it started")
+    return PromptAccepted(conversation_id=conversation_id, run_id=run_id, turn_id=f"u-{run_id}")
 
 
 def _parse_view(event: SseEvent) -> ConversationView | None:

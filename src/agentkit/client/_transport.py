@@ -212,6 +212,66 @@ class Transport:
             with anyio.CancelScope(shield=True):
                 await response.aclose()
 
+    @contextlib.asynccontextmanager
+    async def start_stream(
+        self,
+        operation: Operation,
+        path: Mapping[str, str],
+        errors: ErrorOf,
+        *,
+        body: Any,
+        params: dict[str, str],
+    ) -> AsyncIterator[tuple[Mapping[str, str], AsyncIterator[SseEvent]]]:
+        """A request that starts something (a run) and answers with its event stream:
+        the answer's headers, then its events as they come. Never sent twice: a server
+        that cannot be reached raises `Unreachable`; a connection that breaks once the
+        answer has begun raises `Dropped` (what was started goes on; the caller reads the
+        rest elsewhere); an error answer raises what `errors` gives for it."""
+        payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
+        url = operation.url(**path)
+        if self._streams is not None:
+            self._client()  # raises outside `open`, as the httpx path does
+            answered = False
+            try:
+                async with self._streams.get(
+                    url, params, headers, method=operation.method, body=payload
+                ) as (head, chunks):
+                    answered = True
+                    if not 200 <= head.status < 300:
+                        raise errors(head.status, b"".join([piece async for piece in chunks]))
+                    async with _drained(_parsed(chunks)) as events:
+                        yield head.headers, events
+            except StreamFailed as exc:
+                if answered:
+                    raise Dropped(str(exc)) from exc
+                raise Unreachable(f"the server at {self.url} could not be reached: {exc}") from exc
+            return
+        import httpx
+
+        timeout = httpx.Timeout(self._timeout, read=max(self._timeout, _STREAM_READ_TIMEOUT))
+        request = self._client().build_request(
+            operation.method, url, params=params, headers=headers, content=payload, timeout=timeout
+        )
+        try:
+            response = await self._client().send(request, stream=True)
+        except httpx.TransportError as exc:
+            raise Unreachable(
+                f"the server at {self.url} could not be reached: {_describe(exc)}"
+            ) from exc
+        try:
+            if not response.is_success:
+                try:
+                    content = await response.aread()
+                except httpx.TransportError as exc:
+                    raise Unreachable(f"the answer of {self.url} broke: {_describe(exc)}") from exc
+                raise errors(response.status_code, content)
+            async with _drained(_events(response)) as events:
+                yield response.headers, events
+        finally:
+            with anyio.CancelScope(shield=True):
+                await response.aclose()
+
     async def _direct_request(
         self,
         streams: Connections,

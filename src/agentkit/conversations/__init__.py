@@ -79,7 +79,9 @@ if TYPE_CHECKING:
         UploadedFile,
         Visibility,
     )
+    from agentkit.conversations._results import MAX_WAIT, RunResult
     from agentkit.conversations._run_service import RunService
+    from agentkit.conversations._stream import RunStream
     from agentkit.conversations._turns import INTERRUPTED_REASON
     from agentkit.conversations._uploads import (
         DEFAULT_MAX_UPLOAD_BYTES,
@@ -127,6 +129,9 @@ _EXPORTS: dict[str, str] = {
     "Role": "agentkit.conversations._models",
     "RunNotFoundError": "agentkit.conversations._errors",
     "RunService": "agentkit.conversations._run_service",
+    "MAX_WAIT": "agentkit.conversations._results",
+    "RunResult": "agentkit.conversations._results",
+    "RunStream": "agentkit.conversations._stream",
     "StopWatch": "agentkit.conversations._client",
     "TextDeltaPart": "agentkit.conversations._models",
     "TextPart": "agentkit.conversations._models",
@@ -156,6 +161,7 @@ __all__ = [
     "DEFAULT_MAX_UPLOAD_BYTES",
     "DEFAULT_UPLOAD_QUOTA_BYTES",
     "INTERRUPTED_REASON",
+    "MAX_WAIT",
     "ROOL",
     "AccessDeniedError",
     "AgentDefinition",
@@ -190,7 +196,9 @@ __all__ = [
     "PromptAccepted",
     "Role",
     "RunNotFoundError",
+    "RunResult",
     "RunService",
+    "RunStream",
     "StopWatch",
     "TextDeltaPart",
     "TextPart",

@@ -21,6 +21,7 @@ from agentkit.conversations._models import (
     UploadedFile,
     Visibility,
 )
+from agentkit.conversations._stream import RunStream
 from agentkit.paging import Page
 from agentkit.spec import ReasoningEffort
 
@@ -132,14 +133,77 @@ class ConversationClient(Protocol):
         effort: ReasoningEffort | None = None,
         output_schema: dict[str, Any] | None = None,
         replace_turn: str | None = None,
+        wait: float | None = None,
     ) -> PromptAccepted:
         """Start a run; returns once it is accepted and stored. The run belongs to the
         machine: nothing the client does afterwards stops it but `cancel`.
 
+        With `wait` (seconds, above 0 and at most 300), returns once the run has ended
+        instead: a [`RunResult`][agentkit.conversations.RunResult] (a `PromptAccepted`
+        with the status, text, structured output, accounting and error), or the plain
+        `PromptAccepted` when the run is still going after `wait` seconds:
+
+        ```python
+        answer = await client.prompt(conversation.id, "Summarise it", wait=60)
+        if isinstance(answer, RunResult):
+            print(answer.status, answer.text)
+        ```
+
         Raises:
             ConversationBusyError: A run is going already.
             AttachmentError: An attachment is missing or outside the roots.
+            ConversationError: `wait` is out of its bounds.
         """
+        ...
+
+    async def stream(
+        self,
+        conversation_id: str,
+        text: str,
+        *,
+        attachments: Sequence[str] = (),
+        effort: ReasoningEffort | None = None,
+        output_schema: dict[str, Any] | None = None,
+        replace_turn: str | None = None,
+    ) -> RunStream:
+        """Start a run and read it from its first event, every live text delta
+        included: `prompt` and `follow` at once (one request on a remote machine). Raises
+        what `prompt` raises; once it returns, the run's ids are known
+        (`stream.run_id`) and its events come as `follow` gives them."""
+        ...
+
+    async def run(
+        self,
+        agent: str,
+        text: str,
+        *,
+        attachments: Sequence[str] = (),
+        effort: ReasoningEffort | None = None,
+        output_schema: dict[str, Any] | None = None,
+        wait: float | None = None,
+    ) -> PromptAccepted:
+        """Start a run of `agent` without a conversation: a new private conversation of
+        this member's with `agent`, and its run, at once (`prompt` for `wait` and the
+        answer). A prompt that is refused leaves no conversation behind.
+
+        Raises:
+            AccessDeniedError: The member is a viewer.
+            MachineAgentNotFoundError: There is no such agent.
+            AttachmentError: An attachment is missing or outside the roots.
+        """
+        ...
+
+    async def stream_run(
+        self,
+        agent: str,
+        text: str,
+        *,
+        attachments: Sequence[str] = (),
+        effort: ReasoningEffort | None = None,
+        output_schema: dict[str, Any] | None = None,
+    ) -> RunStream:
+        """`run` and `stream` at once: a new private conversation with `agent`, its run,
+        and the run's events from its first one."""
         ...
 
     def follow(
@@ -226,10 +290,32 @@ class Conversation:
         effort: ReasoningEffort | None = None,
         output_schema: dict[str, Any] | None = None,
         replace_turn: str | None = None,
+        wait: float | None = None,
     ) -> PromptAccepted:
         """Start a run (see
         [`ConversationClient.prompt`][agentkit.conversations.ConversationClient.prompt])."""
         return await self.client.prompt(
+            self.id,
+            text,
+            attachments=attachments,
+            effort=effort,
+            output_schema=output_schema,
+            replace_turn=replace_turn,
+            wait=wait,
+        )
+
+    async def stream(
+        self,
+        text: str,
+        *,
+        attachments: Sequence[str] = (),
+        effort: ReasoningEffort | None = None,
+        output_schema: dict[str, Any] | None = None,
+        replace_turn: str | None = None,
+    ) -> RunStream:
+        """Start a run and read it from its first event (see
+        [`ConversationClient.stream`][agentkit.conversations.ConversationClient.stream])."""
+        return await self.client.stream(
             self.id,
             text,
             attachments=attachments,

@@ -32,21 +32,26 @@ from agentkit.conversations._errors import (
 from agentkit.conversations._models import FollowEvent, OutputEvent, TextDeltaPart
 from agentkit.conversations._turns import final_of, part_of
 from agentkit.events import ErrorEvent, TextDelta, TurnEnd
-from agentkit.runtime import Runtime
+from agentkit.runtime import Run, Runtime
 from agentkit.stores import EventEntry
 
 __all__ = ["follow_run", "guarded"]
 
 
 async def follow_run(
-    runtime: Runtime, run_id: str, after: int | None, poll_interval: float
+    runtime: Runtime, run_id: str, after: int | None, poll_interval: float, run: Run | None = None
 ) -> AsyncGenerator[FollowEvent, None]:
     """What `follow(conversation_id, run_id, after=after)` yields, once the caller has
-    checked that the member may read the run."""
+    checked that the member may read the run. With `run` (the run itself, which this
+    machine started), its log in memory is read even once the run has ended: every event
+    from the first, text deltas included."""
     cursor = -1 if after is None else after
     error: str | None = None
-    live = runtime.get_run(run_id)
-    entries = runtime.follow(run_id, cursor, poll_interval=poll_interval)
+    live = run or runtime.get_run(run_id)
+    if live is not None:
+        entries = live.entries(cursor)
+    else:
+        entries = runtime.follow(run_id, cursor, poll_interval=poll_interval)
     async for entry in entries:
         if isinstance(entry.event, TurnEnd):
             if live is not None:

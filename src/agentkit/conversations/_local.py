@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -30,7 +31,10 @@ from agentkit.conversations._models import (
     UploadedFile,
     Visibility,
 )
+from agentkit.conversations._private_runs import in_new_conversation
+from agentkit.conversations._results import check_wait
 from agentkit.conversations._run_service import RunService
+from agentkit.conversations._stream import RunStream
 from agentkit.conversations._uploads import UploadService, local_source
 from agentkit.paging import Page
 from agentkit.spec import ReasoningEffort
@@ -128,8 +132,10 @@ class LocalClient(ConversationClient):
         effort: ReasoningEffort | None = None,
         output_schema: dict[str, Any] | None = None,
         replace_turn: str | None = None,
+        wait: float | None = None,
     ) -> PromptAccepted:
-        return await self._runs.prompt(
+        check_wait(wait)
+        accepted = await self._runs.prompt(
             self._member,
             conversation_id,
             text,
@@ -138,6 +144,85 @@ class LocalClient(ConversationClient):
             output_schema=output_schema,
             replace_turn=replace_turn,
         )
+        return await self._waited(accepted, wait)
+
+    async def stream(
+        self,
+        conversation_id: str,
+        text: str,
+        *,
+        attachments: Sequence[str] = (),
+        effort: ReasoningEffort | None = None,
+        output_schema: dict[str, Any] | None = None,
+        replace_turn: str | None = None,
+    ) -> RunStream:
+        return await self._runs.stream(
+            self._member,
+            conversation_id,
+            text,
+            attachments=attachments,
+            effort=effort,
+            output_schema=output_schema,
+            replace_turn=replace_turn,
+        )
+
+    async def run(
+        self,
+        agent: str,
+        text: str,
+        *,
+        attachments: Sequence[str] = (),
+        effort: ReasoningEffort | None = None,
+        output_schema: dict[str, Any] | None = None,
+        wait: float | None = None,
+    ) -> PromptAccepted:
+        check_wait(wait)
+        accepted = await in_new_conversation(
+            self._conversations,
+            self._member,
+            agent,
+            functools.partial(
+                self._runs.prompt,
+                self._member,
+                text=text,
+                attachments=attachments,
+                effort=effort,
+                output_schema=output_schema,
+            ),
+        )
+        return await self._waited(accepted, wait)
+
+    async def stream_run(
+        self,
+        agent: str,
+        text: str,
+        *,
+        attachments: Sequence[str] = (),
+        effort: ReasoningEffort | None = None,
+        output_schema: dict[str, Any] | None = None,
+    ) -> RunStream:
+        return await in_new_conversation(
+            self._conversations,
+            self._member,
+            agent,
+            functools.partial(
+                self._runs.stream,
+                self._member,
+                text=text,
+                attachments=attachments,
+                effort=effort,
+                output_schema=output_schema,
+            ),
+        )
+
+    async def _waited(self, accepted: PromptAccepted, wait: float | None) -> PromptAccepted:
+        """The run's result once it has ended within `wait` seconds, else `accepted`."""
+        if wait is None:
+            return accepted
+        result = await self._runs.wait(
+            self._member, accepted.conversation_id, accepted.run_id, within=wait
+        )
+        return accepted if result is None else result
 
     async def follow(
         self, conversation_id: str, run_id: str, *, after: int | None = None

@@ -33,6 +33,13 @@ from agentkit.conversations._errors import (
 from agentkit.conversations._follow import follow_run, guarded
 from agentkit.conversations._meta import ConversationMeta, RunEntry, save_meta
 from agentkit.conversations._models import FollowEvent, Member, PromptAccepted
+from agentkit.conversations._results import (
+    RunResult,
+    check_wait,
+    result_of_events,
+    result_of_outcome,
+)
+from agentkit.conversations._stream import RunStream
 from agentkit.conversations._turns import (
     INTERRUPTED_REASON,
     OutputBuffer,
@@ -40,10 +47,10 @@ from agentkit.conversations._turns import (
     part_of,
     user_turn_id,
 )
-from agentkit.events import TurnStart
+from agentkit.events import AgentMessage, TextDelta, TurnEnd, TurnStart
 from agentkit.paging import Page, check_limit, decode_key, page_of, record_key
 from agentkit.providers import AssistantMessage, Message, UserMessage
-from agentkit.runtime import Run, SessionBusyError
+from agentkit.runtime import Run, RunOutcome, SessionBusyError
 from agentkit.spec import ReasoningEffort, SpecError
 from agentkit.stores import RunRecord
 
@@ -84,6 +91,85 @@ class RunService:
     ) -> PromptAccepted:
         """Start a run of the conversation's agent on `text` as `member`; returns once
         the run is stored (see `ConversationClient.prompt`)."""
+        accepted, _ = await self._start(
+            member,
+            conversation_id,
+            text,
+            attachments=attachments,
+            effort=effort,
+            output_schema=output_schema,
+            replace_turn=replace_turn,
+        )
+        return accepted
+
+    async def stream(
+        self,
+        member: Member,
+        conversation_id: str,
+        text: str,
+        *,
+        attachments: Sequence[str] = (),
+        effort: ReasoningEffort | None = None,
+        output_schema: dict[str, Any] | None = None,
+        replace_turn: str | None = None,
+    ) -> RunStream:
+        """`prompt`, and the run's events from its first one, as `member` (see
+        `ConversationClient.stream`): read from the run's log in memory, which holds every
+        event from the start, so no text delta is missed however fast the model is."""
+        accepted, run = await self._start(
+            member,
+            conversation_id,
+            text,
+            attachments=attachments,
+            effort=effort,
+            output_schema=output_schema,
+            replace_turn=replace_turn,
+        )
+        return RunStream(accepted, self._followed(member, conversation_id, run.id, None, run))
+
+    async def wait(
+        self, member: Member, conversation_id: str, run_id: str, *, within: float
+    ) -> RunResult | None:
+        """The run once it has ended, as `member`; `None` when it is still going after
+        `within` seconds (0 < within <= `MAX_WAIT`)."""
+        check_wait(within)
+        live = self._runs.get(run_id) if isinstance(run_id, str) else None
+        await self._run_record(member, conversation_id, run_id)
+        context = self._context
+        outcome: RunOutcome | None = None
+        ending: list[AgentMessage] = []  # what a result is made of, for a run elsewhere
+        with anyio.move_on_after(within):
+            if live is not None:
+                outcome = await live.wait()
+            else:
+                # Executed by another process sharing the store (its events relayed
+                # live), or ended and no longer kept: its log, to its end.
+                async for entry in context.runtime.follow(
+                    run_id, poll_interval=context.poll_interval
+                ):
+                    if type(entry.event) is not TextDelta:
+                        ending.append(entry.event)
+                    if isinstance(entry.event, TurnEnd):
+                        break
+        if outcome is None and not (ending and isinstance(ending[-1], TurnEnd)):
+            return None  # still going
+        await self._run_record(member, conversation_id, run_id)  # still readable by them
+        if outcome is not None:
+            return result_of_outcome(conversation_id, outcome)
+        return result_of_events(conversation_id, run_id, ending, None)
+
+    async def _start(
+        self,
+        member: Member,
+        conversation_id: str,
+        text: str,
+        *,
+        attachments: Sequence[str] = (),
+        effort: ReasoningEffort | None = None,
+        output_schema: dict[str, Any] | None = None,
+        replace_turn: str | None = None,
+    ) -> tuple[PromptAccepted, Run]:
+        """`prompt`, with the run it started (whose log holds every event from the first)."""
         if not isinstance(text, str):
             raise ConversationError("a prompt's text must be a string")
         if isinstance(attachments, str):
@@ -140,9 +226,10 @@ class RunService:
             context.changes.access_changed(conversation_id)
         else:
             context.changes.changed(conversation_id)
-        return PromptAccepted(
+        accepted = PromptAccepted(
             conversation_id=conversation_id, run_id=run.id, turn_id=user_turn_id(run.id)
         )
+        return accepted, run
 
     async def follow(
         self, member: Member, conversation_id: str, run_id: str, *, after: int | None = None
@@ -153,6 +240,13 @@ class RunService:
         if after is not None and (not isinstance(after, int) or isinstance(after, bool)):
             raise ConversationError(f"after must be an offset (an integer), not {after!r}")
         await self._run_record(member, conversation_id, run_id)
+        return self._followed(member, conversation_id, run_id, after, None)
+
+    def _followed(
+        self, member: Member, conversation_id: str, run_id: str, after: int | None, run: Run | None
+    ) -> AsyncGenerator[FollowEvent, None]:
+        """`follow`'s events once the access is checked: of `run` (one this machine
+        started) when given, else wherever the run is."""
         context = self._context
         checked_at, checked_state = time.monotonic(), self._access_state(conversation_id)
 
@@ -169,7 +263,7 @@ class RunService:
             checked_at, checked_state = now, state
 
         return guarded(
-            follow_run(context.runtime, run_id, after, context.poll_interval),
+            follow_run(context.runtime, run_id, after, context.poll_interval, run),
             allowed,
             lambda: context.changes.signal(conversation_id),
             context.task_group(),

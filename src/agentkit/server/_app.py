@@ -77,6 +77,7 @@ MEMBER_HANDLERS: dict[Operation, Handler] = {
     contract.LIST_ROOM_AGENTS: r.list_workers,
     contract.LIST_RUNS: runs.list_runs,
     contract.GET_RUN: runs.get_run,
+    contract.CREATE_RUN: c.create_run,
 }
 """The handler of every operation that needs a member."""
 
@@ -223,6 +224,8 @@ def create_app(
                     "If-Match",
                     "If-None-Match",
                 ],
+                # A started run's ids, which a browser reads before its event stream.
+                expose_headers=["Location", "Agentkit-Conversation-Id", "Agentkit-Run-Id"],
             )
         )
     app = Starlette(

@@ -32,6 +32,7 @@ __all__ = [
     "MemberList",
     "NewToken",
     "PromptRequest",
+    "RunRequest",
     "TurnList",
     "UpdateConversation",
 ]
@@ -67,6 +68,17 @@ class PromptRequest(_Body):
     effort: ReasoningEffort | None = None
     output_schema: dict[str, Any] | None = None
     replace_turn: str | None = None
+
+
+class RunRequest(_Body):
+    """`POST /v1/runs`: a run of `agent` in a new private conversation of the caller's,
+    with the prompt options of `POST /v1/conversations/{id}/runs`."""
+
+    agent: str = Field("rool", max_length=200)
+    prompt: str = Field("", max_length=1_000_000)
+    attachments: list[str] = Field(default_factory=list, max_length=100)
+    effort: ReasoningEffort | None = None
+    output_schema: dict[str, Any] | None = None
 
 
 class CancelResult(_Body):

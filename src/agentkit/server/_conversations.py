@@ -4,7 +4,6 @@ lines over the machine's services (`machine.agents`, `machine.conversations`,
 
 from __future__ import annotations
 
-import functools
 from collections.abc import AsyncGenerator
 
 import anyio
@@ -12,19 +11,12 @@ from pydantic import BaseModel, ConfigDict
 from starlette.requests import Request
 from starlette.responses import Response
 
-from agentkit.client.contract import (
-    FOLLOW_RUN,
-    GET_CONVERSATION,
-    VIEW_EVENT,
-    encode_event,
-    follow_event_name,
-)
+from agentkit.client.contract import GET_CONVERSATION, VIEW_EVENT, encode_event
 from agentkit.conversations import (
     ROOL,
     AgentDefinition,
     AgentExistsError,
     ConversationView,
-    FollowEvent,
     Machine,
     Member,
 )
@@ -36,6 +28,7 @@ from agentkit.server._bodies import (
     MemberList,
     NewToken,
     PromptRequest,
+    RunRequest,
     TurnList,
     UpdateConversation,
 )
@@ -48,11 +41,12 @@ from agentkit.server._http import (
     stream_response,
 )
 from agentkit.server._params import optional_integer_param, page_params, query_param
-
-
-def _sse_of(event: FollowEvent) -> bytes:
-    data = event.model_dump(mode="json", by_alias=True)
-    return encode_event(follow_event_name(event), data, event.offset)
+from agentkit.server._run_answers import (
+    RunAnswer,
+    accepted_answer,
+    follow_stream,
+    stream_answer,
+)
 
 
 def _machine(request: Request) -> Machine:
@@ -200,8 +194,20 @@ async def start_run(request: Request, member: Member) -> Response:
     state = state_of(request)
     conversation_id = request.path_params["id"]
     body = await read_body(request, PromptRequest)
+    answer = RunAnswer.of(request)
     if state.closing:
         raise HTTPError("unavailable", "the server is shutting down")
+    if answer.stream:
+        stream = await state.machine.runs.stream(
+            member,
+            conversation_id,
+            body.prompt,
+            attachments=body.attachments,
+            effort=body.effort,
+            output_schema=body.output_schema,
+            replace_turn=body.replace_turn,
+        )
+        return stream_answer(request, stream)
     accepted = await state.machine.runs.prompt(
         member,
         conversation_id,
@@ -211,8 +217,35 @@ async def start_run(request: Request, member: Member) -> Response:
         output_schema=body.output_schema,
         replace_turn=body.replace_turn,
     )
-    location = FOLLOW_RUN.url(id=conversation_id, run_id=accepted.run_id)
-    return json_response(accepted, 202, {"Location": location})
+    return await accepted_answer(request, member, accepted, 202, answer.wait)
+
+
+async def create_run(request: Request, member: Member) -> Response:
+    """`POST /v1/runs`: a new private conversation with the agent, and its run (the
+    in-process client's `run`: a refused prompt leaves no conversation behind)."""
+    state = state_of(request)
+    body = await read_body(request, RunRequest)
+    answer = RunAnswer.of(request)
+    if state.closing:
+        raise HTTPError("unavailable", "the server is shutting down")
+    client = state.machine.client(member)
+    if answer.stream:
+        stream = await client.stream_run(
+            body.agent,
+            body.prompt,
+            attachments=body.attachments,
+            effort=body.effort,
+            output_schema=body.output_schema,
+        )
+        return stream_answer(request, stream)
+    accepted = await client.run(
+        body.agent,
+        body.prompt,
+        attachments=body.attachments,
+        effort=body.effort,
+        output_schema=body.output_schema,
+    )
+    return await accepted_answer(request, member, accepted, 201, answer.wait)
 
 
 def _after(request: Request) -> int | None:
@@ -232,12 +265,7 @@ async def follow_run(request: Request, member: Member) -> Response:
     events = await state.machine.runs.follow(
         member, request.path_params["id"], run_id, after=_after(request)
     )
-
-    async def encoded() -> AsyncGenerator[bytes, None]:
-        async for event in events:
-            yield state.encoded_event(run_id, event.offset, functools.partial(_sse_of, event))
-
-    return stream_response(request, encoded(), ends_by_itself=True)
+    return follow_stream(request, run_id, events)
 
 
 async def cancel_run(request: Request, member: Member) -> Response:

@@ -217,10 +217,14 @@ class _Stream(Response):
 
 
 def stream_response(
-    request: Request, source: AsyncGenerator[bytes, None], *, ends_by_itself: bool
+    request: Request,
+    source: AsyncGenerator[bytes, None],
+    *,
+    ends_by_itself: bool,
+    headers: dict[str, str] | None = None,
 ) -> Response:
-    """An SSE answer writing `source`'s encoded events; one that never ends by itself
-    (a watch, a room subscription) is closed when the server stops."""
+    """An SSE answer writing `source`'s encoded events (with more `headers`); one that
+    never ends by itself (a watch, a room subscription) is closed when the server stops."""
     state = state_of(request)
     streams = state.follow_streams if ends_by_itself else state.watch_streams
-    return _Stream(EventStream(source, keepalive=state.keepalive, streams=streams))
+    return _Stream(EventStream(source, keepalive=state.keepalive, streams=streams, headers=headers))

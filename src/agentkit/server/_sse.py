@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Mapping
 
 import anyio
 from starlette.types import Receive, Scope, Send
@@ -80,6 +80,7 @@ class EventStream:
             so proxies do not close an idle stream.
         streams: The server's open streams: this one's cancel scope is in it while it
             runs, so that a server shutting down can end it.
+        headers: More headers of the answer (a started run's `Location`).
     """
 
     media_type = "text/event-stream"
@@ -90,10 +91,15 @@ class EventStream:
         *,
         keepalive: float,
         streams: set[anyio.CancelScope] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self._source = source
         self._keepalive = keepalive
         self._streams = streams
+        self._headers = [
+            (name.lower().encode("latin-1"), value.encode("latin-1"))
+            for name, value in (headers or {}).items()
+        ]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send(
@@ -105,6 +111,7 @@ class EventStream:
                     (b"cache-control", b"no-cache"),
                     # nginx buffers responses by default: an event must not wait there.
                     (b"x-accel-buffering", b"no"),
+                    *self._headers,
                 ],
             }
         )

@@ -16,8 +16,10 @@ __all__ = [
     "CANCEL_CONVERSATION",
     "CANCEL_DELEGATION",
     "CANCEL_RUN",
+    "CONVERSATION_ID_HEADER",
     "CREATE_CONVERSATION",
     "CREATE_ROOM",
+    "CREATE_RUN",
     "DELEGATE",
     "DELETE_AGENT",
     "DELETE_CONVERSATION",
@@ -46,6 +48,7 @@ __all__ = [
     "READ_EVENTS",
     "READ_EVENT_RUN",
     "ROTATE_TOKEN",
+    "RUN_ID_HEADER",
     "START_RUN",
     "STREAM_EVENTS",
     "UPDATE_CONVERSATION",
@@ -176,6 +179,14 @@ LIST_RUNS = Operation("listRuns", "GET", "/v1/runs")
 """Runs, most recent first."""
 GET_RUN = Operation("getRun", "GET", "/v1/runs/{run_id}")
 """A run's record and its stored events."""
+CREATE_RUN = Operation("createRun", "POST", "/v1/runs")
+"""Start a run of an agent in a new private conversation of the caller's."""
+
+RUN_ID_HEADER = "Agentkit-Run-Id"
+"""The header of an answer that started a run naming the run (with `Location`, its events
+route): an event stream's head says it before any event."""
+CONVERSATION_ID_HEADER = "Agentkit-Conversation-Id"
+"""The header of an answer that started a run naming its conversation."""
 
 OPERATIONS: tuple[Operation, ...] = (
     HEALTHZ,
@@ -215,5 +226,6 @@ OPERATIONS: tuple[Operation, ...] = (
     LIST_ROOM_AGENTS,
     LIST_RUNS,
     GET_RUN,
+    CREATE_RUN,
 )
 """Every operation of the API, in the order the OpenAPI document lists them."""
