@@ -14,6 +14,7 @@ from agentkit._version import __version__
 from agentkit.client import contract
 from agentkit.client.contract import ERROR_CODES, FOLLOW_EVENT_NAMES, VIEW_EVENT, Operation
 from agentkit.conversations import (
+    MAX_WAIT,
     AgentDefinition,
     AgentInfo,
     ConversationDetails,
@@ -22,6 +23,7 @@ from agentkit.conversations import (
     Member,
     OutputEvent,
     PromptAccepted,
+    RunResult,
     UploadedFile,
 )
 from agentkit.rooms import RoomInfo, RoomRun, WorkerStatus
@@ -35,6 +37,7 @@ from agentkit.server._bodies import (
     MemberList,
     NewToken,
     PromptRequest,
+    RunRequest,
     TurnList,
     UpdateConversation,
 )
@@ -72,6 +75,7 @@ _READ: tuple[type[BaseModel], ...] = (
     RoomRun,
     RunDetails,
     RunList,
+    RunResult,
     TurnList,
     UploadedFile,
 )
@@ -80,6 +84,7 @@ _WRITE: tuple[type[BaseModel], ...] = (
     AgentDefinition,
     CreateConversation,
     PromptRequest,
+    RunRequest,
     UpdateConversation,
     CreateRoom,
     GrantBody,
@@ -227,6 +232,49 @@ def _operation(
         )
     described["responses"] = responses
     return described
+
+
+_RUN_ANSWERS = (
+    "With `Accept: text/event-stream`, the answer (200) is the run's event stream from its "
+    "first event, live text deltas included, with the `id:` offsets of its events route "
+    "(resume there with `Last-Event-ID`). With `?wait=SECONDS`, the answer is the ended "
+    "run (200) when it ends within the wait. The run's ids come in the headers, before any "
+    "event: `Location` (its events route), `Agentkit-Conversation-Id`, `Agentkit-Run-Id`."
+)
+_WAIT: dict[str, Any] = {
+    "name": "wait",
+    "in": "query",
+    "required": False,
+    "description": (
+        f"Answer the ended run if it ends within this many seconds (at most {MAX_WAIT:g}); "
+        "not with `Accept: text/event-stream`."
+    ),
+    "schema": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_WAIT},
+}
+
+
+def _started_run(sse_follow: dict[str, Any], status: str, description: str) -> dict[str, Any]:
+    """The answers of a route that starts a run: the accepted run (`status`), and 200:
+    the ended run (`?wait=`) or the run's event stream (`Accept: text/event-stream`)."""
+    string = {"schema": {"type": "string"}}
+    headers = {
+        "Location": {"description": "The run's events route.", **string},
+        contract.CONVERSATION_ID_HEADER: {"description": "The run's conversation.", **string},
+        contract.RUN_ID_HEADER: {"description": "The run.", **string},
+    }
+    return {
+        "200": {
+            "description": "The ended run (`?wait=`), or the run's event stream from its first "
+            "event (`Accept: text/event-stream`). " + _SSE_FOLLOW,
+            "headers": headers,
+            "content": {**_content(RunResult), **sse_follow},
+        },
+        status: {
+            "description": description,
+            "headers": headers,
+            "content": _content(PromptAccepted),
+        },
+    }
 
 
 def _worker_status(schema: dict[str, Any]) -> dict[str, Any]:
@@ -439,16 +487,16 @@ def openapi_document() -> dict[str, Any]:
         ),
         _operation(
             contract.START_RUN,
-            "Prompt: start a run; answers once it is stored.",
+            "Prompt: start a run; answers once it is stored. " + _RUN_ANSWERS,
             {
-                "202": {"description": "Accepted.", "content": _content(PromptAccepted)},
+                **_started_run(sse_follow, "202", "Accepted (and still going after `wait`)."),
                 "403": forbidden,
                 "404": missing,
                 "409": busy,
                 "503": _error("The server is shutting down."),
             },
             body=PromptRequest,
-            parameters=[conversation],
+            parameters=[conversation, _WAIT],
         ),
         _operation(
             contract.FOLLOW_RUN,
@@ -493,6 +541,20 @@ def openapi_document() -> dict[str, Any]:
         _upload_operation(forbidden),
         *_room_operations(forbidden),
         *_run_operations(),
+        _operation(
+            contract.CREATE_RUN,
+            "Start a run of an agent in a new conversation, private to the caller, in one "
+            "request (owners and editors); a prompt that is refused leaves no conversation. "
+            + _RUN_ANSWERS,
+            {
+                **_started_run(sse_follow, "201", "Created (and still going after `wait`)."),
+                "403": forbidden,
+                "404": _error("No such agent."),
+                "503": _error("The server is shutting down."),
+            },
+            body=RunRequest,
+            parameters=[_WAIT],
+        ),
     ]
     return {
         "openapi": "3.1.0",

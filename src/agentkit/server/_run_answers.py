@@ -46,7 +46,7 @@ __all__ = [
 
 _EVENT_STREAM = "text/event-stream"
 # A number of seconds as a person or a float's `str` writes it: 30, 0.5, .5, 2.5e1.
-_SECONDS = re.compile(r"(?:[0-9]{1,16}(?:\.[0-9]{0,16})?|\.[0-9]{1,16})(?:[eE][-+]?[0-9]{1,3})?")
+_SECONDS = re.compile(r"(?:[0-9]{1,32}(?:\.[0-9]{0,32})?|\.[0-9]{1,32})(?:[eE][-+]?[0-9]{1,4})?")
 
 
 @dataclass(frozen=True)
