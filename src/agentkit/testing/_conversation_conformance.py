@@ -48,12 +48,14 @@ from typing import Any, Literal, Protocol
 import anyio
 
 from agentkit.conversations import (
+    MAX_WAIT,
     AccessDeniedError,
     AgentDefinition,
     AgentDeletedError,
     AttachmentError,
     ConversationBusyError,
     ConversationClient,
+    ConversationError,
     ConversationNotFoundError,
     ConversationView,
     FinalEvent,
@@ -64,6 +66,7 @@ from agentkit.conversations import (
     MachineAgentNotFoundError,
     OutputEvent,
     Role,
+    RunResult,
     TextDeltaPart,
     TextPart,
     ToolCallPart,
@@ -876,6 +879,109 @@ async def check_pages(host: ConversationHost) -> None:
     assert [t.role for t in first] == ["user", "agent", "user"] and first.next is not None
     rest = await conversation.list_turns(limit=3, cursor=first.next)
     assert [t.role for t in rest] == ["agent"] and rest.next is None
+
+
+# --- stream on create, wait, runs without a conversation ------------------------------------
+
+
+def _deltas(events: list[FollowEvent]) -> list[str]:
+    return [
+        e.part.text
+        for e in events
+        if isinstance(e, OutputEvent) and isinstance(e.part, TextDeltaPart)
+    ]
+
+
+@_check
+async def check_stream_shows_every_delta(host: ConversationHost) -> None:
+    """stream() starts a run and reads it from its first event: the run's ids before any
+    event, every text delta of a fast model as an event of its own, the offsets of the
+    run's follow (which resumes after any of them), and one final event."""
+    ada = await host.client("ada", "editor")
+    conversation = await ada.create_conversation()
+    with anyio.fail_after(_TIMEOUT):
+        async with await conversation.stream("say abcdefghi") as stream:
+            assert stream.conversation_id == conversation.id
+            assert stream.accepted.turn_id == f"u-{stream.run_id}"
+            events = [event async for event in stream]
+    assert _deltas(events) == ["abc", "def", "ghi"]  # the model's three chunks, live
+    assert _text(events) == "abcdefghi"
+    assert isinstance(events[-1], FinalEvent) and events[-1].status == "completed"
+    assert sum(isinstance(e, FinalEvent) for e in events) == 1
+    for after in [-1, *(event.offset for event in events)]:
+        check_resumed(events, await _follow(ada, conversation.id, stream.run_id, after), after)
+    turns = await conversation.list_turns()
+    assert [(t.role, t.text) for t in turns] == [("user", "say abcdefghi"), ("agent", "abcdefghi")]
+    await conversation.prompt("hang")  # a busy conversation refuses a stream as a prompt
+    await _expect(ConversationBusyError, conversation.stream("say no"), "stream while busy")
+    assert await conversation.cancel()
+    vic = await host.client("vic", "viewer")
+    await _expect(ConversationNotFoundError, vic.stream(conversation.id, "say x"), "private")
+
+
+@_check
+async def check_prompt_waits_for_the_end(host: ConversationHost) -> None:
+    """prompt(wait=s) gives the ended run (`RunResult`: status, text, structured output,
+    accounting, error) when it ends within `s` seconds, else the accepted run; `wait`
+    is above 0 and at most `MAX_WAIT`."""
+    ada = await host.client("ada", "editor")
+    conversation = await ada.create_conversation()
+    result = await conversation.prompt("say all done", wait=_TIMEOUT)
+    assert isinstance(result, RunResult), result
+    assert (result.conversation_id, result.turn_id) == (conversation.id, f"u-{result.run_id}")
+    assert (result.status, result.text, result.error) == ("completed", "all done", None)
+    assert result.accounting.model_calls == 1 and result.accounting.total.output_tokens == 1
+    schema = {"type": "object", "properties": {"answer": {"type": "string"}}}
+    result = await conversation.prompt("json", output_schema=schema, wait=_TIMEOUT)
+    assert isinstance(result, RunResult) and result.structured_output == {"answer": "forty-two"}
+    result = await conversation.prompt("fail", wait=_TIMEOUT)
+    assert isinstance(result, RunResult) and result.status == "error"
+    assert result.error is not None and "failed on purpose" in result.error and not result.text
+    started = time.monotonic()
+    accepted = await conversation.prompt("hang", wait=0.5)  # a slow model: the bound
+    assert not isinstance(accepted, RunResult) and time.monotonic() - started >= 0.5
+    assert (await conversation.get()).active_run_id == accepted.run_id
+    assert await conversation.cancel()
+    for bad in (0, -1, MAX_WAIT + 1, float("nan")):
+        await _expect(ConversationError, conversation.prompt("say x", wait=bad), f"wait={bad}")
+    assert len(await conversation.list_turns()) == 8  # four runs: nothing more
+
+
+@_check
+async def check_run_without_a_conversation(host: ConversationHost) -> None:
+    """run(agent, text) makes a private conversation of the member's and its run in one
+    call (waitable); stream_run() streams it; a refused prompt leaves no conversation."""
+    ada = await host.client("ada", "editor")
+    result = await ada.run("rool", "say made", wait=_TIMEOUT)
+    assert isinstance(result, RunResult) and result.text == "made"
+    details = await ada.get_conversation(result.conversation_id)
+    assert (details.agent, details.visibility, details.creator) == ("rool", "private", "ada")
+    assert [t.text for t in details.turns] == ["say made", "made"]
+    accepted = await ada.run("rool", "say later")
+    events = await _follow(ada, accepted.conversation_id, accepted.run_id)
+    assert _text(events) == "later"
+    with anyio.fail_after(_TIMEOUT):
+        async with await ada.stream_run("rool", "say abcdefghi") as stream:
+            events = [event async for event in stream]
+    assert _deltas(events) == ["abc", "def", "ghi"] and _text(events) == "abcdefghi"
+    made = {row.id for row in await ada.list_conversations()}
+    assert made == {result.conversation_id, accepted.conversation_id, stream.conversation_id}
+    outside = str(host.attachment_root.parent / "outside.txt")
+    loud: Any = "loud"
+    refused: list[tuple[type[BaseException], Callable[[], Awaitable[Any]]]] = [
+        (MachineAgentNotFoundError, lambda: ada.run("nobody", "say x")),
+        (AttachmentError, lambda: ada.run("rool", "say x", attachments=[outside])),
+        (ConversationError, lambda: ada.run("rool", "   ")),
+        (ConversationError, lambda: ada.run("rool", "say x", effort=loud)),
+        (AttachmentError, lambda: ada.stream_run("rool", "say x", attachments=[outside])),
+    ]
+    for exc_type, call in refused:
+        await _expect(exc_type, call(), f"refused {exc_type.__name__}")
+    assert {row.id for row in await ada.list_conversations()} == made
+    vic = await host.client("vic", "viewer")
+    await _expect(AccessDeniedError, vic.run("rool", "say x"), "a viewer's run")
+    await _expect(AccessDeniedError, vic.stream_run("rool", "say x"), "a viewer's stream")
+    assert await vic.list_conversations() == []
 
 
 CONVERSATION_CHECKS: Mapping[str, ConversationCheck] = dict(_checks)
