@@ -282,12 +282,15 @@ class _Chat:
                     attachments.append(stored)
                 continue
             try:
-                accepted = await client.prompt(details.id, text, attachments=attachments)
+                # The run's stream on create (one request to a server): every delta of
+                # the answer, however fast the model.
+                stream = await client.stream(details.id, text, attachments=attachments)
             except ConversationError as exc:  # busy, a viewer prompting, ...: not fatal
                 _error(str(exc))
                 continue
             attachments = []
-            await self._follow(client, details.id, accepted.run_id)
+            async with stream:
+                await self._show(client, details.id, stream)
         return EXIT_OK
 
     async def _attach(self, client: ConversationClient, argument: str) -> str | None:
@@ -339,12 +342,21 @@ class _Chat:
         return conversation.id
 
     async def _follow(self, client: ConversationClient, conversation_id: str, run_id: str) -> None:
+        await self._show(client, conversation_id, client.follow(conversation_id, run_id))
+
+    async def _show(
+        self,
+        client: ConversationClient,
+        conversation_id: str,
+        events: AsyncIterator[FollowEvent],
+    ) -> None:
+        """Print a run's events as they come (Ctrl-C meanwhile cancels the run)."""
         from agentkit.conversations import ConversationError
 
         self.following = (client, conversation_id)
         self.cancelling = False
         try:
-            async for event in client.follow(conversation_id, run_id):
+            async for event in events:
                 self.out.event(event)
         except ConversationError as exc:
             self.out.end_line()
