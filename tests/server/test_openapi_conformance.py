@@ -410,3 +410,47 @@ def test_every_secured_operation_answers_a_documented_401_without_a_token(
                 assert answer.status_code == 401, (method, template, answer.text)
                 assert answer.headers["www-authenticate"] == "Bearer"
                 assert_documented(document, method, template, answer)
+
+
+# --- the answers of the routes that start a run ------------------------------------------------
+
+
+def test_every_answer_of_the_routes_that_start_a_run_is_documented(
+    http: httpx.Client, document: dict[str, Any]
+) -> None:
+    """Accepted (202, 201), ended (200 JSON with `?wait=`), streamed (200 event stream),
+    a bad `wait` (422): each listed with its content type, its body fitting its schema
+    and the run's headers it documents."""
+
+    def fresh() -> str:  # a conversation of its own for each run: none is ever busy
+        conversation = http.post("/v1/conversations", json={}).json()["id"]
+        return f"/v1/conversations/{conversation}/runs"
+
+    for template, url_of in (
+        ("/v1/conversations/{id}/runs", fresh),
+        ("/v1/runs", lambda: "/v1/runs"),
+    ):
+        answers = [
+            http.post(url_of(), json={"prompt": "say x"}),
+            http.post(f"{url_of()}?wait=30", json={"prompt": "say x"}),
+            http.post(f"{url_of()}?wait=0", json={"prompt": "say x"}),
+        ]
+        assert [a.status_code for a in answers] == [202 if "{id}" in template else 201, 200, 422]
+        for answer in answers:
+            assert_documented(document, "POST", template, answer)
+            documented = document["paths"][template]["post"]["responses"][str(answer.status_code)]
+            named = {name.lower() for name in documented.get("headers", {})}
+            assert named <= set(answer.headers), (answer.status_code, answer.headers)
+        headers = {"Accept": "text/event-stream"}
+        with http.stream("POST", url_of(), json={"prompt": "say x"}, headers=headers) as streamed:
+            assert streamed.status_code == 200
+            content = document["paths"][template]["post"]["responses"]["200"]["content"]
+            assert streamed.headers["content-type"].split(";")[0] in content
+            events = list(sse_events(streamed))
+        schema = content["text/event-stream"]["schema"]
+        for event in events:
+            option = next(
+                o for o in schema["anyOf"] if event["event"] in o["properties"]["event"]["enum"]
+            )
+            _validate(document, option["properties"]["data"]["contentSchema"], event["data"])
+        assert events[-1]["event"] == "completed"
