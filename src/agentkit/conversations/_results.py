@@ -27,6 +27,9 @@ class RunResult(PromptAccepted):
     A `PromptAccepted` (the ids) with how the run ended.
 
     Attributes:
+        conversation_id: The run's conversation.
+        run_id: The run.
+        turn_id: Its user turn (`u-<run id>`).
         status: `completed`, `cancelled` or `error` (as the run's final event says).
         text: The final answer's text (for structured output, the payload as JSON text);
             empty when the run did not complete.
@@ -36,6 +39,10 @@ class RunResult(PromptAccepted):
         error: Why the run did not complete.
     """
 
+    # The ids again, so that they are documented with the rest (they are `PromptAccepted`'s).
+    conversation_id: str
+    run_id: str
+    turn_id: str
     status: FinalStatus
     text: str = ""
     structured_output: Any = None
