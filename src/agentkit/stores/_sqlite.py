@@ -579,6 +579,8 @@ class _SQLite:
         session: SessionRecord,
         metadata: str,
         params: tuple[Any, ...],
+        *,
+        commit: bool = True,
     ) -> None:
         import sqlite3
 
@@ -592,6 +594,53 @@ class _SQLite:
             )
         except sqlite3.IntegrityError:  # only a conversation left without its session
             raise SessionExistsError(f"session {session.id!r} already exists") from None
+        if commit:  # else the caller goes on in the same transaction
+            conn.execute("COMMIT")
+
+    def fork_conversation(
+        self,
+        conn: sqlite3.Connection,
+        session: SessionRecord,
+        metadata: str,
+        params: tuple[Any, ...],
+        source_id: str,
+        runs: list[tuple[str, str]],
+        transcript_length: int | None,
+    ) -> None:
+        import sqlite3
+
+        # One transaction under the write lock: the copy is whole or absent, and the
+        # source cannot change while it is read. Rows are copied inside the database.
+        self.create_conversation(conn, session, metadata, params, commit=False)
+        _require_session(conn, source_id)
+        copied = conn.execute(
+            "INSERT INTO agentkit_transcript (session_id, pos, data) "
+            "SELECT ?, pos, data FROM agentkit_transcript WHERE session_id = ? "
+            "AND pos < coalesce(?, pos + 1)",
+            (session.id, source_id, transcript_length),
+        ).rowcount
+        if transcript_length is not None and copied != transcript_length:
+            raise StoreError(
+                f"session {source_id!r} has fewer than {transcript_length} transcript messages"
+            )
+        for old, new in runs:
+            try:
+                found = conn.execute(
+                    f"INSERT INTO agentkit_runs ({RUN_COLUMNS}) "
+                    "SELECT ?, ?, agent_id, status, created_at, finished_at, owner, "
+                    "heartbeat_at, lease_expires_at, error FROM agentkit_runs "
+                    "WHERE id = ? AND session_id = ? AND status != 'running'",
+                    (new, session.id, old, source_id),
+                ).rowcount
+            except sqlite3.IntegrityError:
+                raise StoreError(f"run {new!r} already exists") from None
+            if found != 1:
+                raise StoreError(f"session {source_id!r} has no ended run {old!r}")
+            conn.execute(
+                "INSERT INTO agentkit_events (run_id, pos, data) "
+                "SELECT ?, pos, data FROM agentkit_events WHERE run_id = ?",
+                (new, old),
+            )
         conn.execute("COMMIT")
 
     def get_conversation(self, conn: sqlite3.Connection, conversation_id: str) -> Any:
