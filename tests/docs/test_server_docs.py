@@ -61,6 +61,11 @@ def test_the_curl_session_runs(tmp_path: Path) -> None:
     assert events.startswith(": stream\n")
 
 
+def test_the_fork_session_runs(tmp_path: Path) -> None:
+    out = _run_session("server.md", "Fork", tmp_path)
+    assert out.count("true") == 3
+
+
 def test_the_rooms_extension_session_runs(tmp_path: Path) -> None:
     out = _run_session("rooms.md", "Over HTTP, and extensions", tmp_path)
     assert '"positions":[1]' in out
