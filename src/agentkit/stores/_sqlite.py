@@ -623,24 +623,38 @@ class _SQLite:
             raise StoreError(
                 f"session {source_id!r} has fewer than {transcript_length} transcript messages"
             )
-        for old, new in runs:
+        if runs:
+            # The pairs go to a temporary table of this connection (emptied before and after
+            # each fork), so that the runs and their events are one statement each.
+            conn.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS agentkit_fork_pairs "
+                "(n INTEGER PRIMARY KEY, old TEXT NOT NULL, new TEXT NOT NULL) "
+            )
+            conn.execute("DELETE FROM temp.agentkit_fork_pairs")
+            conn.executemany(
+                "INSERT INTO temp.agentkit_fork_pairs (n, old, new) VALUES (?, ?, ?)",
+                [(n, old, new) for n, (old, new) in enumerate(runs)],
+            )
             try:
                 found = conn.execute(
                     f"INSERT INTO agentkit_runs ({RUN_COLUMNS}) "
-                    "SELECT ?, ?, agent_id, status, created_at, finished_at, owner, "
-                    "heartbeat_at, lease_expires_at, error FROM agentkit_runs "
-                    "WHERE id = ? AND session_id = ? AND status != 'running'",
-                    (new, session.id, old, source_id),
+                    "SELECT m.new, ?, r.agent_id, r.status, r.created_at, r.finished_at, "
+                    "r.owner, r.heartbeat_at, r.lease_expires_at, r.error "
+                    "FROM temp.agentkit_fork_pairs AS m JOIN agentkit_runs AS r ON r.id = m.old "
+                    "WHERE r.session_id = ? AND r.status != 'running' ORDER BY m.n",
+                    (session.id, source_id),
                 ).rowcount
             except sqlite3.IntegrityError:
-                raise StoreError(f"run {new!r} already exists") from None
-            if found != 1:
-                raise StoreError(f"session {source_id!r} has no ended run {old!r}")
+                raise StoreError("a new run id is taken already") from None
+            if found != len(runs):
+                missing = len(runs) - found
+                raise StoreError(f"{missing} runs are not ended runs of session {source_id!r}")
             conn.execute(
                 "INSERT INTO agentkit_events (run_id, pos, data) "
-                "SELECT ?, pos, data FROM agentkit_events WHERE run_id = ?",
-                (new, old),
+                "SELECT m.new, e.pos, e.data FROM temp.agentkit_fork_pairs AS m "
+                "JOIN agentkit_events AS e ON e.run_id = m.old"
             )
+            conn.execute("DELETE FROM temp.agentkit_fork_pairs")
         conn.execute("COMMIT")
 
     def get_conversation(self, conn: sqlite3.Connection, conversation_id: str) -> Any:
