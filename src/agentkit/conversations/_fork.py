@@ -24,7 +24,11 @@ import uuid
 from agentkit.conversations._access import Access, require_writer
 from agentkit.conversations._agent_service import AgentService
 from agentkit.conversations._context import MachineContext
-from agentkit.conversations._errors import ConversationBusyError, ConversationError
+from agentkit.conversations._errors import (
+    ConversationBusyError,
+    ConversationError,
+    ConversationNotFoundError,
+)
 from agentkit.conversations._meta import ConversationMeta, RunEntry
 from agentkit.conversations._models import Member
 from agentkit.stores import ConversationRecord
@@ -80,13 +84,26 @@ async def fork_conversation(
     # The conversation's lock: no prompt, replacement or cancel of this process changes
     # its runs or transcript between what is read here and the copy.
     async with context.changes.lock(conversation_id):
+        # A store that reads the session, its runs and its transcript's length in one
+        # statement (PostgreSQL) gives them as one snapshot: what the fork copies is the
+        # conversation at one moment, whatever another process does meanwhile.
+        read_state = getattr(store, "conversation_state", None)
         current, session, record, meta = await access.visible(
-            member, conversation_id, fresh_session=True
+            member, conversation_id, fresh_session=read_state is None
         )
         require_writer(current, "fork conversations (a fork is a new conversation)")
         await agents.spec_of(record.agent_id)  # a deleted agent takes no new conversation
+        snapshot: int | None = None  # the transcript's length, read with the runs
+        if read_state is not None:
+            state = await read_state(conversation_id)
+            if state is None:  # deleted meanwhile
+                raise ConversationNotFoundError(conversation_id)
+            session, stored, snapshot, _ = state
+            meta = ConversationMeta.from_metadata(session.metadata)
+        else:
+            stored = await store.list_runs(conversation_id)
         dropped = set(meta.dropped)
-        runs = [run for run in await store.list_runs(conversation_id) if run.id not in dropped]
+        runs = [run for run in stored if run.id not in dropped]
         ended = list(itertools.takewhile(lambda run: run.status != "running", runs))
         kept = len(ended) if turn is None else turn
         if not 0 <= kept <= len(ended):
@@ -94,7 +111,7 @@ async def fork_conversation(
                 "turn",
                 f"turn must be from 0 to {len(ended)} (the conversation's ended turns), not {turn}",
             )
-        length: int | None = None  # the whole transcript: no turn follows the copied ones
+        length = snapshot  # the whole transcript (when `None`, as the copy finds it)
         if kept < len(runs):
             following = meta.runs.get(runs[kept].id)
             if following is None:  # started by another process a moment ago
