@@ -70,6 +70,11 @@ def test_the_stream_wait_and_run_session_runs(tmp_path: Path) -> None:
     assert out.rstrip().endswith("true")
 
 
+def test_the_fork_session_runs(tmp_path: Path) -> None:
+    out = _run_session("server.md", "Fork", tmp_path)
+    assert out.count("true") == 3
+
+
 def test_the_rooms_extension_session_runs(tmp_path: Path) -> None:
     out = _run_session("rooms.md", "Over HTTP, and extensions", tmp_path)
     assert '"positions":[1]' in out

@@ -262,6 +262,7 @@ def test_not_json_constants_are_400(http: httpx.Client, document: dict[str, Any]
         ),
         ("PUT", "/v1/agents/{name}", b'{"description": "\\udbff"}', "description"),
         ("POST", "/v1/conversations/{id}/runs", b'{"prompt": "\\ud800"}', "prompt"),
+        ("POST", "/v1/conversations/{id}/fork", b'{"name": "\\ud800"}', "name"),
     ],
 )
 def test_a_lone_surrogate_in_a_body_is_422(
@@ -285,6 +286,36 @@ def test_a_lone_surrogate_in_a_body_is_422(
     # A key with a lone surrogate is named escaped: an answer is UTF-8.
     assert error["field"] == field.encode("utf-8", "backslashreplace").decode()
     assert_documented(document, method, template, answer)
+
+
+def test_every_answer_of_a_fork_is_documented(
+    server: Served, http: httpx.Client, document: dict[str, Any]
+) -> None:
+    """201 (with a body, without one), 422 naming `turn` or `name`, 404, 403 and 409."""
+    template = "/v1/conversations/{id}/fork"
+    conversation, _ = _completed_run(http)
+    http.patch(f"/v1/conversations/{conversation}", json={"visibility": "shared"})
+    path = template.format(id=conversation)
+    answers: list[tuple[httpx.Response, int, str | None]] = [
+        (http.post(path), 201, None),
+        (http.post(path, json={"turn": 1, "name": "One"}), 201, None),
+        (http.post(path, json={"turn": 2}), 422, "turn"),
+        (http.post(path, json={"turn": True}), 422, "turn"),
+        (http.post(path, json={"name": 7}), 422, "name"),
+        (http.post(template.format(id="nope")), 404, None),
+    ]
+    viewer = server.add_member("fork-viewer", "viewer")
+    answers.append((http.post(path, headers=bearer(viewer)), 403, None))
+    assert http.put("/v1/agents/forked", json={"instructions": "x"}).status_code == 201
+    orphan = http.post("/v1/conversations", json={"agent": "forked"}).json()["id"]
+    assert http.delete("/v1/agents/forked").status_code == 204
+    answers.append((http.post(template.format(id=orphan)), 409, None))
+    for answer, status, field in answers:
+        assert answer.status_code == status, answer.text
+        if field is not None:
+            assert answer.json()["error"]["field"] == field
+        assert_documented(document, "POST", template, answer)
+    assert answers[1][0].headers["location"] == f"/v1/conversations/{answers[1][0].json()['id']}"
 
 
 def test_a_valid_surrogate_pair_is_text(http: httpx.Client) -> None:

@@ -245,6 +245,41 @@ def test_rename_visibility_and_delete(page: Page, machine: Machine) -> None:
     assert machine.call("bob", "GET", f"/v1/conversations/{conversation}").status_code == 404
 
 
+def test_fork_a_conversation_whole_or_from_a_turn(page: Page, machine: Machine) -> None:
+    conversation = machine.conversation("bob", "Branching", "shared")
+    machine.run_to_end("bob", conversation, "say first answer")
+    machine.run_to_end("bob", conversation, "say second answer")
+    _sign_in(page, machine, "bob", f"#/conversations/{conversation}")
+    expect(page.locator(".turn.agent")).to_have_count(2)
+    # "Fork from here" on the first answer: a private copy of that turn, opened.
+    page.locator(".turn.agent").first.get_by_role("button", name="Fork from here").click()
+    expect(page.locator("#chat-title")).to_have_text("Branching (fork)")
+    assert conversation not in page.url
+    expect(page.locator(".chat-head .meta")).to_contain_text("private")
+    expect(page.locator(".turn.agent")).to_have_count(1)
+    expect(page.locator(".turn.agent")).to_contain_text("first answer")
+    page.get_by_label("Prompt", exact=True).fill("history")
+    page.get_by_role("button", name="Send").click()
+    expect(page.locator(".turn.agent").last).to_contain_text(
+        "u:say first answer | a:first answer | u:history"
+    )
+    # "Fork" in the header: every turn; the run inspector reads a copied run.
+    page.goto(f"{machine.url}/#/conversations/{conversation}")
+    expect(page.locator("#chat-title")).to_have_text("Branching")
+    page.get_by_role("button", name="Fork", exact=True).click()
+    expect(page.locator("#chat-title")).to_have_text("Branching (fork)")
+    expect(page.locator(".turn.agent")).to_have_count(2)
+    page.locator(".turn.agent").last.get_by_role("link", name="Inspect run").click()
+    expect(page.locator(".timeline .type-turn_end")).to_contain_text("completed")
+    original = machine.call("bob", "GET", f"/v1/conversations/{conversation}").json()
+    assert len(original["turns"]) == 4  # the original is untouched
+    # A viewer reads the shared conversation but has nothing to fork with.
+    page.get_by_role("button", name="Sign out").click()
+    _sign_in(page, machine, "vic", f"#/conversations/{conversation}")
+    expect(page.locator(".turn.agent")).to_have_count(2)
+    expect(page.get_by_role("button", name="Fork")).to_have_count(0)
+
+
 def test_a_viewer_sees_shared_conversations_only(page: Page, machine: Machine) -> None:
     secret = machine.conversation("bob", "Bob's secret", "private")
     open_ = machine.conversation("bob", "Team notes", "shared")

@@ -27,6 +27,7 @@ from agentkit.client.contract import (
     DELETE_AGENT,
     DELETE_CONVERSATION,
     FOLLOW_RUN,
+    FORK_CONVERSATION,
     GET_CONVERSATION,
     GET_ME,
     LIST_AGENTS,
@@ -246,6 +247,20 @@ class RemoteMachine(ConversationClient):
     async def get_conversation(self, conversation_id: str) -> ConversationDetails:
         """Metadata and saved turns."""
         body = await self._request(GET_CONVERSATION, conversation_id=conversation_id)
+        return ConversationDetails.model_validate(body)
+
+    async def fork(
+        self, conversation_id: str, *, turn: int | None = None, name: str | None = None
+    ) -> ConversationDetails:
+        """Fork the conversation: a new private conversation holding its first `turn`
+        ended turns (see
+        [`ConversationClient.fork`][agentkit.conversations.ConversationClient.fork])."""
+        fields = {"turn": turn, "name": name}
+        body = await self._request(
+            FORK_CONVERSATION,
+            conversation_id=conversation_id,
+            body={key: value for key, value in fields.items() if value is not None},
+        )
         return ConversationDetails.model_validate(body)
 
     async def list_turns(

@@ -116,6 +116,30 @@ class ConversationClient(Protocol):
         """Change the name (turns do not change)."""
         ...
 
+    async def fork(
+        self, conversation_id: str, *, turn: int | None = None, name: str | None = None
+    ) -> ConversationDetails:
+        """Fork the conversation: a new conversation, private to this member, of the same
+        agent and instructions, holding a copy of its first `turn` ended turns; returns
+        the new conversation's details. The original does not change.
+
+        `turn` counts prompts, each kept with its answer, oldest first: `turn=2` keeps the
+        first two prompts and their answers, `0` none; by default every ended turn (a run
+        still going is not copied). The fork's model sees exactly those turns next. Its
+        name is `name`, by default the original's with " (fork)".
+
+        Any member who sees the conversation and may create conversations (owners and
+        editors) may fork it.
+
+        Raises:
+            ConversationNotFoundError: The conversation is not visible to this member.
+            AccessDeniedError: The member is a viewer.
+            AgentDeletedError: The conversation's agent was deleted.
+            ConversationError: `turn` is out of range (or not an integer), or `name` is
+                not a name.
+        """
+        ...
+
     async def set_visibility(self, conversation_id: str, visibility: Visibility) -> None:
         """Make the conversation `private` (to its creator) or `shared`."""
         ...
@@ -344,6 +368,13 @@ class Conversation:
         """Watch the conversation (see
         [`ConversationClient.watch`][agentkit.conversations.ConversationClient.watch])."""
         return await self.client.watch(self.id, callback)
+
+    async def fork(
+        self, *, turn: int | None = None, name: str | None = None
+    ) -> ConversationDetails:
+        """Fork it: a new private conversation holding its first `turn` ended turns (see
+        [`ConversationClient.fork`][agentkit.conversations.ConversationClient.fork])."""
+        return await self.client.fork(self.id, turn=turn, name=name)
 
     async def rename(self, name: str) -> None:
         """Change the name."""

@@ -14,6 +14,7 @@ from agentkit.conversations._agents import ROOL
 from agentkit.conversations._client import StopWatch, WatchCallback
 from agentkit.conversations._context import MachineContext
 from agentkit.conversations._errors import ConversationError, InvalidPageError
+from agentkit.conversations._fork import fork_conversation
 from agentkit.conversations._models import (
     ConversationDetails,
     ConversationSummary,
@@ -73,6 +74,21 @@ class ConversationService:
         )
         await self._context.store.create_conversation(record, found.name)
         return conversation_id
+
+    async def fork(
+        self,
+        member: Member,
+        conversation_id: str,
+        *,
+        turn: int | None = None,
+        name: str | None = None,
+    ) -> ConversationDetails:
+        """Fork the conversation as `member`: a new private conversation holding its first
+        `turn` ended turns (see `ConversationClient.fork`); returns the new one."""
+        fork_id = await fork_conversation(
+            self._context, self._access, self._agents, member, conversation_id, turn=turn, name=name
+        )
+        return await self.get(member, fork_id)
 
     async def get(self, member: Member, conversation_id: str) -> ConversationDetails:
         """The conversation and its turns, as `member` sees it."""

@@ -107,6 +107,11 @@ class LocalClient(ConversationClient):
     async def get_conversation(self, conversation_id: str) -> ConversationDetails:
         return await self._conversations.get(self._member, conversation_id)
 
+    async def fork(
+        self, conversation_id: str, *, turn: int | None = None, name: str | None = None
+    ) -> ConversationDetails:
+        return await self._conversations.fork(self._member, conversation_id, turn=turn, name=name)
+
     async def list_turns(
         self, conversation_id: str, *, limit: int | None = None, cursor: str | None = None
     ) -> Page[Turn]:

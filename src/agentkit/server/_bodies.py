@@ -28,6 +28,7 @@ __all__ = [
     "CreateConversation",
     "ErrorBody",
     "ErrorDetail",
+    "ForkRequest",
     "Health",
     "MemberList",
     "NewToken",
@@ -79,6 +80,15 @@ class RunRequest(_Body):
     attachments: list[str] = Field(default_factory=list, max_length=100)
     effort: ReasoningEffort | None = None
     output_schema: dict[str, Any] | None = None
+
+
+class ForkRequest(_Body):
+    """`POST /v1/conversations/{id}/fork`: keep the first `turn` prompts with their
+    answers (every ended turn when left out), under `name` (the original's with
+    " (fork)" when left out)."""
+
+    turn: int | None = Field(None, ge=0, le=1_000_000_000, strict=True)  # never `true`
+    name: str | None = Field(None, max_length=200)
 
 
 class CancelResult(_Body):

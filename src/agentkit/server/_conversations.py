@@ -25,6 +25,7 @@ from agentkit.server._bodies import (
     CancelResult,
     ConversationList,
     CreateConversation,
+    ForkRequest,
     MemberList,
     NewToken,
     PromptRequest,
@@ -178,6 +179,15 @@ async def delete_conversation(request: Request, member: Member) -> Response:
     conversations = _machine(request).conversations
     await conversations.delete(member, request.path_params["id"])
     return Response(status_code=204)
+
+
+async def fork_conversation(request: Request, member: Member) -> Response:
+    conversations = _machine(request).conversations
+    body = await read_body(request, ForkRequest, empty_ok=True)
+    details = await conversations.fork(
+        member, request.path_params["id"], turn=body.turn, name=body.name
+    )
+    return json_response(details, 201, {"Location": GET_CONVERSATION.url(id=details.id)})
 
 
 async def list_turns(request: Request, member: Member) -> Response:

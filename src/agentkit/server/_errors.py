@@ -32,7 +32,8 @@ def http_error_of(exc: Exception) -> HTTPError | None:
     error = code_for_exception(exc)
     if error is None:
         return None
-    return HTTPError(error.code, str(exc), field=error.field)
+    field = error.field or getattr(exc, "field", None)  # an error naming the field at fault
+    return HTTPError(error.code, str(exc), field=field if isinstance(field, str) else None)
 
 
 def error_response(error: HTTPError, headers: dict[str, str] | None = None) -> JSONResponse:

@@ -33,6 +33,7 @@ from agentkit.server._bodies import (
     ConversationList,
     CreateConversation,
     ErrorBody,
+    ForkRequest,
     Health,
     MemberList,
     NewToken,
@@ -86,6 +87,7 @@ _WRITE: tuple[type[BaseModel], ...] = (
     PromptRequest,
     RunRequest,
     UpdateConversation,
+    ForkRequest,
     CreateRoom,
     GrantBody,
     PublishBody,
@@ -536,6 +538,21 @@ def openapi_document() -> dict[str, Any]:
                 "200": {"description": _SSE_WATCH, "content": sse_watch},
                 "404": missing,
             },
+            parameters=[conversation],
+        ),
+        _operation(
+            contract.FORK_CONVERSATION,
+            "Fork it: a new conversation private to the caller, of the same agent and "
+            "instructions, holding a copy of its first `turn` ended turns (prompts with "
+            "their answers; all by default). Owners and editors who see it.",
+            {
+                "201": {"description": "The fork.", "content": _content(ConversationDetails)},
+                "403": forbidden,
+                "404": missing,
+                "409": _error("The conversation's agent was deleted (or a run is starting)."),
+            },
+            body=ForkRequest,
+            body_required=False,
             parameters=[conversation],
         ),
         _upload_operation(forbidden),

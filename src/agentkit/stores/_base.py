@@ -507,6 +507,35 @@ class RecordStore(Protocol):
         """The conversation, or `None`."""
         ...
 
+    async def fork_conversation(
+        self,
+        source_id: str,
+        conversation: ConversationRecord,
+        session_agent: str,
+        metadata: dict[str, Any],
+        runs: Sequence[tuple[str, str]],
+        transcript_length: int | None = None,
+    ) -> SessionRecord:
+        """Create `conversation` and its session (of agent id `session_agent`, with
+        `metadata`) as a copy of part of session `source_id`, in one transaction: all of
+        it or nothing.
+
+        The copy holds the source's first `transcript_length` transcript messages (all of
+        them, as they are when the transaction runs, when `None`), and
+        its ended runs `runs`, pairs `(source run id, new run id)` in order: each new run
+        has the source run's fields (status, times, error) and its stored events at their
+        offsets, under its new id and in the new session. The source does not change.
+        The SQL stores copy inside the database (`INSERT ... SELECT`): no message or
+        event passes through the process.
+
+        Raises:
+            SessionNotFoundError: The source session is missing.
+            SessionExistsError: The conversation's id is taken.
+            StoreError: A run of `runs` is not an ended run of the source, a new run id
+                is taken, or the source's transcript is shorter than `transcript_length`.
+        """
+        ...
+
     async def update_conversation(
         self,
         conversation_id: str,

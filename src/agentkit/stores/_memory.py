@@ -24,6 +24,7 @@ from typing import Any
 from agentkit.errors import OffsetError
 from agentkit.messages import Message
 from agentkit.stores._base import (
+    ConversationRecord,
     DelegationRecord,
     EventEntry,
     NewRoomEvent,
@@ -406,6 +407,47 @@ class MemoryStore(MemoryRecords):
             for offset, data in self._events.get(run_id, [])
             if offset > after
         ]
+
+    async def fork_conversation(
+        self,
+        source_id: str,
+        conversation: ConversationRecord,
+        session_agent: str,
+        metadata: dict[str, Any],
+        runs: Sequence[tuple[str, str]],
+        transcript_length: int | None = None,
+    ) -> SessionRecord:
+        # Everything is checked before anything changes, and nothing awaits: atomic.
+        if transcript_length is not None and (
+            isinstance(transcript_length, bool) or transcript_length < 0
+        ):
+            raise ValueError(f"transcript_length must be 0 or more, not {transcript_length!r}")
+        self._session(source_id)
+        transcript = self._transcripts[source_id]
+        if transcript_length is not None and len(transcript) < transcript_length:
+            raise StoreError(
+                f"session {source_id!r} has fewer than {transcript_length} transcript messages"
+            )
+        copies: list[tuple[_RunRow, list[tuple[int, bytes]]]] = []
+        for old, new in runs:
+            row = self._runs.get(old)
+            if row is None or row[1] != source_id or row[3] == "running":
+                raise StoreError(f"session {source_id!r} has no ended run {old!r}")
+            if new in self._runs or any(copy[0][0] == new for copy in copies):
+                raise StoreError(f"run {new!r} already exists")
+            copies.append(((new, conversation.id, *row[2:]), list(self._events.get(old, ()))))
+        if conversation.id in self._sessions or conversation.id in self._conversations:
+            raise SessionExistsError(f"session {conversation.id!r} already exists")
+        self._touch(source_id)  # the source is not the session evicted to make room
+        session = await self.create_conversation(conversation, session_agent, metadata)
+        self._transcripts[conversation.id] = transcript[:transcript_length]
+        for row, log in copies:
+            self._runs[row[0]] = row
+            self._events[row[0]] = log
+            self._session_runs[conversation.id][row[0]] = None
+            self._ended[row[0]] = None
+        self._trim_runs()
+        return session
 
     # --- rooms ------------------------------------------------------------------------
     # Every method runs without awaiting: each is atomic against the others.

@@ -445,6 +445,25 @@ class _SQL:
             f"INSERT INTO {conversations} ({CONVERSATION_COLUMNS}) VALUES ({_marks(8)})"
         )
         self.get_conversation = f"SELECT {CONVERSATION_COLUMNS} FROM {conversations} WHERE id = %s"
+        # A fork copies inside the database: the transcript's first messages, then the
+        # ended runs (new id, old id pairs, in order: `seq` keeps their order) and their
+        # events.
+        self.fork_transcript = (
+            f"INSERT INTO {transcript} (session_id, pos, data) "
+            f"SELECT %s, pos, data FROM {transcript} WHERE session_id = %s "
+            "AND pos < coalesce(%s::integer, pos + 1)"
+        )
+        fork_pairs = "unnest(%s::text[], %s::text[]) WITH ORDINALITY AS m (old, new, n)"
+        self.fork_runs = (
+            f"INSERT INTO {runs} ({run_cols}) SELECT m.new, %s, r.agent_id, r.status, "
+            "r.created_at, r.finished_at, r.owner, r.heartbeat_at, r.lease_expires_at, r.error "
+            f"FROM {fork_pairs} JOIN {runs} AS r ON r.id = m.old "
+            "WHERE r.session_id = %s AND r.status <> 'running' ORDER BY m.n"
+        )
+        self.fork_events = (
+            f"INSERT INTO {events} (run_id, pos, data) SELECT m.new, e.pos, e.data "
+            f"FROM {fork_pairs} JOIN {events} AS e ON e.run_id = m.old"
+        )
         self.update_conversation = _notifying(
             f"UPDATE {conversations} SET updated_at = %s, name = coalesce(%s, name), "
             "visibility = coalesce(%s, visibility) WHERE id = %s",
@@ -992,6 +1011,42 @@ class _Postgres:
                 await conn.execute(self.sql.insert_conversation, params)
             except errors.UniqueViolation:  # only a conversation left without its session
                 raise SessionExistsError(f"session {session.id!r} already exists") from None
+
+    async def fork_conversation(
+        self,
+        conn: Connection,
+        session: SessionRecord,
+        metadata: str,
+        params: tuple[Any, ...],
+        source_id: str,
+        runs: list[tuple[str, str]],
+        transcript_length: int | None,
+    ) -> None:
+        from psycopg import errors
+
+        sql = self.sql
+        old, new = [pair[0] for pair in runs], [pair[1] for pair in runs]
+        async with conn.transaction():
+            if (await conn.execute(sql.get_session, (source_id,))).first() is None:
+                raise SessionNotFoundError(f"no session {source_id!r}")
+            await self.create_conversation(conn, session, metadata, params)
+            copied = await conn.execute(
+                sql.fork_transcript, (session.id, source_id, transcript_length)
+            )
+            if transcript_length is not None and copied.rowcount != transcript_length:
+                raise StoreError(
+                    f"session {source_id!r} has fewer than {transcript_length} transcript messages"
+                )
+            if not runs:
+                return
+            try:
+                found = await conn.execute(sql.fork_runs, (session.id, old, new, source_id))
+            except errors.UniqueViolation:
+                raise StoreError("a new run id is taken already") from None
+            if found.rowcount != len(runs):
+                missing = len(runs) - found.rowcount
+                raise StoreError(f"{missing} runs are not ended runs of session {source_id!r}")
+            await conn.execute(sql.fork_events, (old, new))
 
     async def get_conversation(self, conn: Connection, conversation_id: str) -> Any:
         return (await conn.execute(self.sql.get_conversation, (conversation_id,))).first()

@@ -450,6 +450,21 @@ class Dialect(Protocol):
         transaction; `SessionExistsError` when the id is taken."""
         ...
 
+    def fork_conversation(
+        self,
+        conn: Any,
+        session: SessionRecord,
+        metadata: str,
+        params: tuple[Any, ...],
+        source_id: str,
+        runs: list[tuple[str, str]],
+        transcript_length: int | None,
+    ) -> None:
+        """`create_conversation`, then copy the source's first `transcript_length`
+        messages (all when `None`) and its ended `runs` (old id, new id) with their
+        events, in the same transaction (see `RecordStore.fork_conversation`)."""
+        ...
+
     def get_conversation(self, conn: Any, conversation_id: str) -> Any: ...
     def update_conversation(
         self,
@@ -848,6 +863,34 @@ class SQLStore:
             session,
             dump_metadata(metadata),
             conversation_params(conversation),
+        )
+        return session
+
+    async def fork_conversation(
+        self,
+        source_id: str,
+        conversation: ConversationRecord,
+        session_agent: str,
+        metadata: dict[str, Any],
+        runs: Sequence[tuple[str, str]],
+        transcript_length: int | None = None,
+    ) -> SessionRecord:
+        """A new conversation holding a copy of part of session `source_id`, in one
+        transaction (see `RecordStore.fork_conversation`)."""
+        if transcript_length is not None and (
+            isinstance(transcript_length, bool) or transcript_length < 0
+        ):
+            raise ValueError(f"transcript_length must be 0 or more, not {transcript_length!r}")
+        now = time.time()
+        session = SessionRecord(conversation.id, session_agent, now, now, dict(metadata))
+        await self._call(
+            self._ops.fork_conversation,
+            session,
+            dump_metadata(metadata),
+            conversation_params(conversation),
+            source_id,
+            [(str(old), str(new)) for old, new in runs],
+            transcript_length,
         )
         return session
 

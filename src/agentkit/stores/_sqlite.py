@@ -579,6 +579,8 @@ class _SQLite:
         session: SessionRecord,
         metadata: str,
         params: tuple[Any, ...],
+        *,
+        commit: bool = True,
     ) -> None:
         import sqlite3
 
@@ -592,6 +594,67 @@ class _SQLite:
             )
         except sqlite3.IntegrityError:  # only a conversation left without its session
             raise SessionExistsError(f"session {session.id!r} already exists") from None
+        if commit:  # else the caller goes on in the same transaction
+            conn.execute("COMMIT")
+
+    def fork_conversation(
+        self,
+        conn: sqlite3.Connection,
+        session: SessionRecord,
+        metadata: str,
+        params: tuple[Any, ...],
+        source_id: str,
+        runs: list[tuple[str, str]],
+        transcript_length: int | None,
+    ) -> None:
+        import sqlite3
+
+        # One transaction under the write lock: the copy is whole or absent, and the
+        # source cannot change while it is read. Rows are copied inside the database.
+        self.create_conversation(conn, session, metadata, params, commit=False)
+        _require_session(conn, source_id)
+        copied = conn.execute(
+            "INSERT INTO agentkit_transcript (session_id, pos, data) "
+            "SELECT ?, pos, data FROM agentkit_transcript WHERE session_id = ? "
+            "AND pos < coalesce(?, pos + 1)",
+            (session.id, source_id, transcript_length),
+        ).rowcount
+        if transcript_length is not None and copied != transcript_length:
+            raise StoreError(
+                f"session {source_id!r} has fewer than {transcript_length} transcript messages"
+            )
+        if runs:
+            # The pairs go to a temporary table of this connection (emptied before and after
+            # each fork), so that the runs and their events are one statement each.
+            conn.execute(
+                "CREATE TEMP TABLE IF NOT EXISTS agentkit_fork_pairs "
+                "(n INTEGER PRIMARY KEY, old TEXT NOT NULL, new TEXT NOT NULL) "
+            )
+            conn.execute("DELETE FROM temp.agentkit_fork_pairs")
+            conn.executemany(
+                "INSERT INTO temp.agentkit_fork_pairs (n, old, new) VALUES (?, ?, ?)",
+                [(n, old, new) for n, (old, new) in enumerate(runs)],
+            )
+            try:
+                found = conn.execute(
+                    f"INSERT INTO agentkit_runs ({RUN_COLUMNS}) "
+                    "SELECT m.new, ?, r.agent_id, r.status, r.created_at, r.finished_at, "
+                    "r.owner, r.heartbeat_at, r.lease_expires_at, r.error "
+                    "FROM temp.agentkit_fork_pairs AS m JOIN agentkit_runs AS r ON r.id = m.old "
+                    "WHERE r.session_id = ? AND r.status != 'running' ORDER BY m.n",
+                    (session.id, source_id),
+                ).rowcount
+            except sqlite3.IntegrityError:
+                raise StoreError("a new run id is taken already") from None
+            if found != len(runs):
+                missing = len(runs) - found
+                raise StoreError(f"{missing} runs are not ended runs of session {source_id!r}")
+            conn.execute(
+                "INSERT INTO agentkit_events (run_id, pos, data) "
+                "SELECT m.new, e.pos, e.data FROM temp.agentkit_fork_pairs AS m "
+                "JOIN agentkit_events AS e ON e.run_id = m.old"
+            )
+            conn.execute("DELETE FROM temp.agentkit_fork_pairs")
         conn.execute("COMMIT")
 
     def get_conversation(self, conn: sqlite3.Connection, conversation_id: str) -> Any:

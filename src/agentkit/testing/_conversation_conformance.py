@@ -74,6 +74,7 @@ from agentkit.conversations import (
     Visibility,
 )
 from agentkit.providers import (
+    AssistantMessage,
     Chunk,
     ModelRequest,
     ProviderError,
@@ -134,6 +135,8 @@ class _ConformanceProvider:
     - `effort`: answers `effort=<the request's reasoning effort>`;
     - `system`: answers the system prompt's lines that contain `MARK`;
     - `count`: answers `users=<number of user prompts it was sent>`;
+    - `history`: answers the conversation it was sent, one `u:<last line>` per user
+      prompt and one `a:<text>` per answer with text, joined by ` | `;
     - `fail`: the model call fails;
     - anything else: answers `ok`.
     """
@@ -190,6 +193,8 @@ class _ConformanceProvider:
             text = " ".join(part for part in request.system.split() if "MARK" in part)
         elif command == "count":
             text = f"users={len(prompts)}"
+        elif command == "history":
+            text = " | ".join(_seen(request))
         else:
             text = "ok"
         third = max(1, len(text) // 3)
@@ -197,6 +202,17 @@ class _ConformanceProvider:
             yield TextChunk(text[start : start + third])
         yield usage
         yield Stop()
+
+
+def _seen(request: ModelRequest) -> list[str]:
+    """The conversation a model was sent, as the `history` command answers it."""
+    seen: list[str] = []
+    for message in request.messages:
+        if isinstance(message, UserMessage) and message.content.strip():
+            seen.append("u:" + message.content.strip().splitlines()[-1])
+        elif isinstance(message, AssistantMessage) and message.text:
+            seen.append("a:" + message.text)
+    return seen
 
 
 def conformance_provider() -> Any:
@@ -699,6 +715,7 @@ def _paths(
         lambda: client.rename_conversation(conversation_id, "x"),
         lambda: client.set_visibility(conversation_id, "shared"),
         lambda: client.delete_conversation(conversation_id),
+        lambda: client.fork(conversation_id),
     ]
 
 
@@ -725,6 +742,134 @@ async def check_foreign_private_is_not_found(host: ConversationHost) -> None:
             assert isinstance(one, LookupError)
             assert str(one).replace(conversation.id, "ID") == str(two).replace(missing, "ID")
     assert len(await conversation.list_turns()) == 2
+
+
+# --- forks ------------------------------------------------------------------------------------
+
+
+def _shown(turns: Any) -> list[tuple[str, str, str]]:
+    """What turns show, without their ids."""
+    return [(turn.role, turn.status, turn.text) for turn in turns]
+
+
+@_check
+async def check_fork(host: ConversationHost) -> None:
+    """fork() makes a private conversation of the same agent and instructions holding the
+    first `turn` prompts with their answers (all by default): its model sees exactly
+    those next, its copied runs are followed like the original's, and the original does
+    not change and still takes prompts."""
+    ada = await host.client("ada", "editor")
+    original = await ada.create_conversation(name="Plans", instructions="MARK-PLANS")
+    await original.set_visibility("shared")
+    for text in ("say one", "say two", "say three"):
+        await _run(ada, original.id, text)
+    before = await original.get()
+    fork = await ada.fork(original.id, turn=2)
+    assert fork.id != original.id and fork.name == "Plans (fork)"
+    assert (fork.visibility, fork.creator_id, fork.agent_id) == (
+        "private",
+        ada.member.id,
+        before.agent_id,
+    )
+    assert fork.instructions == "MARK-PLANS" and not fork.is_running
+    assert _shown(fork.turns) == _shown(before.turns[:4])
+    assert {turn.run_id for turn in fork.turns}.isdisjoint(t.run_id for t in before.turns)
+    assert [t.created_at for t in fork.turns] == [t.created_at for t in before.turns[:4]]
+    copied = fork.turns[3].run_id
+    assert copied is not None
+    events = await _follow(ada, fork.id, copied)
+    assert _text(events) == "two" and isinstance(events[-1], FinalEvent)
+    assert events[-1].status == "completed"
+    assert _shown(await ada.list_turns(fork.id)) == _shown(fork.turns)
+    answer = _text(await _run(ada, fork.id, "history"))
+    assert answer == "u:say one | a:one | u:say two | a:two | u:history"
+    assert _text(await _run(ada, fork.id, "system")) == "MARK-PLANS"
+    assert _shown((await original.get()).turns) == _shown(before.turns)
+    answer = _text(await _run(ada, original.id, "history"))
+    assert answer == "u:say one | a:one | u:say two | a:two | u:say three | a:three | u:history"
+    everything = await ada.conversation(original.id).fork(name="All of it")
+    assert everything.name == "All of it" and len(everything.turns) == 8
+    empty = await ada.fork(original.id, turn=0)
+    assert empty.turns == () and empty.instructions == "MARK-PLANS"
+    assert _text(await _run(ada, empty.id, "history")) == "u:history"
+    for bad in (9, -1):
+        error = await _expect(ConversationError, ada.fork(original.id, turn=bad), f"turn {bad}")
+        assert "turn" in str(error)
+    listed = [row.id for row in await ada.list_conversations()]
+    assert fork.id in listed and everything.id in listed and empty.id in listed
+
+
+@_check
+async def check_fork_access(host: ConversationHost) -> None:
+    """A fork is private to whoever forks; members who see a conversation and create
+    conversations fork it; a viewer may not; a hidden conversation is missing."""
+    ada = await host.client("ada", "editor")
+    bob = await host.client("bob", "editor")
+    vic = await host.client("vic", "viewer")
+    conversation = await ada.create_conversation(visibility="shared")
+    await _run(ada, conversation.id, "say mine")
+    fork = await bob.fork(conversation.id)
+    assert fork.creator == "bob" and fork.visibility == "private"
+    assert _shown(fork.turns) == [("user", "completed", "say mine"), ("agent", "completed", "mine")]
+    await _expect(ConversationNotFoundError, ada.get_conversation(fork.id), "bob's fork")
+    await _expect(ConversationNotFoundError, ada.fork(fork.id), "forking bob's fork")
+    await _expect(AccessDeniedError, vic.fork(conversation.id), "a viewer's fork")
+    private = await ada.create_conversation()
+    await _expect(ConversationNotFoundError, bob.fork(private.id), "a private one")
+    await _expect(ConversationNotFoundError, vic.fork(private.id), "a viewer, private")
+    await _expect(ConversationNotFoundError, bob.fork(str(uuid.uuid4())), "a missing one")
+
+
+@_check
+async def check_fork_copies_only_ended_and_kept_turns(host: ConversationHost) -> None:
+    """A run still going is not copied; a cancelled turn is copied with what it had
+    streamed (and its model sees it as the original's would); replaced turns are not."""
+    ada = await host.client("ada", "editor")
+    conversation = await ada.create_conversation()
+    await _run(ada, conversation.id, "say one")
+    await _run(ada, conversation.id, "say two")
+    turns = await conversation.list_turns()
+    accepted = await conversation.prompt("say deux", replace_turn=turns[2].id)
+    await _follow(ada, conversation.id, accepted.run_id)
+    hang = await conversation.prompt("hang")
+    seen: list[FollowEvent] = []
+
+    async def follow() -> None:
+        async for event in ada.follow(conversation.id, hang.run_id):
+            seen.append(event)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(follow)
+        await _until(lambda: bool(seen), "the running run's first part")
+        running = await ada.fork(conversation.id)
+        assert not running.is_running
+        assert [t.text for t in running.turns] == ["say one", "one", "say deux", "deux"]
+        await _expect(ConversationError, ada.fork(conversation.id, turn=3), "the running turn")
+        assert (await conversation.get()).is_running
+        assert await conversation.cancel()
+    cancelled = await ada.fork(conversation.id)
+    assert _shown(cancelled.turns)[4:] == [
+        ("user", "completed", "hang"),
+        ("agent", "cancelled", "partial answer"),
+    ]
+    expected = "u:say one | a:one | u:say deux | a:deux | u:hang | a:partial answer | u:history"
+    assert _text(await _run(ada, cancelled.id, "history")) == expected
+    assert _text(await _run(ada, conversation.id, "history")) == expected
+    assert _text(await _run(ada, running.id, "history")) == expected.replace(
+        "u:hang | a:partial answer | ", ""
+    )
+
+
+@_check
+async def check_fork_of_a_deleted_agent_is_refused(host: ConversationHost) -> None:
+    """A conversation whose agent was deleted stays readable but is not forked."""
+    owner = await host.client("olga", "owner")
+    await owner.create_agent(AgentDefinition(name="gone", instructions="soon gone"))
+    conversation = await owner.create_conversation(agent="gone")
+    await _run(owner, conversation.id, "say hi")
+    await owner.delete_agent("gone")
+    await _expect(AgentDeletedError, owner.fork(conversation.id), "a deleted agent's fork")
+    assert [row.id for row in await owner.list_conversations()] == [conversation.id]
 
 
 # --- the access matrix ----------------------------------------------------------------------
@@ -783,6 +928,11 @@ async def _op_delete(c: ConversationClient, cid: str, run_id: str) -> None:
     await c.delete_conversation(cid)
 
 
+async def _op_fork(c: ConversationClient, cid: str, run_id: str) -> None:
+    fork = await c.fork(cid)
+    assert fork.creator_id == c.member.id and fork.visibility == "private"
+
+
 ACCESS_OPERATIONS: Mapping[str, Callable[[ConversationClient, str, str], Awaitable[None]]] = {
     "get": _op_get,
     "list_turns": _op_list_turns,
@@ -794,6 +944,7 @@ ACCESS_OPERATIONS: Mapping[str, Callable[[ConversationClient, str, str], Awaitab
     "rename": _op_rename,
     "visibility": _op_visibility,
     "delete": _op_delete,
+    "fork": _op_fork,
 }
 """Every operation on a conversation, by name: `op(client, conversation_id, run_id)`
 (`list` raises `ConversationNotFoundError` when the conversation is not listed)."""

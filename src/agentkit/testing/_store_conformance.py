@@ -1596,6 +1596,105 @@ async def check_conversation_visibility(store: Store) -> None:
     assert _ids(await store.list_conversations("m2")) == ["shared1", "theirs"]
 
 
+async def _forkable(store: Store) -> None:
+    """Conversation `src`: a transcript of four messages and runs `r1` (completed, two
+    events), `r2` (interrupted with an error, one event) and `r3` (running)."""
+    await store.create_conversation(_conversation("src", "m1", "shared"), "helper", {"k": 1})
+    await store.append_transcript("src", list(_SAMPLE_MESSAGES[:1]) * 4)
+    await store.create_run(_run("r1", "src", 1001.0), _entries([0, 2]))
+    await store.finish_run("r1", "completed", 1002.0)
+    await store.create_run(_run("r2", "src", 1003.0), _entries([0]))
+    await store.finish_run("r2", "interrupted", 1004.0, error="stopped")
+    await store.create_run(_run("r3", "src", 1005.0), _entries([0]))
+
+
+@_check
+async def check_fork_conversation(store: Store) -> None:
+    """A fork is a new conversation holding the source's first transcript messages and
+    copies of its ended runs (fields and events) under new ids; the source is unchanged."""
+    await _forkable(store)
+    before = (
+        await store.load_transcript("src"),
+        await store.list_runs("src"),
+        await store.read_events("r1"),
+    )
+    fork = _conversation("f1", "m2")
+    metadata = {"agentkit.conversation": {"runs": [{"id": "n1", "t": 0}]}}
+    session = await store.fork_conversation(
+        "src", fork, "helper", metadata, [("r1", "n1"), ("r2", "n2")], 3
+    )
+    assert session.id == "f1" and session.agent_id == "helper" and session.metadata == metadata
+    assert await store.get_session("f1") == session
+    assert await store.get_conversation("f1") == fork
+    assert await store.load_transcript("f1") == before[0][:3]
+    runs = await store.list_runs("f1")
+    assert [run.id for run in runs] == ["n1", "n2"]
+    assert [(run.session_id, run.status, run.created_at) for run in runs] == [
+        ("f1", "completed", 1001.0),
+        ("f1", "interrupted", 1003.0),
+    ]
+    assert runs[0].finished_at == 1002.0 and runs[1].error == "stopped"
+    assert await store.get_run("n2") == runs[1]
+    assert await store.read_events("n1") == before[2]
+    assert _offsets(await store.read_events("n1", after=0)) == [2]
+    assert len(await store.read_events("n2")) == 1
+    # The source is as it was, and its copy lives on its own.
+    assert (
+        await store.load_transcript("src"),
+        await store.list_runs("src"),
+        await store.read_events("r1"),
+    ) == before
+    await store.append_transcript("f1", [UserMessage(content="only in the fork")])
+    assert len(await store.load_transcript("src")) == 4
+    # The whole transcript when no length is given; no run at all.
+    await store.fork_conversation("src", _conversation("f2", "m1"), "helper", {}, [])
+    assert await store.load_transcript("f2") == before[0]
+    assert await store.list_runs("f2") == []
+    # Deleting the fork leaves the source whole.
+    await store.delete_session("f1")
+    assert await store.read_events("n1") == []
+    assert (await store.load_transcript("src"), await store.list_runs("src")) == before[:2]
+    assert await store.read_events("r1") == before[2]
+
+
+@_check
+async def check_fork_conversation_is_all_or_nothing(store: Store) -> None:
+    """A fork that cannot be made whole writes nothing: a running or foreign run, a
+    transcript too short, a missing source, a taken id."""
+    await _forkable(store)
+    await store.create_session("other", "app:agent")
+    await store.create_run(_run("o1", "other"))
+    await store.finish_run("o1", "completed", 1010.0)
+    refused: list[tuple[type[BaseException], str, str, list[tuple[str, str]], int | None]] = [
+        (StoreError, "src", "f1", [("r1", "n1"), ("r3", "n3")], 2),  # r3 is running
+        (StoreError, "src", "f1", [("r1", "n1"), ("o1", "n2")], 2),  # another session's
+        (StoreError, "src", "f1", [("r1", "n1"), ("missing", "n2")], 2),
+        (StoreError, "src", "f1", [("r1", "n1")], 5),  # four messages only
+        (StoreError, "src", "f1", [("r1", "r2")], 2),  # a new id that is taken
+        (SessionNotFoundError, "missing", "f1", [], 0),
+        (SessionExistsError, "src", "other", [("r1", "n1")], 2),
+    ]
+    for kind, source, fork_id, runs, length in refused:
+        await _expect(
+            kind,
+            store.fork_conversation(
+                source, _conversation(fork_id, "m1"), "helper", {}, runs, length
+            ),
+            f"a fork of {source} as {fork_id} with {runs} and {length} messages",
+        )
+        assert await store.get_conversation("f1") is None
+        assert await store.get_session("f1") is None
+        for run_id in ("n1", "n2", "n3"):
+            assert await store.get_run(run_id) is None
+            assert await store.read_events(run_id) == []
+    assert await store.get_conversation("other") is None
+    assert [run.id for run in await store.list_runs("src")] == ["r1", "r2", "r3"]
+    assert len(await store.load_transcript("src")) == 4
+    # A failed fork leaves its ids free.
+    await store.fork_conversation("src", _conversation("f1", "m1"), "helper", {}, [("r1", "n1")])
+    assert [run.id for run in await store.list_runs("f1")] == ["n1"]
+
+
 @_check
 async def check_record_page_limits(store: Store) -> None:
     """Every list of records takes a `limit` of 1 to 1001 and a finite page key;

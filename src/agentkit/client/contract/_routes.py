@@ -25,6 +25,7 @@ __all__ = [
     "DELETE_CONVERSATION",
     "DELETE_ROOM",
     "FOLLOW_RUN",
+    "FORK_CONVERSATION",
     "GET_CONVERSATION",
     "GET_DELEGATION",
     "GET_ME",
@@ -138,6 +139,8 @@ CANCEL_CONVERSATION = Operation("cancelConversation", "POST", "/v1/conversations
 """Stop a conversation's running run, whichever it is."""
 WATCH_CONVERSATION = Operation("watchConversation", "GET", "/v1/conversations/{id}/watch")
 """A conversation's view after every change (an event stream)."""
+FORK_CONVERSATION = Operation("forkConversation", "POST", "/v1/conversations/{id}/fork")
+"""A new private conversation holding a copy of a conversation's first turns."""
 
 UPLOAD_FILE = Operation("uploadFile", "POST", "/v1/files")
 """Store a file in the caller's upload folder, to attach to a prompt by its path."""
@@ -208,6 +211,7 @@ OPERATIONS: tuple[Operation, ...] = (
     CANCEL_RUN,
     CANCEL_CONVERSATION,
     WATCH_CONVERSATION,
+    FORK_CONVERSATION,
     UPLOAD_FILE,
     LIST_ROOMS,
     CREATE_ROOM,

@@ -8,6 +8,7 @@
 
 import { api, follow, upload } from "./api.js";
 import { announce, errorLine, field, fill, h, message, pretty, when } from "./dom.js";
+import { forkButton } from "./fork.js";
 
 const FINAL = new Set(["completed", "cancelled", "error"]);
 const LIVE_KEY = (id) => `agentkit.live.${id}`;
@@ -47,7 +48,7 @@ export function renderPart(part) {
   }
 }
 
-function renderTurn(turn, agentName) {
+function renderTurn(turn, agentName, fork = null) {
   const user = turn.role === "user";
   return h(
     "li",
@@ -58,6 +59,7 @@ function renderTurn(turn, agentName) {
       h("span", { class: "who" }, user ? "You" : agentName),
       !user && turn.status !== "completed" ? h("span", { class: `badge status-${turn.status}` }, turn.status) : null,
       !user ? h("a", { href: `#/runs/${encodeURIComponent(turn.runId)}`, class: "inspect" }, "Inspect run") : null,
+      fork,
       h("time", {}, when(turn.createdAt)),
     ),
     turn.parts.map(renderPart),
@@ -202,7 +204,14 @@ async function chatView(chat, id, { me, signal }) {
   let following = null; // the AbortController of the stream of the running run
 
   function renderTurns() {
-    fill(turns, details.turns.map((turn) => renderTurn(turn, details.agent)));
+    let kept = 0; // the agent turns so far: "Fork from here" keeps that many prompts with their answers
+    const forkHere = (turn) => {
+      if (turn.role !== "agent") return null;
+      kept += 1;
+      const onError = (text) => (error.textContent = text);
+      return canWrite ? forkButton(id, { turn: kept, label: "Fork from here", onError }) : null;
+    };
+    fill(turns, details.turns.map((turn) => renderTurn(turn, details.agent, forkHere(turn))));
     if (!details.turns.length) turns.append(h("li", { class: "empty" }, "No turn yet: send a prompt."));
   }
 
@@ -402,7 +411,8 @@ async function chatView(chat, id, { me, signal }) {
         error.textContent = message(failure);
       }
     });
-    return h("div", { class: "settings" }, meta, rename, h("div", { class: "inline" }, field("Visibility", visibility)), remove);
+    const fork = forkButton(id, { onError: (text) => (error.textContent = text) });
+    return h("div", { class: "settings" }, meta, rename, h("div", { class: "inline" }, field("Visibility", visibility)), fork, remove);
   }
 
   if (details.isRunning && details.activeRunId) {
