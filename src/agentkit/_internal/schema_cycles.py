@@ -59,6 +59,8 @@ _KEYWORDS: dict[str, tuple[int, int]] = {
 _REFS = ("$ref", "$dynamicRef", "$recursiveRef")
 _SHOWN_STEPS = 24
 """Pointers a cycle is shown with at most; the middle of a longer one is left out."""
+_SHOWN_PARTS = 20
+"""Parts a pointer is shown with at most; the middle of a longer one is left out."""
 
 
 @dataclass(frozen=True)
@@ -205,10 +207,12 @@ class _Graph:
         return found if found is not None else self._add(value, base, base, tuple(parts))
 
     def pointer(self, number: int, *more: str) -> str:
-        parts: list[str | int] = list(more)
-        while number > 0:
-            number, step = self.parents[number]
-            parts[:0] = step
+        """The JSON pointer of a node (and `more` parts), its middle left out when the
+        node is deep (a message stays short however deep the schema)."""
+        parts: list[str | int] = list(self.path(number, *more))
+        if len(parts) > _SHOWN_PARTS:
+            cut = len(parts) - _SHOWN_PARTS + 1
+            parts = [*parts[:6], f"...({cut} more)...", *parts[-(_SHOWN_PARTS - 7) :]]
         return "#" + "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
 
     def path(self, number: int, *more: str) -> Pointer:
