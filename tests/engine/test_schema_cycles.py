@@ -9,8 +9,10 @@ that descends into the value (a tree) is valid and still accepted.
 
 from __future__ import annotations
 
+import json
 import os
 import time
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -23,6 +25,7 @@ from agentkit.actions import Action, ActionError
 from agentkit.errors import SpecError
 from agentkit.spec import AgentSpec
 from agentkit.tools import McpServerError
+from support.bench import quick
 from support.http_api import bearer
 from support.paths import ROOT, SRC
 from support.served import Served, served
@@ -157,3 +160,12 @@ def test_a_prompt_whose_output_schema_loops_is_a_422_naming_it(server: Served) -
     error = refused.json()["error"]
     assert "#/properties/a/$ref -> #/$defs/A" in error["message"]
     assert "Traceback" not in refused.text
+
+
+def test_the_schema_cycle_benchmark_runs(tmp_path: Path) -> None:
+    """No timing is asserted (busy machines); bench/schema_cycles.py reports them."""
+    output = tmp_path / "cycles.json"
+    done = quick("schema_cycles.py", "--json", str(output))
+    assert done.returncode == 0, done.stderr
+    results = json.loads(output.read_text())["results"]
+    assert results["nested loop"]["find_ms"] > 0 and "| nested loop |" in done.stdout
