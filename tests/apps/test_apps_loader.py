@@ -489,8 +489,19 @@ def test_an_output_schema_whose_refs_loop_is_refused_at_load(tmp_path: Path) -> 
         "$ref: '#/$defs/a'}\n"
     )
     (error,) = load_errors(write(tmp_path, GOOD_AGENT + looping))
-    assert (error.line, error.field) == (8, "outputSchema")
+    assert (error.line, error.field) == (8, "outputSchema.$defs.a.$ref")
     assert "loop back to themselves" in error.message
+    assert "#/$ref -> #/$defs/a -> #/$defs/a/$ref -> #/$defs/b -> #/$defs/b/$ref" in error.message
+    # Nested in a property, the loop was missed: validating `{}` never reached it.
+    nested = (
+        "outputSchema: {type: object, properties: {a: {$ref: '#/$defs/A'}}, "
+        "$defs: {A: {allOf: [{$ref: '#/$defs/A'}]}}}\n"
+    )
+    (error,) = load_errors(write(tmp_path, GOOD_AGENT + nested, "nested.yaml"))
+    assert error.field == "outputSchema.$defs.A.allOf[0].$ref"
+    assert "#/properties/a/$ref -> #/$defs/A -> #/$defs/A/allOf/0/$ref -> #/$defs/A" in (
+        error.message
+    )
     tree = (
         "outputSchema: {$defs: {node: {type: object, properties: {children: {type: array, "
         "items: {$ref: '#/$defs/node'}}}}}, $ref: '#/$defs/node'}\n"

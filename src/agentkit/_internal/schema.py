@@ -6,6 +6,11 @@ check compiled from the schema (for the plain subset of JSON Schema tool argumen
 The fast check only ever answers "certainly valid"; anything else, and any schema outside
 that subset, goes to `jsonschema`, which produces the error messages. Schemas are looked up
 by identity first and by content second, so they are treated as immutable once used.
+
+A schema whose `$ref`s loop without descending into the value (`schema_cycles`) is refused
+by `check_schema` with the path of the loop, and is never handed to `jsonschema` by
+`schema_violations`, which reports the loop as the instance's violation instead of
+recursing until the stack runs out.
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["check_schema", "schema_violations"]
+from agentkit._internal.schema_cycles import find_ref_cycle, ref_cycle
+
+__all__ = ["check_schema", "cycle_message", "ref_problems", "schema_violations"]
 
 Check = Callable[[Any], bool]
 
@@ -50,9 +57,18 @@ def check_schema(schema: dict[str, Any]) -> None:
         raise ValueError("not a valid JSON Schema: " + "; ".join(problems[:5]))
 
 
+def cycle_message(cycle: str) -> str:
+    """Why a schema with the `$ref` cycle `cycle` (as `schema_cycles` shows it) is refused."""
+    return (
+        f"its $refs loop back to themselves without descending into the value ({cycle}): "
+        "validating anything would recurse without end; break the cycle"
+    )
+
+
 def ref_problems(schema: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
     """Every `$ref` that does not point into the schema itself (agentkit never fetches
-    remote schemas): the path of the `$ref` and why."""
+    remote schemas), and a `$ref` cycle that never descends into the value: the path of
+    the `$ref` and why."""
     problems: list[tuple[tuple[str | int, ...], str]] = []
 
     def resolves(pointer: str) -> bool:
@@ -80,19 +96,27 @@ def ref_problems(schema: dict[str, Any]) -> list[tuple[tuple[str | int, ...], st
                 walk(value, (*path, index))
 
     walk(schema, ())
+    cycle = find_ref_cycle(schema)
+    if cycle is not None:
+        problems.append((cycle.location, cycle_message(cycle.text)))
     return problems
 
 
 class _Compiled:
-    """What one schema compiles to: the JSON key for `jsonschema`, and a fast check."""
+    """What one schema compiles to: the JSON key for `jsonschema`, a fast check, and the
+    `$ref` cycle that makes it unusable, if any."""
 
-    __slots__ = ("check", "key", "schema")
+    __slots__ = ("check", "cycle", "key", "schema")
 
     def __init__(self, schema: dict[str, Any]) -> None:
         self.schema = schema  # kept alive, so its id() stays unique while cached
         self.key = _key(schema)
         plain = isinstance(schema, dict) and "$schema" not in schema
-        self.check = _compile(schema) if plain else None
+        try:
+            self.check = _compile(schema) if plain else None
+        except RecursionError:  # nested deeper than the fast check goes
+            self.check = None
+        self.cycle = ref_cycle(schema)
 
 
 _BY_ID: dict[int, _Compiled] = {}
@@ -115,8 +139,13 @@ def schema_violations(instance: Any, schema: dict[str, Any]) -> list[str]:
     check = compiled.check
     if check is not None and check(instance):
         return []
+    if compiled.cycle is not None:
+        return [f"(root): the schema cannot be applied: {cycle_message(compiled.cycle)}"]
     validator = _validator(compiled.key)
-    errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.path))
+    try:
+        errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.path))
+    except RecursionError:  # a recursive schema (a tree) and a value nested deeper still
+        return ["(root): the value is nested too deeply to be checked against the schema"]
     return [_describe(e) for e in errors]
 
 

@@ -131,25 +131,6 @@ def check_agent(file: Path, display: str, app_id: str) -> tuple[FileReport, AppA
     return report, _AgentChecker(report, data, app_id, file).run()
 
 
-def _loops_forever(schema: dict[str, Any]) -> bool:
-    """Whether validating even a trivial value against `schema` never ends: a `$ref` cycle
-    that consumes no part of the value (`a -> b -> a`). A recursive schema that descends
-    into the value (a tree's `children`) ends on these shallow values and is fine."""
-    import jsonschema
-
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    validator = cls(schema)
-    samples: tuple[Any, ...] = (None, {}, [], "", 0, True)
-    for sample in samples:
-        try:
-            validator.is_valid(sample)
-        except RecursionError:
-            return True
-        except Exception:  # any other failure is schema_problems' to report
-            return False
-    return False
-
-
 @dataclass
 class _AgentChecker:
     report: FileReport
@@ -362,16 +343,10 @@ class _AgentChecker:
         except NotJson as exc:
             self.report.add(exc.path, str(exc))
             return None
+        # a `$ref` cycle that never descends into the output is one of the problems
         problems = schema_problems(schema)
         for path, message in problems:
             self.report.add(("outputSchema", *path), f"not a valid JSON Schema: {message}")
-        if not problems and _loops_forever(schema):
-            self.report.add(
-                ("outputSchema",),
-                "its $refs loop back to themselves without reaching a type check "
-                "(validating any output would recurse without end); break the cycle",
-            )
-            return None
         return None if problems else cast(dict[str, Any], schema)
 
     def mcp_servers(self) -> dict[str, Any] | None:

@@ -10,10 +10,16 @@ the `final` text; earlier ones are `commentary`. `turn_start` / `turn_end` are t
 
 Why one long module: driving the `claude` command line is one concern: its arguments, the
 version check, the process's lifetime and the mapping of its stream-JSON onto events.
+
+`claude` runs its own tools (its Bash commands among them) as its children. It is started
+like every tool process (`agentkit._internal.contain`): on Linux under the subreaper
+helper, so when the turn ends, is cancelled, or agentkit dies however, `claude` and
+everything it started are killed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -28,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream
 
+from agentkit._internal.contain import open_contained
 from agentkit.defs._binding import claude_cli_args
 from agentkit.errors import ClaudeCliError
 from agentkit.events import (
@@ -135,9 +142,7 @@ async def claude_version(executable: str | os.PathLike[str] = "claude") -> str:
     if version is None:
         try:
             with anyio.fail_after(_VERSION_TIMEOUT):
-                done = await anyio.run_process(
-                    [path, "--version"], check=False, stdin=subprocess.DEVNULL
-                )
+                done = await _run_version(path)
         except TimeoutError:
             raise ClaudeCliError(
                 f"{path!r} did not answer --version within {_VERSION_TIMEOUT:g} s"
@@ -287,19 +292,21 @@ async def _run(
     except ClaudeCliError as exc:
         return mapper.fail(str(exc), None)
     environment = {**os.environ, **env} if env is not None else None
-    try:
-        process = await anyio.open_process(
-            command,
-            cwd=working_dir,
-            env=environment,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-    except OSError as exc:
-        return mapper.fail(f"cannot start {command[0]!r}: {exc.strerror or exc}", None)
     stderr = bytearray()
-    async with process:
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            process = await stack.enter_async_context(
+                open_contained(
+                    command,
+                    cwd=working_dir,
+                    env=environment,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                )
+            )
+        except OSError as exc:
+            return mapper.fail(f"cannot start {command[0]!r}: {exc.strerror or exc}", None)
         assert process.stdin is not None
         assert process.stdout is not None
         assert process.stderr is not None
@@ -320,6 +327,23 @@ async def _run(
     tail = bytes(stderr[-_STDERR_TAIL:]).decode("utf-8", "replace").strip()
     reason = f"claude exited with code {code} without a result"
     return mapper.fail(f"{reason}: {tail}" if tail else reason, code)
+
+
+async def _run_version(path: str) -> subprocess.CompletedProcess[bytes]:
+    """`path --version`, contained like the runs (its output's tail is kept)."""
+    out, err = bytearray(), bytearray()
+    async with open_contained(
+        [path, "--version"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        async with anyio.create_task_group() as group:
+            group.start_soon(_drain, process.stdout, out)
+            group.start_soon(_drain, process.stderr, err)
+        code = await process.wait()
+    return subprocess.CompletedProcess([path, "--version"], code, bytes(out), bytes(err))
 
 
 async def _feed(stream: ByteSendStream, prompt: str) -> None:

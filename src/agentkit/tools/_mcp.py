@@ -8,18 +8,28 @@ async with mcp_tools({"files": {"command": "python", "args": ["server.py"]}}) as
 A server is either a local process spoken to over stdio (`command`, `args`, `env`, `cwd`)
 or a streamable HTTP endpoint (`url`, `headers`). The official `mcp` package (extra `mcp`)
 does the talking; it is imported only when servers are started.
+
+A stdio server is contained like a shell command: on Linux its command runs under the
+subreaper helper (`agentkit._internal.contain`), which passes its standard streams through
+and kills the server and everything it started when the server stops, when the SDK stops
+it (SIGTERM), and when agentkit dies, however. A tool whose input schema cannot be applied
+(its `$ref`s loop without reaching the value) is refused when the server starts.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
+from agentkit._internal.contain import CONTAINED, contained
+from agentkit._internal.schema_cycles import ref_cycle
 from agentkit.errors import McpConfigError, McpServerError
 from agentkit.tools._base import Tool, ToolContext, ToolError
 
@@ -135,9 +145,7 @@ def parse_mcp_servers(config: Mapping[str, Any]) -> list[McpServerConfig]:
                 )
             )
         else:
-            raise McpConfigError(
-                f"{where}.type: {kind!r} is not supported (use 'stdio' or 'http')"
-            )
+            raise McpConfigError(f"{where}.type: {kind!r} is not supported (use 'stdio' or 'http')")
     return servers
 
 
@@ -194,14 +202,37 @@ def _describe(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+def _stdio_argv(config: McpServerConfig) -> list[str]:
+    """The server's command line under the subreaper helper; a command that cannot be
+    found is refused here (the helper would only say so on the server's stderr)."""
+    assert config.command is not None
+    command = config.command
+    if CONTAINED:
+        if os.sep in command:
+            where = os.path.join(config.cwd or ".", command)
+            if not (os.path.isfile(where) and os.access(where, os.X_OK)):
+                raise McpServerError(
+                    f"MCP server {config.name!r} failed to start: {command!r} is not an "
+                    "executable file"
+                )
+        else:
+            path = config.env.get("PATH", os.environ.get("PATH", os.defpath))
+            if shutil.which(command, path=path) is None:
+                raise McpServerError(
+                    f"MCP server {config.name!r} failed to start: {command!r} was not found on PATH"
+                )
+    return contained([command, *config.args])
+
+
 async def _connect(stack: AsyncExitStack, config: McpServerConfig, errlog: TextIO) -> Client:
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
     if config.command is not None:
+        program, *args = _stdio_argv(config)
         params = StdioServerParameters(
-            command=config.command,
-            args=list(config.args),
+            command=program,
+            args=args,
             env=dict(config.env) or None,
             cwd=config.cwd,
         )
@@ -270,6 +301,12 @@ def _as_tool(config: McpServerConfig, client: Client, listed: Any) -> Tool:
 
     schema = dict(listed.input_schema or {"type": "object"})
     schema.setdefault("type", "object")
+    cycle = ref_cycle(schema)
+    if cycle is not None:
+        raise McpServerError(
+            f"MCP server {config.name!r}: the input schema of its tool {remote_name!r} "
+            f"cannot be applied: its $refs loop without reaching the value: {cycle}"
+        )
     return Tool(
         name=mcp_tool_name(config.name, remote_name),
         description=listed.description or f"{remote_name} from the MCP server {config.name}",

@@ -23,7 +23,6 @@ the same order.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import subprocess
 import sys
@@ -31,9 +30,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import anyio
-from anyio.abc import Process
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from agentkit._internal.contain import open_contained
 from agentkit.tools._base import ToolError
 
 __all__ = ["LINE_SHOWN_CHARS", "Hits", "encode_texts", "regex_scanner"]
@@ -109,13 +108,12 @@ async def regex_scanner(
     Raises:
         ToolError: The pattern is not a valid regular expression, or the scanner died.
     """
-    process: Process = await anyio.open_process(
+    async with open_contained(
         [sys.executable, "-I", "-S", "-c", _SCANNER],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-    )
-    try:
+    ) as process:
         assert process.stdin is not None and process.stdout is not None
         stdin = process.stdin
         stdout = BufferedByteReceiveStream(process.stdout)
@@ -132,8 +130,3 @@ async def regex_scanner(
             return [(count, [(n, line) for n, line in shown]) for count, shown in reply]
 
         yield scan
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        with anyio.CancelScope(shield=True):
-            await process.aclose()

@@ -6,11 +6,12 @@ it started is killed, so nothing it started in the background survives the call;
 `process` tool for long-running jobs. Output (stdout and stderr together) is capped.
 
 Killing the process group does not reach a process that left it (`setsid sleep 471 &`).
-On Linux each command therefore runs under a small helper (`_reaper`) that is a child
-subreaper: every descendant, in whatever session, stays in its process tree, and the
-helper kills that tree when the command ends or when it is told to stop (SIGTERM). What
-remains possible is described in `_reaper` and docs/security.md. Elsewhere only the
-process group is killed.
+On Linux each command therefore runs under a small helper (`agentkit._internal.reaper`,
+started through `agentkit._internal.contain`) that is a child subreaper: every descendant,
+in whatever session, stays in its process tree, and the helper kills that tree when the
+command ends, when it is told to stop (SIGTERM), and when agentkit itself dies, however
+(the parent-death signal). What remains possible is described there and in
+docs/security.md. Elsewhere only the process group is killed.
 
 Background jobs of the `process` tool belong to a [`ProcessTable`][agentkit.tools.ProcessTable]:
 they outlive the call that started them, not its run: a `Runtime` stops a run's jobs when
@@ -33,9 +34,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import anyio.abc
 import anyio.to_thread
 
+from agentkit._internal.contain import (
+    STOP_GRACE,
+    contained,
+    kill_group,
+    open_contained,
+    stop_tree,
+)
 from agentkit.tools._base import Tool, ToolContext, ToolError, object_schema
 from agentkit.tools._rules import Shell, command_matcher
 
@@ -51,50 +58,15 @@ SHELL_MAX_TIMEOUT = 600.0
 SHELL_OUTPUT_CAP = 30_000
 """Characters of output kept; the rest is dropped (and said so)."""
 _EXIT_GRACE = 0.5
-_STOP_GRACE = 3.0
-"""Seconds the helper gets to kill its process tree before its group is killed."""
 
 
 def _posix_shell() -> list[str]:
     return [shutil.which("bash") or "/bin/sh", "-c"]
 
 
-_REAPER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_reaper.py")
-
-
-def _reaped(argv: list[str]) -> list[str]:
-    """`argv` run under the subreaper helper where it works (Linux with /proc)."""
-    if (
-        sys.platform.startswith("linux")
-        and sys.executable
-        and os.path.isdir("/proc/self")
-        and os.path.isfile(_REAPER)
-    ):
-        return [sys.executable, "-I", "-S", _REAPER, *argv]
-    return argv
-
-
-def _stop_tree(process: anyio.abc.Process | subprocess.Popen[bytes]) -> None:
-    """Ask the helper (the process itself) to kill its whole tree at once (SIGUSR1, which
-    kills a command run without the helper just as well)."""
-    if sys.platform != "win32":
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(process.pid, signal.SIGUSR1)
-
-
 def _powershell() -> list[str] | None:
     exe = shutil.which("pwsh") or shutil.which("powershell")
     return [exe, "-NoProfile", "-NonInteractive", "-Command"] if exe else None
-
-
-def _kill_group(process: anyio.abc.Process | subprocess.Popen[bytes], sig: int) -> None:
-    """Kill the process's whole group (POSIX) or the process itself (elsewhere)."""
-    if sys.platform == "win32":  # pragma: no cover - POSIX CI
-        with contextlib.suppress(ProcessLookupError, OSError):
-            process.kill()
-        return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, sig)
 
 
 class _Capped:
@@ -124,10 +96,9 @@ _CHILD: dict[str, Any] = {
     "stdin": subprocess.DEVNULL,
     "stdout": subprocess.PIPE,
     "stderr": subprocess.STDOUT,
-    "start_new_session": True,
 }
-"""How every command starts: no input, stderr merged into stdout, in a process group of its
-own (so the whole group can be killed)."""
+"""How every command starts: no input, stderr merged into stdout (and, through
+`open_contained` or `start_new_session`, in a process group of its own)."""
 
 
 async def run_command(
@@ -138,9 +109,8 @@ async def run_command(
     The group is killed when the command ends, times out or the caller is cancelled.
     """
     output = _Capped(cap)
-    process = await anyio.open_process(_reaped(argv), cwd=cwd, **_CHILD)
     timed_out = False
-    try:
+    async with open_contained(argv, cwd=cwd, **_CHILD) as process:
         assert process.stdout is not None
         stdout = process.stdout
 
@@ -164,15 +134,7 @@ async def run_command(
                     await drained.wait()
                 tg.cancel_scope.cancel()
         timed_out = scope.cancelled_caught
-    finally:
-        with anyio.CancelScope(shield=True):
-            if process.returncode is None:
-                # the helper kills every descendant, those in other sessions included
-                _stop_tree(process)
-                with anyio.move_on_after(_STOP_GRACE):
-                    await process.wait()
-            _kill_group(process, signal.SIGKILL)
-            await process.aclose()
+        # leaving the block kills every descendant, those in other sessions included
     return (None if timed_out else process.returncode), output.text()
 
 
@@ -271,12 +233,12 @@ def _kill_jobs(jobs: dict[str, dict[str, _Job]]) -> None:
     """Kill every still-running job (a table's finalizer; also runs at interpreter exit)."""
     running = [j for run_jobs in jobs.values() for j in run_jobs.values() if j.popen.poll() is None]
     for job in running:
-        _stop_tree(job.popen)  # the helper kills what left the group too
+        stop_tree(job.popen.pid)  # the helper kills what left the group too
     deadline = time.monotonic() + 1.0
     for job in running:
         with contextlib.suppress(subprocess.TimeoutExpired):
             job.popen.wait(max(0.0, deadline - time.monotonic()))
-        _kill_group(job.popen, signal.SIGKILL)
+        kill_group(job.popen, signal.SIGKILL)
 
 
 @dataclass
@@ -349,7 +311,7 @@ class ProcessTable:
             argv = [*(_powershell() or ["cmd", "/c"]), command]
         else:
             argv = [*_posix_shell(), command]
-        popen = subprocess.Popen(_reaped(argv), cwd=cwd, **_CHILD)
+        popen = subprocess.Popen(contained(argv), cwd=cwd, start_new_session=True, **_CHILD)
         self._counter += 1
         job = _Job(id=f"p{self._counter}", command=command, popen=popen, started=time.time())
         threading.Thread(target=_pump, args=(job,), daemon=True).start()
@@ -370,9 +332,9 @@ class ProcessTable:
     async def stop(self, job: _Job, grace: float = 2.0) -> int | None:
         """Terminate the job's process group (SIGTERM, then SIGKILL after `grace`)."""
         if job.popen.poll() is None:
-            _kill_group(job.popen, signal.SIGTERM)  # the helper kills its whole tree on it
-            await _wait_exit(job.popen, grace + _STOP_GRACE)
-        _kill_group(job.popen, signal.SIGKILL)
+            kill_group(job.popen, signal.SIGTERM)  # the helper kills its whole tree on it
+            await _wait_exit(job.popen, grace + STOP_GRACE)
+        kill_group(job.popen, signal.SIGKILL)
         with anyio.CancelScope(shield=True):
             await _wait_exit(job.popen, 5.0)
         return job.popen.returncode

@@ -1,17 +1,34 @@
-"""Run a command so that nothing it starts outlives it, `setsid` included (Linux).
+"""Run a command so that nothing it starts outlives it, or agentkit (Linux).
 
-Started as `python -I -S _reaper.py PROGRAM ARG...` by the shell tools. Killing the
-command's process group is not enough: `setsid sleep 471 &` makes a new session, so its
-process is in no group the tool knows, and once its parent exits it is re-parented to
-init, out of reach. This helper marks itself a *child subreaper*
-(`prctl(PR_SET_CHILD_SUBREAPER)`): every orphan among its descendants is re-parented to it
-instead of to init, so every process the command started, in whatever session or group,
-stays in its tree of descendants, found through `/proc`.
+Started as `python -I -S reaper.py AGENTKIT_PID PROGRAM ARG...` (see `contain.py`) for
+every process agentkit starts for a tool: shell commands, background jobs, MCP stdio
+servers, the regular-expression scanner, the `claude` command line. Killing the command's
+process group is not enough: `setsid sleep 471 &` makes a new session, so its process is
+in no group the tool knows, and once its parent exits it is re-parented to init, out of
+reach. This helper marks itself a *child subreaper* (`prctl(PR_SET_CHILD_SUBREAPER)`):
+every orphan among its descendants is re-parented to it instead of to init, so every
+process the command started, in whatever session or group, stays in its tree of
+descendants, found through `/proc`.
 
 When the command exits, the helper kills that whole tree with SIGKILL, reaps it, and exits
 as the command did (same exit code, or the same signal). On SIGUSR1 (a call timed out or was
 cancelled) it kills the tree at once; on SIGTERM or SIGHUP (a background job is stopped) it
 sends SIGTERM to the whole tree, gives it `TERM_GRACE` seconds, then kills what is left.
+
+When agentkit itself dies, however it dies (SIGKILL and the out-of-memory killer
+included), the helper does the same as for SIGTERM: it asks the kernel for a *parent-death
+signal* (`prctl(PR_SET_PDEATHSIG, PARENT_GONE)`). Two classic traps of that signal are
+handled:
+
+- agentkit may die between starting the helper and the `prctl` (a whole interpreter start
+  here): agentkit passes its pid, and the helper checks `getppid()` against it *after*
+  asking for the signal; a different parent means agentkit is gone, and the command is
+  never started.
+- the signal is sent when the *thread* that forked the helper ends, not the process (trio
+  starts processes from worker threads that end after a few idle seconds; an asyncio loop
+  may run in a thread of its own). So the signal only tells the helper to look: it acts
+  when `getppid()` is no longer agentkit's pid, and otherwise waits for the next signal
+  (the kernel sends it again when the next thread the helper was handed to ends).
 
 What still escapes: a process that kills this helper with SIGKILL first (its orphans then
 go to init), and work handed to a service outside the tree (`systemd-run`, `at`, `cron`,
@@ -30,9 +47,12 @@ import signal
 import sys
 import time
 
+_PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 KILL_TREE = signal.SIGUSR1
 """Tells the helper to SIGKILL its whole tree at once (a timeout or a cancelled call)."""
+PARENT_GONE = signal.SIGUSR2
+"""The parent-death signal: the thread that started the helper ended (maybe agentkit)."""
 TERM_GRACE = 2.0
 """Seconds the tree gets after SIGTERM (a stopped job) before it is killed."""
 _ROUNDS = 200
@@ -113,13 +133,33 @@ def terminate_tree(grace: float) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if not argv:
+    if len(argv) < 2 or not argv[0].isdigit():
+        os.write(2, b"usage: reaper.py AGENTKIT_PID PROGRAM [ARG...]\n")
         return 2
+    parent, argv = int(argv[0]), argv[1:]
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    except (OSError, AttributeError):  # pragma: no cover - glibc and musl both have prctl
-        pass  # without it the same walk still finds descendants whose parents live
+    except OSError:  # pragma: no cover - glibc and musl can both be loaded
+        libc = None
+
+    def prctl(option: int, value: int) -> None:
+        if libc is not None:
+            with contextlib.suppress(AttributeError):  # a C library without prctl
+                libc.prctl(option, value, 0, 0, 0)
+
+    # without it the same walk still finds descendants whose parents live
+    prctl(_PR_SET_CHILD_SUBREAPER, 1)
+
+    def on_parent_gone(signum: int, frame: object) -> None:
+        if os.getppid() == parent:
+            return  # only the thread that started us ended; agentkit lives on
+        terminate_tree(TERM_GRACE)
+        os._exit(128 + signum)
+
+    signal.signal(PARENT_GONE, on_parent_gone)
+    prctl(_PR_SET_PDEATHSIG, PARENT_GONE)
+    if os.getppid() != parent:
+        return 128 + PARENT_GONE  # agentkit died while this helper started: run nothing
 
     def on_term(signum: int, frame: object) -> None:
         terminate_tree(TERM_GRACE)
@@ -138,7 +178,7 @@ def main(argv: list[str]) -> int:
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
     child = os.fork()
     if child == 0:  # pragma: no cover - replaced by exec
-        for handled in (signal.SIGTERM, signal.SIGHUP, KILL_TREE):
+        for handled in (signal.SIGTERM, signal.SIGHUP, KILL_TREE, PARENT_GONE):
             signal.signal(handled, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})
         try:
@@ -161,7 +201,7 @@ def main(argv: list[str]) -> int:
                 break
         if status is None:
             signal.sigtimedwait([signal.SIGCHLD], 0.5)
-    for handled in (signal.SIGTERM, signal.SIGHUP, KILL_TREE):
+    for handled in (signal.SIGTERM, signal.SIGHUP, KILL_TREE, PARENT_GONE):
         signal.signal(handled, signal.SIG_IGN)
     kill_tree()
     if os.WIFSIGNALED(status):
