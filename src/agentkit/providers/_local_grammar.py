@@ -197,7 +197,9 @@ def _impossible() -> str:
 def schema_rules(schema: dict[str, Any], name: str) -> str:
     """The GBNF rules of `schema` under the rule `name` (see the module's notes)."""
     converter = _converter_class()(
-        prop_order={"name": 0, "arguments": 1}, allow_fetch=False, dotall=False,
+        prop_order={"name": 0, "arguments": 1},
+        allow_fetch=False,
+        dotall=False,
         raw_pattern=False,
     )
     converter.visit(converter.resolve_refs(schema, "tools"), name)

@@ -36,9 +36,15 @@ KEY_ENV: Mapping[str, str] = {
 
 # The providers whose model families a bare model name reveals, by the name's start.
 _FAMILIES: tuple[tuple[str, str], ...] = (
-    ("claude", "anthropic"), ("opus", "anthropic"), ("sonnet", "anthropic"),
-    ("haiku", "anthropic"), ("gpt", "openai"), ("chatgpt", "openai"), ("o1", "openai"),
-    ("o3", "openai"), ("o4", "openai"),
+    ("claude", "anthropic"),
+    ("opus", "anthropic"),
+    ("sonnet", "anthropic"),
+    ("haiku", "anthropic"),
+    ("gpt", "openai"),
+    ("chatgpt", "openai"),
+    ("o1", "openai"),
+    ("o3", "openai"),
+    ("o4", "openai"),
 )
 
 
