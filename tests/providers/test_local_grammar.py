@@ -158,14 +158,15 @@ async def test_the_local_model_submits_a_score_in_range_on_its_first_call() -> N
     from agentkit.runtime import Runtime
     from agentkit.spec import AgentSpec
 
+    # On this prompt the model wrote {"score": 100} again and again before the bounds.
     spec = AgentSpec(
-        id="reviews:rater",
-        description="Rates reviews.",
-        system_prompt="Rate how positive the review is, from 1 to 10.",
+        id="grades:grader",
+        description="Grades answers.",
+        system_prompt="You grade answers.",
         output_schema=SCORE_SCHEMA,
     )
     async with Runtime(provider=LocalProvider()) as runtime:
-        run = await runtime.start(spec, "Review: the best film of the year, I loved it.")
+        run = await runtime.start(spec, "The answer was perfect, 100 percent correct.")
         outcome = await run.wait()
         events = [event async for event in run.events()]
     calls = [e for e in events if isinstance(e, ToolUse)]
