@@ -33,7 +33,7 @@ from agentkit.cli._help import (
 )
 from agentkit.cli._log import library_log
 from agentkit.cli._output import EventPrinter
-from agentkit.cli._providers import make_provider
+from agentkit.cli._providers import check_model, make_provider
 from agentkit.cli._store import open_cli_store
 from agentkit.cli._targets import TARGET_FORMS, PythonSpec, load_run_target
 
@@ -164,6 +164,8 @@ def run_command(args: argparse.Namespace) -> int:
         if isinstance(runnable, PythonSpec):
             runnable = PythonSpec(spec)  # its runtime holds the spec as run
     provider = make_provider(args)
+    if args.model is not None:
+        check_model(provider, spec.model)
     working_dir = Path(args.working_dir or ".").resolve()
     if not working_dir.is_dir():
         raise UsageError(f"--working-dir {args.working_dir!r} is not a folder")

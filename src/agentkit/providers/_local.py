@@ -58,14 +58,25 @@ from agentkit.providers._base import (
     UserMessage,
 )
 from agentkit.providers._catalog import LOCAL_MODEL, ModelCatalog, coerce_catalog
+from agentkit.providers._local_grammar import schema_rules
+from agentkit.providers._model_strings import unknown_local_model
 from agentkit.providers._registry import ProviderConfigError
 
-__all__ = ["LocalProvider", "find_smollm2_gguf", "local_grammar", "render_chatml"]
+__all__ = ["SAMPLING", "LocalProvider", "find_smollm2_gguf", "local_grammar", "render_chatml"]
 
 _TOOL_OPEN = "<tool_call>"
 _TOOL_CLOSE = "</tool_call>"
 _END = "<|im_end|>"
 _SUBMIT = "submit_output"  # the engine's structured-output tool
+SAMPLING = {"temperature": 0.2, "top_p": 0.9, "repeat_penalty": 1.1}
+"""The local model's default sampling. Temperature and top_p are those of SmolLM2's model
+card (https://huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct, "How to use":
+`model.generate(..., temperature=0.2, top_p=0.9, do_sample=True)`; its
+generation_config.json sets none). The card names no repetition penalty; 1.1 over the
+last 64 tokens is llama.cpp's long-standing default, and with it open prompts that looped
+to the 1,024-token allowance end by themselves (measured: 4 of 4 prompts stopped after
+225 to 437 tokens, the longest line repeat 1, against 5 of 5 at the allowance and lines
+repeated up to 58 times greedy, 20 times with the card's settings alone)."""
 _MODELS: dict[tuple[str, int], tuple[Any, threading.Lock]] = {}
 _MODELS_LOCK = threading.Lock()
 _SHUTDOWN = threading.Event()  # set at exit: running generations stop at their next token
@@ -248,16 +259,6 @@ def _arguments_schema(tool: ToolDefinition) -> dict[str, Any]:
     return schema if schema.get("type", "object") == "object" else {"type": "object"}
 
 
-def _schema_rules(schema: dict[str, Any], name: str) -> str:
-    grammars: Any = importlib.import_module("llama_cpp.llama_grammar")
-    converter = grammars.SchemaConverter(
-        prop_order={"name": 0, "arguments": 1}, allow_fetch=False, dotall=False,
-        raw_pattern=False,
-    )
-    converter.visit(converter.resolve_refs(schema, "tools"), name)
-    return str(converter.format_grammar())
-
-
 def local_grammar(tools: Iterable[ToolDefinition], *, allow_text: bool) -> str:
     """The GBNF grammar of the model's answer: one `<tool_call>{...}</tool_call>` whose
     JSON is a call of one of `tools` with arguments that match its schema, or (when
@@ -268,10 +269,10 @@ def local_grammar(tools: Iterable[ToolDefinition], *, allow_text: bool) -> str:
     """
     tools = list(tools)
     try:
-        rules = _schema_rules(_call_schema(tools), "call")
+        rules = schema_rules(_call_schema(tools), "call")
     except Exception:
         loose = [ToolDefinition(t.name, t.description, {"type": "object"}) for t in tools]
-        rules = _schema_rules(_call_schema(loose), "call")
+        rules = schema_rules(_call_schema(loose), "call")
     root = '"<tool_call>" call "</tool_call>"'
     if allow_text:
         root += " | answer"
@@ -291,8 +292,14 @@ class LocalProvider:
         max_tokens: The output allowance when the request sets none (less when the
             context has less room left); an answer cut there ends with
             `Stop("max_tokens")`.
-        temperature: Sampling temperature (0 is greedy and reproducible).
-        seed: The sampler's seed (for a temperature above 0).
+        temperature: Sampling temperature (0 is greedy); SmolLM2's model card samples
+            at 0.2.
+        top_p: Nucleus sampling: only the likeliest tokens whose probabilities add up to
+            this are drawn from (the model card's 0.9).
+        repeat_penalty: How much less likely a token seen in the last 64 is drawn again
+            (1.0: no penalty). Without it, greedy or model-card sampling makes this small
+            model repeat one line until the output allowance on open prompts.
+        seed: The sampler's seed: the same request and seed give the same answer.
         n_threads: CPU threads for inference, for the prompt and the answer alike (half
             the CPUs when `None`: on a busy machine, llama.cpp's default of every CPU for
             the prompt spins against other work and reads the prompt three times slower);
@@ -310,7 +317,9 @@ class LocalProvider:
         catalog: ModelCatalog | Mapping[str, str] | None = None,
         n_ctx: int | None = None,
         max_tokens: int = 1024,
-        temperature: float = 0.0,
+        temperature: float = SAMPLING["temperature"],
+        top_p: float = SAMPLING["top_p"],
+        repeat_penalty: float = SAMPLING["repeat_penalty"],
         seed: int = 0,
         n_threads: int | None = None,
         max_tool_rounds: int = 2,
@@ -324,16 +333,38 @@ class LocalProvider:
                 "the local provider needs llama-cpp-python: pip install 'typed-agentkit[local]'"
             )
         self.catalog = coerce_catalog("local", catalog)
+        self.model_name = self.model_path.stem if path else LOCAL_MODEL
+        """The model that runs, as runs record it: `SmolLM2-135M-Instruct`, or the name of
+        the GGUF file given in its place."""
         self.n_ctx = n_ctx
         self.max_tokens = max_tokens
         self.temperature = temperature
+        self.top_p = top_p
+        self.repeat_penalty = repeat_penalty
         self.seed = seed
         self.n_threads = n_threads
         self.max_tool_rounds = max_tool_rounds
 
     def resolve_model(self, tier: str | None, model: str | None) -> str:
-        """The model name (there is one model; tiers all name it)."""
-        return self.catalog.resolve(tier, model)
+        """The model that runs: there is one, which every tier and each of its names
+        (`model_names`, in any case) means.
+
+        Raises:
+            UnknownModelError: `model` is not one of its names (a misspelt provider, or
+                another provider's model): nothing else runs in its place.
+        """
+        if model and model.lower() not in {n.lower() for n in self.model_names}:
+            raise unknown_local_model(model, self.model_name, self.model_names)
+        self.catalog.resolve(tier, None)  # an unknown tier is an error too
+        return self.model_name
+
+    @property
+    def model_names(self) -> frozenset[str]:
+        """The names that mean the model this provider runs."""
+        catalog = self.catalog
+        return frozenset(
+            {self.model_name, *catalog.tiers.values(), *catalog.aliases, *catalog.aliases.values()}
+        )
 
     async def aclose(self) -> None:
         """Nothing to close: the loaded model is shared and kept for the process."""
@@ -380,7 +411,7 @@ class LocalProvider:
             len(m.tool_calls) for m in request.messages if isinstance(m, AssistantMessage)
         )
         parser = _ToolCallParser(first_id=earlier_calls + 1)
-        model = request.model or LOCAL_MODEL
+        model = self.model_name  # the model that ran, whatever the request named
         worker.start()
         try:
             while True:
@@ -441,6 +472,8 @@ class LocalProvider:
                     prompt_tokens,
                     max_tokens=min(max_tokens, room),
                     temperature=self.temperature,
+                    top_p=self.top_p,
+                    repeat_penalty=self.repeat_penalty,
                     seed=self.seed,
                     stop=[_END, "<|im_start|>"],
                     stream=True,

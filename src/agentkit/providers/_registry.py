@@ -67,10 +67,9 @@ def create_provider(name: str, **options: Any) -> Provider:
         if not callable(factory):
             raise NoProviderError(f"{name!r} is not a provider factory (not callable)")
     if factory is None:
-        raise NoProviderError(
-            f"unknown provider {name!r}; known providers: {', '.join(available_providers())}"
-            " (or a module:attribute path to a factory)"
-        )
+        from agentkit.providers._model_strings import unknown_provider_message
+
+        raise NoProviderError(unknown_provider_message(name))
     if isinstance(factory, str):
         factory = _load(factory)
     return cast(ProviderFactory, factory)(**options)

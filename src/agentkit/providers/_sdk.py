@@ -21,6 +21,7 @@ import anyio
 from agentkit.providers._base import Chunk, ProviderError
 from agentkit.providers._catalog import ModelCatalog
 from agentkit.providers._errors import excerpt
+from agentkit.providers._model_strings import check_pinned_model
 from agentkit.providers._registry import ProviderConfigError
 from agentkit.providers._timeouts import TIMEOUT_ENV, ProviderTimeouts
 
@@ -91,7 +92,10 @@ class SDKProvider:
     _client: Any
 
     def resolve_model(self, tier: str | None, model: str | None) -> str:
-        """The concrete model for a tier or a pinned name."""
+        """The concrete model for a tier or a pinned name; an `UnknownModelError` for a
+        pinned name that is surely a mistake (`openai/gpt-4.1`, a misspelt provider)."""
+        if model:
+            check_pinned_model(self.name, model, self.catalog.aliases)
         return self.catalog.resolve(tier, model)
 
     async def aclose(self) -> None:
