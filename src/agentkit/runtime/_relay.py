@@ -277,7 +277,8 @@ async def remote_entries(
                 ahead.extend(entry for entry in stored if entry.offset > start)
                 if not stored and not ahead:
                     record = await store.get_run(run_id)
-                    if record is None or record.status != "running":
+                    # A run waiting for a person has not ended: its reader waits on.
+                    if record is None or record.status not in ("running", "waiting"):
                         if ended_seen:
                             return  # ended, its final event at or before `after`
                         ended_seen = True  # its ending may have been stored meanwhile
