@@ -325,6 +325,23 @@ async def test_a_waiting_run_keeps_its_session_busy() -> None:
         assert (await later.wait()).text == "again"
 
 
+async def test_cancelling_a_waiting_run_ends_it_interrupted() -> None:
+    model = provider(bash("ls"), "unused", "next")
+    async with _runtime(model) as runtime:
+        run = await runtime.start(SPEC, "go")
+        request = await _request(run)
+        run.cancel()
+        outcome = await run.wait()
+        assert outcome.status == "interrupted"
+        decision = await _first(run, PermissionDecisionEvent)
+        assert (decision.decision, decision.message) == ("deny", "the run was cancelled")
+        assert_stream_invariants([e async for e in run.events()])
+        with pytest.raises(RequestDecidedError):
+            await run.decide(request.request_id, allow=True)
+        later = await runtime.start(SPEC, "later", session_id=run.session_id)
+        assert (await later.wait()).text == "unused"
+
+
 # --- durable: across runtimes, restarts and processes --------------------------------------
 
 

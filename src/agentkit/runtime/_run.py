@@ -256,6 +256,9 @@ class Run:
             self._stop_reason = reason
         if self._scope is not None:
             self._scope.cancel()
+        elif self._pending is not None and self._decider is not None:
+            # Waiting for a person: its request is withdrawn and the run ends here.
+            self._decider.withdraw(self)
 
     async def wait(self) -> RunOutcome:
         """Wait for the run to end and return its outcome."""
@@ -328,6 +331,10 @@ class RunDecider(Protocol):
     async def answer(
         self, run_id: str, request_id: str, answers: Any, *, agent: AgentSpec | None = None
     ) -> Run: ...
+
+    def withdraw(self, run: Run) -> None:
+        """End a run that waits for a person (it was cancelled), in the background."""
+        ...
 
 
 class RunTrace(TurnTracer, Protocol):

@@ -683,6 +683,33 @@ class Runtime:
 
         return await resume(self, run_id, request_id, answered, agent=agent)
 
+    def withdraw(self, run: Run) -> None:
+        """End run `run`, which waits for a person and was cancelled: its request is
+        withdrawn (recorded as denied, "the run was cancelled") and it ends as
+        `interrupted` (or as an error, when cancelled with a reason), in the background."""
+        pending = run._pending
+        if pending is None or not self._running:
+            return
+        key = f"{run.id}:withdraw"
+
+        async def withdraw() -> None:
+            def cancelled(record: Any) -> Resumption:
+                kind = record.state.get("kind")
+                if kind == "question":
+                    return Resumption(record.state, "question", error="the run was cancelled")
+                return Resumption(
+                    record.state, "permission", allow=False, message="the run was cancelled"
+                )
+
+            try:
+                await resume(self, run.id, pending.request_id, cancelled, agent=run.spec)
+            except Exception as exc:  # decided meanwhile (it goes on, cancelled), or gone
+                _logger.info("could not withdraw the request of run %s: %s", run.id, exc)
+            finally:
+                self._group.release(key)
+
+        self._group.start(key, withdraw)
+
     def _check_running(self) -> None:
         if not self._running:
             raise RuntimeError("decide and answer run inside 'async with Runtime(...) as runtime:'")
