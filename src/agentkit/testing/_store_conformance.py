@@ -47,6 +47,10 @@ from agentkit.events import (
     AgentMessage,
     ErrorEvent,
     ModelUsage,
+    PermissionDecisionEvent,
+    PermissionRequestEvent,
+    QuestionAnswerEvent,
+    QuestionEvent,
     Result,
     SessionInit,
     StructuredOutput,
@@ -145,6 +149,19 @@ _SAMPLE_EVENTS: tuple[AgentMessage, ...] = (
     Text(content="3", turn_phase="final"),
     Result(content="3", accounting=_ACCOUNTING),
     ErrorEvent(error="helper failed", accounting=_ACCOUNTING, agent="app:helper"),
+    PermissionRequestEvent(
+        request_id="q1",
+        tool_name="Bash",
+        tool_use_id="call_3",
+        input={"command": "ls", "file_path": "é"},
+        effect="execute",
+        deadline=1700000000.25,
+    ),
+    PermissionDecisionEvent(
+        request_id="q1", decision="allow", updated_input={"command": "ls -a"}, rule="Bash(ls)"
+    ),
+    QuestionEvent(request_id="q2", tool_use_id="call_4", questions=[{"id": "a", "question": "?"}]),
+    QuestionAnswerEvent(request_id="q2", answers={"a": ["yes", 1, None]}),
     TurnEnd(turn_id="t1", status="completed", duration_ms=12),
 )
 
