@@ -106,7 +106,7 @@ async def test_allow_runs_the_call_and_the_run_completes() -> None:
                 effect="execute",
             )
         ]
-        assert runtime.get_run(run.id) is run
+        assert runtime.get_run(run.id) is None  # no task here while it waits
         await run.decide(request.request_id, allow=True)
         outcome = await run.wait()
         assert outcome.ok and outcome.text == "all clean"

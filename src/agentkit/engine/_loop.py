@@ -554,7 +554,7 @@ async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> T
     """Run one user turn of `req.spec` on `provider` with `model`.
 
     A call that needs a person ends the turn early with `outcome.waiting` set (see
-    `agentkit.engine._asking`); `req.resume` starts such a turn again where it stopped.
+    docs/human-in-the-loop.md); `req.resume` starts such a turn again where it stopped.
     """
     turn = _Turn(req, provider, model)
     outcome = req.progress = turn.outcome

@@ -143,7 +143,7 @@ class TurnOutcome:
     error: str | None = None
     accounting: Accounting = field(default_factory=lambda: _NOTHING_USED)
     waiting: Suspension | None = None
-    """Set when the turn stopped to ask a person (see `agentkit.engine._asking`): the run
+    """Set when the turn stopped to ask a person (see docs/human-in-the-loop.md): the run
     stores it and waits, holding no task, instead of ending."""
 
 
@@ -257,7 +257,7 @@ class TurnRequest:
     """The run's OpenTelemetry spans, when it is traced (see the telemetry guide): a
     driver wraps its model and tool calls in them."""
     resume: Resumption | None = None
-    """Set when the turn goes on after a person's decision (see `agentkit.engine._asking`):
+    """Set when the turn goes on after a person's decision (see docs/human-in-the-loop.md):
     `transcript` then ends with the step that waited, and `prompt` is not sent again."""
     remembered: RulesLoader | None = None
     """Reads the allow rules a person remembered in the session; `None`: there are none."""

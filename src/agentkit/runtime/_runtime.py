@@ -569,8 +569,9 @@ class Runtime:
         return follow()
 
     def get_run(self, run_id: str) -> Run | None:
-        """A run that is still going (or waits for a person) in this runtime, by id."""
-        return self._runs.get(run_id) or self._suspended.get(run_id)
+        """A run that is still going in this runtime, by id (not one that waits for a
+        person: it has no task here, and may be resumed by another runtime)."""
+        return self._runs.get(run_id)
 
     async def replay(self, run_id: str, after: int = -1) -> AsyncIterator[EventEntry]:
         """A run's events after `after`: followed live while it runs, else read from the
