@@ -348,6 +348,10 @@ class RunTrace(TurnTracer, Protocol):
         """The run has ended (`None`: it was not accepted)."""
         ...
 
+    def waiting(self) -> None:
+        """The run waits for a person: its task ends without an outcome."""
+        ...
+
 
 class RunGroupView(Protocol):
     """What a run's lifecycle needs of the group running it (the runtime's `RunGroup`)."""
@@ -503,7 +507,7 @@ async def _end_or_wait(
         error = await _suspend(run, executor, waiting, started)
         if error is None:
             if telemetry is not None:
-                telemetry.end(None)  # the resumed turn is traced on its own
+                telemetry.waiting()
             return
         outcome = failed(request, error)
     await _finish(run, executor, request, outcome, interrupted, started, telemetry)
