@@ -515,3 +515,22 @@ async def test_a_deadline_denies_once_with_two_runtimes_sweeping(tmp_path: Path)
         assert events[-1].type == "turn_end" and events[-1].status == "completed"
         assert_stream_invariants(await _stored_log(second.store, run.id))
         del third
+
+
+async def test_a_traced_run_that_waits_ends_its_span_as_waiting() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import StatusCode
+
+    exporter = InMemorySpanExporter()
+    tracing = TracerProvider()
+    tracing.add_span_processor(SimpleSpanProcessor(exporter))
+    async with _runtime(provider(bash("ls"), "done"), tracer_provider=tracing) as runtime:
+        run = await runtime.start(SPEC, "go")
+        request = await _request(run)
+        (agent,) = [s for s in exporter.get_finished_spans() if s.name.startswith("invoke_agent")]
+        assert (agent.attributes or {})["agentkit.run.waiting"] is True
+        assert agent.status.status_code is not StatusCode.ERROR
+        await run.decide(request.request_id, allow=True)
+        assert (await run.wait()).ok

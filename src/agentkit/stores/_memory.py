@@ -172,7 +172,10 @@ class MemoryStore(MemoryRecords):
         return (RunRecord(*row) for row in self._runs.values())
 
     def _has_running(self, session_id: str) -> bool:
-        return session_id in self._running
+        # `_running` also holds a waiting run (it keeps its session busy); this asks for
+        # a running one, as the SQL stores' `running_sessions` does.
+        run_id = self._running.get(session_id)
+        return run_id is not None and self._runs[run_id][3] == "running"
 
     # --- bounds -----------------------------------------------------------------------
 

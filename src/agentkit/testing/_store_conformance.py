@@ -1847,10 +1847,12 @@ async def check_waiting_run_suspends_in_one_transaction(store: Store) -> None:
 
 @_check
 async def check_waiting_run_keeps_its_session_busy(store: Store) -> None:
-    """A waiting run holds its session like a running one; leases neither renew nor
-    expire it, and it cannot be finished until it is resumed."""
+    """A waiting run holds its session like a running one (but is not listed by
+    `running_sessions`); leases neither renew nor expire it, and it cannot be finished
+    until it is resumed."""
     await _suspended(store)
     await _expect(SessionBusyError, store.create_run(_run("r2", "s1")), "run beside a waiting one")
+    assert await store.running_sessions(["s1"]) == set()  # waiting is not running
     assert await store.renew_leases("me", ["r1"], time.time(), time.time() + 30) == set()
     assert "r1" not in [r.id for r in await store.expired_runs(time.time() + 3600)]
     assert not await store.finish_run("r1", "error", time.time(), expired_by=time.time() + 3600)
