@@ -534,3 +534,20 @@ async def test_a_traced_run_that_waits_ends_its_span_as_waiting() -> None:
         assert agent.status.status_code is not StatusCode.ERROR
         await run.decide(request.request_id, allow=True)
         assert (await run.wait()).ok
+
+
+async def test_an_agent_streams_the_request_and_goes_on_when_decided() -> None:
+    from agentkit import Agent
+
+    async with _runtime(provider()) as runtime:
+        # The `test` model calls each tool it is offered (here `Bash`), then answers.
+        agent = Agent("test", instructions="Check.", tools=tools()[:1], runtime=runtime)
+        run = await agent.start("how long?")
+        seen: list[str] = []
+        async for event in run.events():
+            seen.append(event.type)
+            if isinstance(event, PermissionRequestEvent):
+                await _until_status(run, "waiting")
+                await runtime.decide(run.id, event.request_id, allow=True)
+        assert (await run.wait()).ok
+        assert "permission_request" in seen and "permission_decision" in seen
