@@ -122,6 +122,11 @@ class LiveRelay:
             del self._logs[run_id]  # the run's last event: the store has it all now
             self._wanted.pop(run_id, None)
 
+    def forget(self, run_id: str) -> None:
+        """Drop the copy of a run's log that stopped here without ending (it waits for a
+        person, and may go on in another process): the store has every event of it."""
+        self._logs.pop(run_id, None)
+
     def _relayed(self, run_id: str) -> bool:
         until = self._wanted.get(run_id)
         if until is None:

@@ -717,6 +717,8 @@ class Runtime:
 
     def _suspended_run(self, run: Run) -> None:
         self._suspended[run.id] = run
+        if self._relay is not None:
+            self._relay.forget(run.id)
 
     def _continue(self, run: Run, system: str, resumption: Resumption, elapsed: int) -> None:
         """Start the task of a run whose waiting turn goes on here (see `_waiting.resume`)."""
