@@ -551,3 +551,34 @@ async def test_an_agent_streams_the_request_and_goes_on_when_decided() -> None:
                 await runtime.decide(run.id, event.request_id, allow=True)
         assert (await run.wait()).ok
         assert "permission_request" in seen and "permission_decision" in seen
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_remembering_never_widens_what_was_allowed(tmp_path: Path) -> None:
+    from agentkit.engine import rule_for
+    from agentkit.tools import ToolContext, builtin_tools
+
+    registry = builtin_tools("claude")
+    bash_tool, read_tool = registry.get("Bash"), registry.get("Read")
+    context = ToolContext(working_dir=tmp_path, run_id="r", session_id="s", agent_id="a")
+    assert rule_for(bash_tool, "Bash", {"command": "git status"}, context) == "Bash(git status)"
+    # A wildcard, or a command the allowlist syntax cannot match: the exact call.
+    for command in ("rm *.py", "ls; rm x"):
+        exact = {"tool": "Bash", "input": {"command": command}}
+        assert rule_for(bash_tool, "Bash", {"command": command}, context) == exact
+    assert rule_for(read_tool, "Read", {"file_path": "src/a.py"}, context) == "Read(src/a.py)"
+    # A tool without specifiers, or an action: the exact call.
+    assert rule_for(tools()[1], "Read", {"file_path": "a"}, context) == {
+        "tool": "Read",
+        "input": {"file_path": "a"},
+    }
+    assert rule_for(None, "notes__create", {"title": "x"}, context) == {
+        "tool": "notes__create",
+        "input": {"title": "x"},
+    }
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("inf"), "soon"])
+def test_a_bad_request_timeout_is_refused(timeout: Any) -> None:
+    with pytest.raises(ValueError, match="request_timeout must be a positive number"):
+        Runtime(request_timeout=timeout)
