@@ -34,9 +34,9 @@ if TYPE_CHECKING:
         ToolError,
     )
     from agentkit.events import AgentMessage
-    from agentkit.permissions import Allow, Deny, PermissionHandler, PermissionRequest
+    from agentkit.permissions import Allow, Ask, Deny, PermissionHandler, PermissionRequest
     from agentkit.providers import Provider
-    from agentkit.runtime import RetryPolicy, Run, RunOutcome, Runtime
+    from agentkit.runtime import PendingRequest, RetryPolicy, Run, RunOutcome, Runtime
     from agentkit.spec import AgentSpec, ModelSelection
     from agentkit.stores import MemoryStore, Store
     from agentkit.tools import Tool, ToolContext, ToolRegistry, tool
@@ -52,6 +52,7 @@ _EXPORTS: dict[str, str] = {
     "AgentSpec": "agentkit.spec",
     "AgentkitError": "agentkit.errors",
     "Allow": "agentkit.permissions",
+    "Ask": "agentkit.permissions",
     "Deny": "agentkit.permissions",
     "Diagnostic": "agentkit.diagnostics",
     "LoadError": "agentkit.errors",
@@ -60,6 +61,7 @@ _EXPORTS: dict[str, str] = {
     "Page": "agentkit.paging",
     "PermissionHandler": "agentkit.permissions",
     "PermissionRequest": "agentkit.permissions",
+    "PendingRequest": "agentkit.runtime",
     "Provider": "agentkit.providers",
     "ProviderError": "agentkit.errors",
     "RemoteMachine": "agentkit.client",
@@ -93,12 +95,14 @@ __all__ = [
     "AgentSpec",
     "AgentkitError",
     "Allow",
+    "Ask",
     "Deny",
     "Diagnostic",
     "LoadError",
     "MemoryStore",
     "ModelSelection",
     "Page",
+    "PendingRequest",
     "PermissionHandler",
     "PermissionRequest",
     "Provider",

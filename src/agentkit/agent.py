@@ -218,6 +218,12 @@ class Agent(Generic[OutputT]):
             prompt: The user's message.
             session_id: Continue this session (`outcome.session_id` of an earlier run).
 
+        A call that needs a person's consent (or a question) makes the run wait until
+        someone decides it (docs/human-in-the-loop.md), and this call with it: give the
+        agent a runtime (`runtime=`, or `async with agent:`) and decide from another task
+        (`runtime.decide(run_id, ...)`), or `start` the run and decide while reading its
+        events (`permission_request`, `question`).
+
         Raises:
             RunFailedError: The run did not complete (its error, status and accounting
                 are on the exception).

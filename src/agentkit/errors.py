@@ -51,6 +51,8 @@ __all__ = [
     "ProviderError",
     "RecordExistsError",
     "RecordNotFoundError",
+    "RequestDecidedError",
+    "RequestError",
     "ResumeError",
     "RoomAccessError",
     "RoomAgentError",
@@ -71,6 +73,7 @@ __all__ = [
     "ToolError",
     "TurnNotFoundError",
     "UnknownModelError",
+    "UnknownRequestError",
     "UnknownToolError",
     "UploadError",
     "UploadQuotaError",
@@ -283,6 +286,23 @@ class UnknownModelError(AgentkitError, LookupError):
 
 class ClaudeCliError(AgentkitError, RuntimeError):
     """The `claude` command cannot be run (not installed, not executable)."""
+
+
+# --- people in the loop --------------------------------------------------------------------
+
+
+class RequestError(AgentkitError):
+    """A decision or an answer for a waiting run's request could not be given (see
+    docs/human-in-the-loop.md)."""
+
+
+class RequestDecidedError(RequestError, RuntimeError):
+    """The request was decided (or answered, or ended by its deadline) already, through
+    this or another runtime: the first decision won, nothing of this one was written."""
+
+
+class UnknownRequestError(RequestError, LookupError):
+    """No run has this id, or the run never made a request of this id."""
 
 
 # --- stores --------------------------------------------------------------------------------

@@ -14,8 +14,10 @@ assert to_wire(event) == {
 ```
 
 Groups: lifecycle (`turn_start`, `turn_end`, `session_init`), content (`thinking`, `text`,
-`tool_use`, `tool_result`, `structured_output`, `result`, `error`) and transient
-(`text_delta`, never stored). Content forwarded from a sub-agent carries its id in `agent`.
+`tool_use`, `tool_result`, `structured_output`, `result`, `error`), requests to a person
+(`permission_request`, `permission_decision`, `question`, `answer`: see
+docs/human-in-the-loop.md) and transient (`text_delta`, never stored). Content forwarded
+from a sub-agent carries its id in `agent`.
 """
 
 from __future__ import annotations
@@ -29,10 +31,15 @@ from pydantic.alias_generators import to_camel
 __all__ = [
     "CONTENT_TYPES",
     "LIFECYCLE_TYPES",
+    "REQUEST_TYPES",
     "Accounting",
     "AgentMessage",
     "ErrorEvent",
     "ModelUsage",
+    "PermissionDecisionEvent",
+    "PermissionRequestEvent",
+    "QuestionAnswerEvent",
+    "QuestionEvent",
     "Result",
     "SessionInit",
     "StructuredOutput",
@@ -198,6 +205,58 @@ class ErrorEvent(_Event):
     accounting: Accounting | None = None
 
 
+class PermissionRequestEvent(_Event):
+    """A call that needs a person's consent: the run waits (status `waiting`) until
+    someone decides it (`Run.decide`, `Runtime.decide`), or its deadline passes."""
+
+    type: Literal["permission_request"] = "permission_request"
+    request_id: str
+    tool_name: str
+    tool_use_id: str
+    input: dict[str, Any]
+    effect: Literal["read", "edit", "execute"]
+    deadline: float | None = None
+    """When the request is ended as denied (seconds since the epoch), if the runtime has a
+    `request_timeout`."""
+
+
+class PermissionDecisionEvent(_Event):
+    """How a `permission_request` was decided; the run goes on from here."""
+
+    type: Literal["permission_decision"] = "permission_decision"
+    request_id: str
+    decision: Literal["allow", "deny"]
+    message: str | None = None
+    """Why it was denied: what the model is told."""
+    updated_input: dict[str, Any] | None = None
+    """The input the call runs with instead of the model's, when the decider changed it."""
+    remember: bool = False
+    """Whether an allow rule was stored for later matching calls in the session."""
+    rule: str | None = None
+    """The remembered rule (see docs/human-in-the-loop.md), when `remember`."""
+
+
+class QuestionEvent(_Event):
+    """The questionnaire tool asks a person: the run waits until someone answers
+    (`Run.answer`, `Runtime.answer`), or its deadline passes."""
+
+    type: Literal["question"] = "question"
+    request_id: str
+    tool_use_id: str
+    questions: list[dict[str, Any]]
+    deadline: float | None = None
+
+
+class QuestionAnswerEvent(_Event):
+    """The answers to a `question`: what the questionnaire tool gives the model."""
+
+    type: Literal["answer"] = "answer"
+    request_id: str
+    answers: Any = None
+    error: str | None = None
+    """Set instead of answers when nobody answered in time."""
+
+
 class TextDelta(_Event):
     """A live piece of a `text` block still being written. Never stored."""
 
@@ -216,6 +275,10 @@ AgentMessage: TypeAlias = Annotated[
     | StructuredOutput
     | Result
     | ErrorEvent
+    | PermissionRequestEvent
+    | PermissionDecisionEvent
+    | QuestionEvent
+    | QuestionAnswerEvent
     | TextDelta,
     Field(discriminator="type"),
 ]
@@ -225,6 +288,8 @@ LIFECYCLE_TYPES = frozenset({"turn_start", "turn_end", "session_init"})
 CONTENT_TYPES = frozenset(
     {"thinking", "text", "tool_use", "tool_result", "structured_output", "result", "error"}
 )
+REQUEST_TYPES = frozenset({"permission_request", "permission_decision", "question", "answer"})
+"""Events of a run that asks a person and waits (see docs/human-in-the-loop.md)."""
 
 
 @lru_cache(maxsize=1)

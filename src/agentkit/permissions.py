@@ -6,11 +6,17 @@ mode decides which of those calls need the host's consent:
 | mode | `read` calls | `edit` calls | `execute` calls |
 | --- | --- | --- | --- |
 | `bypassPermissions` | allowed | allowed | allowed |
-| `acceptEdits` | allowed | allowed | handler decides |
-| `default` | allowed | handler decides | handler decides |
+| `acceptEdits` | allowed | allowed | asked |
+| `default` | allowed | asked | asked |
 
-With no handler, a call that needs consent is refused with a tool error the model sees.
-A refusal never ends the run; it is counted in the result's accounting.
+An *asked* call is first checked against the allow rules remembered in the session (a
+person's "always allow"); then the host's handler decides, when there is one: `Allow()`,
+`Deny("why")`, or `Ask()` to put it to a person. With no handler (or `Ask()`), the run
+records a `permission_request` event and waits, with status `waiting`, holding no task,
+until someone decides it through any runtime sharing the store (`Run.decide`,
+`Runtime.decide`), or its deadline (`Runtime(request_timeout=...)`) ends it as denied: see
+docs/human-in-the-loop.md. A denial never ends the run: the model gets the tool error
+`permission denied: <message>`, and it is counted in the result's accounting.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Allow",
+    "Ask",
     "Deny",
     "Effect",
     "PermissionDecision",
@@ -59,9 +66,23 @@ class Deny:
     message: str = "the host denied this call"
 
 
-PermissionDecision = Allow | Deny
+@dataclass(frozen=True)
+class Ask:
+    """Put the call to a person: the run records a `permission_request` and waits for a
+    decision (see docs/human-in-the-loop.md).
+
+    Returned by a permission handler for the calls it leaves to a person. A `questionnaire`
+    service returns `Ask()` for the questions it cannot answer itself; a tool may return
+    `Ask(questions=[...])` to put those questions to a person, and gets the answers as its
+    result.
+    """
+
+    questions: tuple[dict[str, Any], ...] | None = None
+
+
+PermissionDecision = Allow | Deny | Ask
 PermissionHandler = Callable[[PermissionRequest], Awaitable[PermissionDecision]]
-"""`async def handler(request) -> Allow() | Deny("why")`."""
+"""`async def handler(request) -> Allow() | Deny("why") | Ask()`."""
 
 
 def needs_permission(mode: PermissionMode, effect: Effect) -> bool:

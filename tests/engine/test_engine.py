@@ -264,11 +264,22 @@ async def test_permission_modes(mode: str, tool: str, asks: bool) -> None:
         assert asked[0].tool == tool and asked[0].input == arguments
 
 
-async def test_no_handler_refuses_and_counts_the_denial() -> None:
+async def test_no_handler_asks_a_person_and_counts_a_denial() -> None:
+    # Without a handler the call waits for a person (docs/human-in-the-loop.md); denied,
+    # the model gets the refusal as a tool error and the denial is counted.
     spec = AgentSpec(id="demo:p", tools=("Bash",), permission_mode="default")
-    events, outcome, _ = await run_all(spec, [call("Bash", command="ls"), "done"])
+    provider = ScriptedProvider([call("Bash", command="ls"), "done"])
+    async with Runtime(provider=provider, tools=tools()) as runtime:
+        run = await runtime.start(spec, "go")
+        events: list[AgentMessage] = []
+        async for event in run.events():
+            events.append(event)
+            if event.type == "permission_request":
+                assert event.tool_name == "Bash" and event.input == {"command": "ls"}
+                await runtime.decide(run.id, event.request_id, allow=False, message="no")
+        outcome = await run.wait()
     result = results(events)[0]
-    assert result.is_error and "no permission handler" in result.output
+    assert result.is_error and result.output == "permission denied: no"
     assert outcome.ok and outcome.accounting.permission_denials == 1
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from agentkit.permissions import Ask
 from agentkit.providers import ModelRequest, ProviderError
 from agentkit.runtime import Runtime
 from agentkit.spec import AgentSpec
@@ -223,8 +224,10 @@ async def test_questionnaire_asks_the_host(tmp_path: Path, name: str) -> None:
     assert asked[0][0] == {"id": "q1", "question": "Proceed?", "options": ["yes", "no"]}
     tool = REGISTRY.get(name)
     assert tool is not None
-    message = await call_error(tool, make_ctx(tmp_path), questions=[{"question": "?"}])
-    assert "cannot ask the user" in message
+    # Without the service, the questions go to a person: the run waits on them (see
+    # tests/runtime/test_human_in_the_loop.py).
+    asked_person = await tool.function({"questions": [{"question": "?"}]}, make_ctx(tmp_path))
+    assert asked_person == Ask(questions=({"id": "q1", "question": "?"},))
 
 
 # -- sub-agents ---------------------------------------------------------------------

@@ -11,6 +11,10 @@ from agentkit.events import (
     Accounting,
     ErrorEvent,
     ModelUsage,
+    PermissionDecisionEvent,
+    PermissionRequestEvent,
+    QuestionAnswerEvent,
+    QuestionEvent,
     Result,
     SessionInit,
     StructuredOutput,
@@ -117,6 +121,65 @@ EXAMPLES = [
     (
         TextDelta(content="h", agent="app:sub"),
         {"type": "text_delta", "content": "h", "agent": "app:sub"},
+    ),
+    (
+        PermissionRequestEvent(
+            request_id="q1",
+            tool_name="Bash",
+            tool_use_id="c1",
+            input={"command": "ls", "file_path": "a"},
+            effect="execute",
+            deadline=12.5,
+        ),
+        {
+            "type": "permission_request",
+            "requestId": "q1",
+            "toolName": "Bash",
+            "toolUseId": "c1",
+            "input": {"command": "ls", "file_path": "a"},
+            "effect": "execute",
+            "deadline": 12.5,
+        },
+    ),
+    (
+        PermissionDecisionEvent(
+            request_id="q1",
+            decision="allow",
+            updated_input={"command": "ls -a"},
+            remember=True,
+            rule="Bash(ls)",
+        ),
+        {
+            "type": "permission_decision",
+            "requestId": "q1",
+            "decision": "allow",
+            "updatedInput": {"command": "ls -a"},
+            "remember": True,
+            "rule": "Bash(ls)",
+        },
+    ),
+    (
+        PermissionDecisionEvent(request_id="q2", decision="deny", message="no"),
+        {
+            "type": "permission_decision",
+            "requestId": "q2",
+            "decision": "deny",
+            "message": "no",
+            "remember": False,
+        },
+    ),
+    (
+        QuestionEvent(request_id="q3", tool_use_id="c2", questions=[{"id": "a", "question": "?"}]),
+        {
+            "type": "question",
+            "requestId": "q3",
+            "toolUseId": "c2",
+            "questions": [{"id": "a", "question": "?"}],
+        },
+    ),
+    (
+        QuestionAnswerEvent(request_id="q3", answers={"a": ["x", 1]}),
+        {"type": "answer", "requestId": "q3", "answers": {"a": ["x", 1]}},
     ),
 ]
 

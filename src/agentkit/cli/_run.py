@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentkit._internal.signals import watch_stop_signals
+from agentkit.cli._consent import PERMISSION_MODES, attach_consent
 from agentkit.cli._exit import (
     EXIT_FAILED,
     EXIT_OK,
@@ -116,6 +117,13 @@ output:
         "--app", metavar="DIR", help="the app folder for <app-id>:<name> targets (default: .)"
     )
     run.add_argument("--store", metavar="LOCATION", help=STORE_HELP)
+    run.add_argument(
+        "--permission-mode",
+        choices=PERMISSION_MODES,
+        help="the agent's permission mode instead of its own: acceptEdits lets it edit "
+        "files, bypassPermissions also run commands, without asking. Calls that need "
+        "permission are denied when nobody can be asked (standard input is not a terminal)",
+    )
     add_provider_timeouts(run)
 
 
@@ -163,6 +171,10 @@ def run_command(args: argparse.Namespace) -> int:
             args.provider = spec.model.provider  # the model string names its provider
         if isinstance(runnable, PythonSpec):
             runnable = PythonSpec(spec)  # its runtime holds the spec as run
+    if args.permission_mode is not None:
+        spec = spec.model_copy(update={"permission_mode": args.permission_mode})
+        if isinstance(runnable, PythonSpec):
+            runnable = PythonSpec(spec)
     provider = make_provider(args)
     if args.model is not None:
         check_model(provider, spec.model)
@@ -188,6 +200,7 @@ def run_command(args: argparse.Namespace) -> int:
             from agentkit.stores import SessionNotFoundError
 
             runtime = runnable.make_runtime(provider=provider, store=store, working_dir=working_dir)
+            attach_consent(runtime)  # no run of this command waits on nobody
             async with runtime:
                 try:
                     run = await runtime.start(spec, prompt, session_id=args.session)

@@ -104,7 +104,9 @@ async def fork_conversation(
             stored = await store.list_runs(conversation_id)
         dropped = set(meta.dropped)
         runs = [run for run in stored if run.id not in dropped]
-        ended = list(itertools.takewhile(lambda run: run.status != "running", runs))
+        ended = list(
+            itertools.takewhile(lambda run: run.status not in ("running", "waiting"), runs)
+        )
         kept = len(ended) if turn is None else turn
         if not 0 <= kept <= len(ended):
             raise _FieldError(

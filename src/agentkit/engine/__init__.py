@@ -13,7 +13,10 @@ A turn gets what it may use as [`TurnResources`][agentkit.engine.TurnResources] 
 actions, the host that runs sub-agents, the permission handler, limits, retries), never the
 runtime itself. The event builders (`turn_start_event`, `text_delta_event`, ...) make the
 events of a turn without validating what the engine made itself, and `text_safe` makes a
-string storable (lone surrogates replaced): both are for drivers and the runtime.
+string storable (lone surrogates replaced): both are for drivers and the runtime. A turn
+that waits for a person ends with a `Suspension` and goes on from a `Resumption`; the
+remembered allow rules (`rule_for`, `with_rule`, `remembered`) are kept in a session's
+metadata under `RULES_KEY` (see docs/human-in-the-loop.md).
 """
 
 from typing import TYPE_CHECKING
@@ -21,6 +24,15 @@ from typing import TYPE_CHECKING
 from agentkit._internal.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from agentkit.engine._asking import (
+        RULES_KEY,
+        Resumption,
+        Suspension,
+        remembered,
+        rule_for,
+        rule_text,
+        with_rule,
+    )
     from agentkit.engine._drivers import (
         Driver,
         SessionCheck,
@@ -53,6 +65,13 @@ if TYPE_CHECKING:
     )
 
 _EXPORTS: dict[str, str] = {
+    "RULES_KEY": "agentkit.engine._asking",
+    "Resumption": "agentkit.engine._asking",
+    "Suspension": "agentkit.engine._asking",
+    "remembered": "agentkit.engine._asking",
+    "rule_for": "agentkit.engine._asking",
+    "rule_text": "agentkit.engine._asking",
+    "with_rule": "agentkit.engine._asking",
     "Driver": "agentkit.engine._drivers",
     "Emit": "agentkit.engine._turns",
     "OfferCache": "agentkit.engine._turns",
@@ -80,12 +99,15 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "RULES_KEY",
     "Driver",
     "Emit",
     "OfferCache",
     "OutputLimits",
+    "Resumption",
     "RetryPolicy",
     "SessionCheck",
+    "Suspension",
     "TurnOutcome",
     "TurnRequest",
     "TurnResources",
@@ -95,8 +117,11 @@ __all__ = [
     "register_driver",
     "register_session_check",
     "registered_driver",
+    "remembered",
     "resolve_context",
     "result_event",
+    "rule_for",
+    "rule_text",
     "run_engine_turn",
     "session_checks",
     "session_init_event",
@@ -104,6 +129,7 @@ __all__ = [
     "text_safe",
     "turn_end_event",
     "turn_start_event",
+    "with_rule",
 ]
 
 # Hidden from type checkers: a module `__getattr__` would make every misspelt name

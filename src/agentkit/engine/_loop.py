@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from types import AsyncGeneratorType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -21,6 +22,12 @@ import anyio.lowlevel
 
 from agentkit._internal.schema import schema_violations
 from agentkit.actions import ActionContext
+from agentkit.engine._asking import (
+    Resumption,
+    Suspension,
+    allowed_by,
+    new_request_id,
+)
 from agentkit.engine._offers import Offered, offers_of, submit_schema
 from agentkit.engine._prompt import SUBMIT_REMINDER
 from agentkit.engine._text_safety import (
@@ -46,6 +53,8 @@ from agentkit.engine._turns import MAX_REPLY_ENV, OutputLimits, TurnOutcome, Tur
 from agentkit.events import (
     Accounting,
     ModelUsage,
+    PermissionRequestEvent,
+    QuestionEvent,
     StructuredOutput,
     Thinking,
 )
@@ -58,6 +67,7 @@ from agentkit.messages import (
 )
 from agentkit.permissions import (
     Allow,
+    Ask,
     Deny,
     Effect,
     PermissionHandler,
@@ -122,6 +132,16 @@ def _size(value: Any) -> int:
         return size
 
 
+class _Asking:
+    """What `call_tool` returns for a call that waits for a person (see `_Turn.asking`)."""
+
+    def __repr__(self) -> str:
+        return "<waiting for a person>"
+
+
+_ASKING = _Asking()
+
+
 def _reply_too_large(cap: int | None) -> ProviderError:
     return ProviderError(
         f"the model's reply went over {cap:,} characters (text, thinking and tool-call "
@@ -142,6 +162,10 @@ class _Turn:
         self.outcome = TurnOutcome()
         self.denials = 0
         self.stop_reason: str | None = None  # the last model call's `Stop`
+        # A person's decision for the next call that needs consent (a resumed turn's
+        # pending call); and what the last call that returned `_ASKING` asks.
+        self.decided: Allow | Deny | None = None
+        self.asking: tuple[str, Any] | None = None
         self.telemetry = req.telemetry  # None unless the run is traced
         self.offered, self.definitions = offers_of(req.spec, resources)
         self.limits: OutputLimits = resources.limits
@@ -305,15 +329,24 @@ class _Turn:
             effect = offered.action.effect
 
         if needs_permission(self.req.spec.permission_mode, effect):
-            decision = await self._ask_permission(call.name, arguments, effect)
+            decided, self.decided = self.decided, None
+            by = "the permission decision's" if decided is not None else "the permission handler's"
+            decision = (
+                decided
+                if decided is not None
+                else await self._ask_permission(offered, call.name, arguments, effect)
+            )
+            if isinstance(decision, Ask):
+                self.asking = ("permission", (call.name, arguments, effect))
+                return _ASKING, False
             if isinstance(decision, Deny):
                 self.denials += 1
                 return f"permission denied: {decision.message}", True
             if decision.updated_input is not None:
-                # A handler's changed input passes the same checks as the model's.
+                # A changed input passes the same checks as the model's.
                 refusal = self._refusal(offered, decision.updated_input)
                 if refusal is not None:
-                    return f"the permission handler's changed input: {refusal}", True
+                    return f"{by} changed input: {refusal}", True
                 arguments = decision.updated_input
 
         if offered.kind == "tool":
@@ -337,23 +370,57 @@ class _Turn:
         return await self.summon(arguments)
 
     async def _ask_permission(
-        self, name: str, arguments: dict[str, Any], effect: Effect
-    ) -> Allow | Deny:
+        self, offered: Offered, name: str, arguments: dict[str, Any], effect: Effect
+    ) -> Allow | Deny | Ask:
+        """Remembered rules first, then the host's handler; `Ask()` puts it to a person."""
+        remembered = self.req.remembered
+        if remembered is not None:
+            try:
+                rules = await remembered()
+            except Exception as exc:
+                _logger.warning("could not read the remembered permission rules: %s", exc)
+                rules = ()
+            if rules and allowed_by(rules, offered.tool, name, arguments, self.tool_context):
+                return Allow()
         handler: PermissionHandler | None = self.resources.permission_handler
         if handler is None:
-            return Deny(
-                f"{name} needs permission under permissionMode "
-                f"{self.req.spec.permission_mode!r} and no permission handler is configured"
-            )
+            return Ask()
         try:
             decision = await handler(
                 PermissionRequest(name, dict(arguments), effect, self.tool_context)
             )
         except Exception as exc:
             return Deny(f"the permission handler failed: {type(exc).__name__}: {exc}")
-        if not isinstance(decision, Allow | Deny):
-            return Deny("the permission handler returned neither Allow nor Deny")
+        if not isinstance(decision, Allow | Deny | Ask):
+            return Deny("the permission handler returned neither Allow, Deny nor Ask")
         return decision
+
+    def request_event(self, call: ToolCall) -> tuple[str, Any, float | None]:
+        """The event of what the last `_ASKING` call asks: its id, the event, the deadline."""
+        assert self.asking is not None
+        kind, what = self.asking
+        self.asking = None
+        timeout = self.req.request_timeout
+        deadline = None if timeout is None else time.time() + timeout
+        request_id = new_request_id()
+        if kind == "permission":
+            name, arguments, effect = what
+            return (
+                request_id,
+                PermissionRequestEvent(
+                    request_id=request_id,
+                    tool_name=name,
+                    tool_use_id=call.id,
+                    input=arguments,
+                    effect=effect,
+                    deadline=deadline,
+                ),
+                deadline,
+            )
+        event = QuestionEvent(
+            request_id=request_id, tool_use_id=call.id, questions=what, deadline=deadline
+        )
+        return request_id, event, deadline
 
     def _refusal(self, offered: Offered, arguments: dict[str, Any]) -> str | None:
         """Why these arguments may not be used for this call (schema, allowlist rules),
@@ -375,8 +442,15 @@ class _Turn:
     async def _run_tool(self, tool: Tool, arguments: dict[str, Any]) -> tuple[Any, bool]:
         try:
             if tool.timeout is None:
-                return json_safe(await tool.function(arguments, self.tool_context)), False
-            output = await call_within(tool, arguments, self.tool_context, tool.timeout)
+                output = await tool.function(arguments, self.tool_context)
+            else:
+                output = await call_within(tool, arguments, self.tool_context, tool.timeout)
+            if type(output) is Ask:  # the tool puts questions to a person
+                questions = [dict(question) for question in output.questions or ()]
+                if not questions:
+                    return f"{tool.name} asked a person nothing (Ask without questions)", True
+                self.asking = ("question", json_safe(questions))
+                return _ASKING, False
             return json_safe(output), False
         except TimeoutError:
             return f"{tool.name} timed out after {tool.timeout:g} seconds", True
@@ -414,57 +488,157 @@ class _Turn:
         return payload, result.status == "error"
 
 
+def _resumed_reply(messages: list[Message], state: dict[str, Any]) -> AssistantMessage | None:
+    """The assistant message whose call waited: the transcript's last one, if its call at
+    the stored index is the stored call."""
+    for message in reversed(messages):
+        if isinstance(message, AssistantMessage):
+            index = state.get("callIndex")
+            calls = message.tool_calls
+            if (
+                isinstance(index, int)
+                and 0 <= index < len(calls)
+                and calls[index].id == state.get("toolUseId")
+            ):
+                return message
+            return None
+    return None
+
+
+async def _decided_call(turn: _Turn, call: ToolCall, resume: Resumption) -> tuple[Any, bool]:
+    """The result of the call a person decided or answered."""
+    if resume.kind == "question":
+        if resume.error is not None:
+            return resume.error, True
+        return json_safe(resume.answers), False
+    if resume.allow:
+        turn.decided = Allow(updated_input=resume.updated_input)
+    else:
+        turn.decided = Deny(resume.message or "a person denied this call")
+    try:
+        if turn.telemetry is not None:
+            return await turn.telemetry.tool(turn, call)
+        return await turn.call_tool(call)
+    finally:
+        turn.decided = None
+
+
+def _suspend(
+    turn: _Turn,
+    call: ToolCall,
+    index: int,
+    unsaved: list[Message],
+    counts: tuple[int, int],
+) -> Suspension:
+    """Emit the request of the call at `index` and describe the turn's continuation."""
+    request_id, event, deadline = turn.request_event(call)
+    turn.req.emit(event)
+    models = {name: usage.model_dump() for name, usage in turn.req.usage.items()}
+    state = {
+        "kind": "permission" if isinstance(event, PermissionRequestEvent) else "question",
+        "requestId": request_id,
+        "callIndex": index,
+        "toolUseId": call.id,
+        "toolName": call.name,
+        "modelCalls": counts[0],
+        "toolCalls": counts[1],
+        "denials": turn.denials,
+        "usage": models,
+        "timeout": turn.req.request_timeout,
+        "request": event.model_dump(mode="json", by_alias=True, exclude_none=True),
+    }
+    return Suspension(request=event, messages=unsaved, state=state, deadline=deadline)
+
+
 async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> TurnOutcome:
-    """Run one user turn of `req.spec` on `provider` with `model`."""
+    """Run one user turn of `req.spec` on `provider` with `model`.
+
+    A call that needs a person ends the turn early with `outcome.waiting` set (see
+    docs/human-in-the-loop.md); `req.resume` starts such a turn again where it stopped.
+    """
     turn = _Turn(req, provider, model)
     outcome = req.progress = turn.outcome
     spec = req.spec
     max_turns = spec.max_turns or req.resources.default_max_turns
     messages: list[Message] = list(req.transcript)
-    pending: list[Message] = [user_message(req.prompt)]
-    messages.extend(pending)
+    resume = req.resume
     calls_made = 0
     tool_calls = 0
+    reply: AssistantMessage | None = None
+    first = 0  # the first call of `reply` still to run
+    pending: list[Message] = []
+    if resume is None:
+        pending.append(user_message(req.prompt))
+        messages.extend(pending)
+    else:
+        state = resume.state
+        calls_made, tool_calls = int(state["modelCalls"]), int(state["toolCalls"])
+        turn.denials = int(state.get("denials", 0))
+        reply = _resumed_reply(messages, state)
+        if reply is None:
+            outcome.status = "error"
+            outcome.error = "the waiting call is not the transcript's last (was it changed?)"
+            return outcome
+        first = int(state["callIndex"])
     output_cap = turn.limits.tool_output_chars
     telemetry = turn.telemetry
     try:
-        while calls_made < max_turns:
-            calls_made += 1
-            try:
-                reply = await turn.call_model(messages)
-            except ProviderError as exc:
-                outcome.status = "error"
-                outcome.error = f"model call failed: {exc.message}"
-                return outcome
-            except Exception as exc:
-                outcome.status = "error"
-                outcome.error = f"model call failed: {type(exc).__name__}: {exc}"
-                return outcome
-            step: list[Message] = [reply]
-            if reply.text:
-                phase: Literal["commentary", "final"] = (
-                    "commentary" if reply.tool_calls else "final"
-                )
-                req.emit(text_event(reply.text, phase))
-            for call in reply.tool_calls:
-                tool_calls += 1
-                shown_input = (
-                    call.arguments if isinstance(call.arguments, dict) else {"_raw": call.arguments}
-                )
-                req.emit(tool_use_event(call.id, call.name, shown_input))
-                if outcome.has_payload:
-                    # An accepted submit_output ends the turn: nothing after it runs, but
-                    # every call still gets its result (model APIs require one).
-                    output, is_error = "not run: the output was already submitted", True
-                elif telemetry is not None:  # in an `execute_tool` span
-                    output, is_error = await telemetry.tool(turn, call)
+        while True:
+            step: list[Message] = []
+            if reply is None:
+                if calls_made >= max_turns:
+                    break
+                calls_made += 1
+                try:
+                    reply = await turn.call_model(messages)
+                except ProviderError as exc:
+                    outcome.status = "error"
+                    outcome.error = f"model call failed: {exc.message}"
+                    return outcome
+                except Exception as exc:
+                    outcome.status = "error"
+                    outcome.error = f"model call failed: {type(exc).__name__}: {exc}"
+                    return outcome
+                step.append(reply)
+                if reply.text:
+                    phase: Literal["commentary", "final"] = (
+                        "commentary" if reply.tool_calls else "final"
+                    )
+                    req.emit(text_event(reply.text, phase))
+            calls = reply.tool_calls
+            for index in range(first, len(calls)):
+                call = calls[index]
+                if resume is not None:
+                    # The call that waited: shown and counted before it waited.
+                    output, is_error = await _decided_call(turn, call, resume)
+                    resume = None
                 else:
-                    output, is_error = await turn.call_tool(call)
+                    tool_calls += 1
+                    shown_input = (
+                        call.arguments
+                        if isinstance(call.arguments, dict)
+                        else {"_raw": call.arguments}
+                    )
+                    req.emit(tool_use_event(call.id, call.name, shown_input))
+                    if outcome.has_payload:
+                        # An accepted submit_output ends the turn: nothing after it runs,
+                        # but every call still gets its result (model APIs require one).
+                        output, is_error = "not run: the output was already submitted", True
+                    elif telemetry is not None:  # in an `execute_tool` span
+                        output, is_error = await telemetry.tool(turn, call)
+                    else:
+                        output, is_error = await turn.call_tool(call)
+                if output is _ASKING:
+                    outcome.waiting = _suspend(
+                        turn, call, index, pending + step, (calls_made, tool_calls)
+                    )
+                    return outcome
                 text = as_text(output)
                 if output_cap is not None and len(text) > output_cap:
                     output = text = cut_output(text, output_cap)
                 req.emit(tool_result_event(call.id, call.name, output, is_error))
                 step.append(tool_result_message(call.id, call.name, text, is_error))
+            first = 0
             messages.extend(step)
             pending.extend(step)
             # The step's messages and events are stored together: a transcript never holds
@@ -474,7 +648,7 @@ async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> T
             if outcome.has_payload:
                 outcome.text = json.dumps(outcome.payload, ensure_ascii=False)
                 return outcome
-            if not reply.tool_calls and turn.stop_reason == "max_tokens":
+            if not calls and turn.stop_reason == "max_tokens":
                 # A cut answer is not a finished one: say so instead of passing it off.
                 outcome.status = "error"
                 outcome.text = reply.text
@@ -482,13 +656,14 @@ async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> T
                     "the model's answer was cut off: it reached its output token limit (max_tokens)"
                 )
                 return outcome
-            if not reply.tool_calls:
+            if not calls:
                 if spec.output_schema is None:
                     outcome.text = reply.text
                     return outcome
                 reminder = UserMessage(content=SUBMIT_REMINDER)
                 messages.append(reminder)
                 pending.append(reminder)
+            reply = None
         outcome.status = "error"
         outcome.error = (
             f"reached maxTurns ({max_turns}) without submitting output"

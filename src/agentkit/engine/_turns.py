@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from agentkit.actions import ActionRegistry, RunHost
+from agentkit.engine._asking import Resumption, RulesLoader, Suspension
 from agentkit.events import Accounting, AgentMessage, ModelUsage
 from agentkit.messages import AssistantMessage, Message, ToolCall
 from agentkit.permissions import PermissionHandler
@@ -141,6 +142,9 @@ class TurnOutcome:
     has_payload: bool = False
     error: str | None = None
     accounting: Accounting = field(default_factory=lambda: _NOTHING_USED)
+    waiting: Suspension | None = None
+    """Set when the turn stopped to ask a person (see docs/human-in-the-loop.md): the run
+    stores it and waits, holding no task, instead of ending."""
 
 
 class OfferCache:
@@ -165,7 +169,8 @@ class TurnResources:
         tools: The tools a spec's allowlist picks from.
         actions: The actions a spec's allowlist picks from.
         host: Runs sub-agents and actions for the turn (the runtime), and knows its agents.
-        permission_handler: Decides the calls that need consent; `None` refuses them.
+        permission_handler: Decides the calls that need consent first; `None` (or its
+            `Ask()`) puts them to a person.
         services: Host services handed to tools and actions by name.
         limits: Caps on tool output and model replies.
         retry: How retryable provider errors are retried.
@@ -251,3 +256,10 @@ class TurnRequest:
     telemetry: TurnTracer | None = None
     """The run's OpenTelemetry spans, when it is traced (see the telemetry guide): a
     driver wraps its model and tool calls in them."""
+    resume: Resumption | None = None
+    """Set when the turn goes on after a person's decision (see docs/human-in-the-loop.md):
+    `transcript` then ends with the step that waited, and `prompt` is not sent again."""
+    remembered: RulesLoader | None = None
+    """Reads the allow rules a person remembered in the session; `None`: there are none."""
+    request_timeout: float | None = None
+    """Seconds a request to a person waits before it is ended as denied; `None`: forever."""

@@ -45,11 +45,13 @@ if TYPE_CHECKING:
     from agentkit.errors import AgentNotFoundError, SessionBusyError
     from agentkit.runtime._run import Run, RunOutcome
     from agentkit.runtime._runtime import Runtime
+    from agentkit.runtime._waiting import PendingRequest
 
 _EXPORTS: dict[str, str] = {
     "AgentNotFoundError": "agentkit.errors",
     "Driver": "agentkit.engine",
     "OutputLimits": "agentkit.engine",
+    "PendingRequest": "agentkit.runtime._waiting",
     "RetryPolicy": "agentkit.engine",
     "Run": "agentkit.runtime._run",
     "RunOutcome": "agentkit.runtime._run",
@@ -65,6 +67,7 @@ __all__ = [
     "AgentNotFoundError",
     "Driver",
     "OutputLimits",
+    "PendingRequest",
     "RetryPolicy",
     "Run",
     "RunOutcome",

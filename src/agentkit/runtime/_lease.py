@@ -109,6 +109,12 @@ class LeaseKeeper:
             await anyio.sleep(self.interval)
             await self.tick()
 
+    async def _still_held(self, run_id: str) -> bool:
+        """Whether a run whose lease was not renewed is this owner's running run after
+        all: it waited for a person while the renewal ran, and this runtime resumed it."""
+        record = await self.store.get_run(run_id)
+        return record is not None and record.status == "running" and record.owner == self.owner
+
     async def tick(self) -> None:
         """One renewal and one sweep. Store failures are logged (once until it recovers),
         never raised: leases are kept again as soon as the store answers."""
@@ -118,7 +124,7 @@ class LeaseKeeper:
                 now = time.time()
                 kept = await self.store.renew_leases(self.owner, ids, now, now + self.duration)
                 for run_id in ids:
-                    if run_id not in kept:
+                    if run_id not in kept and not await self._still_held(run_id):
                         self.lost(run_id)
             await end_expired_runs(self.store, time.time())
         except Exception as exc:

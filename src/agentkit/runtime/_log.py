@@ -119,6 +119,18 @@ class RunLog:
             entries.append(EventEntry(offset, event, wire))
         return entries
 
+    def restore(self, entries: list[EventEntry]) -> None:
+        """Fill an empty log with stored events (a run resumed in another process than the
+        one that began it); the offsets the store does not have (text deltas) are kept as
+        empty deltas, which readers skip."""
+        items: list[_Item] = []
+        for entry in entries:
+            if entry.offset > len(items):
+                items.extend([""] * (entry.offset - len(items)))
+            wire = entry.wire
+            items.append(wire if wire is not None else _compact(entry.event))
+        self._events = items
+
     def close(self) -> None:
         """Mark the log complete and compact it; readers finish after draining it."""
         self._events = [
@@ -174,6 +186,8 @@ class _Cursor:
                 self._next = index + 1
                 item = events[index]
                 if type(item) is str:
+                    if not item:  # a delta only the process that began the run had
+                        continue
                     # `text_delta_event`, inlined: a streamed answer is mostly deltas, and
                     # this is what a reader pays per delta.
                     event: Any = new_model(TextDelta)

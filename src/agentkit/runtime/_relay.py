@@ -122,6 +122,11 @@ class LiveRelay:
             del self._logs[run_id]  # the run's last event: the store has it all now
             self._wanted.pop(run_id, None)
 
+    def forget(self, run_id: str) -> None:
+        """Drop the copy of a run's log that stopped here without ending (it waits for a
+        person, and may go on in another process): the store has every event of it."""
+        self._logs.pop(run_id, None)
+
     def _relayed(self, run_id: str) -> bool:
         until = self._wanted.get(run_id)
         if until is None:
@@ -277,7 +282,8 @@ async def remote_entries(
                 ahead.extend(entry for entry in stored if entry.offset > start)
                 if not stored and not ahead:
                     record = await store.get_run(run_id)
-                    if record is None or record.status != "running":
+                    # A run waiting for a person has not ended: its reader waits on.
+                    if record is None or record.status not in ("running", "waiting"):
                         if ended_seen:
                             return  # ended, its final event at or before `after`
                         ended_seen = True  # its ending may have been stored meanwhile

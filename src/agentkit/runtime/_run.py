@@ -25,6 +25,8 @@ from typing_extensions import TypeVar
 from agentkit._internal import aio as _aio
 from agentkit.engine import (
     Driver,
+    Resumption,
+    Suspension,
     TurnOutcome,
     TurnRequest,
     TurnResources,
@@ -38,6 +40,7 @@ from agentkit.engine import (
 from agentkit.events import Accounting, AgentMessage, ErrorEvent, TextDelta, TurnStatus
 from agentkit.messages import Message
 from agentkit.runtime._log import RunLog
+from agentkit.runtime._waiting import PendingRequest, pending_of, remembered_rules
 from agentkit.spec import AgentSpec
 from agentkit.stores import EventEntry, Store
 
@@ -165,6 +168,9 @@ class Run:
         self._unsaved: list[int] = []  # offsets of events not yet in the store
         # Where the engine's events also go when they are relayed to other processes.
         self._relay: Callable[[str, int, AgentMessage | str], None] | None = None
+        # While the run waits for a person: its request; and the runtime that decides.
+        self._pending: PendingRequest | None = None
+        self._decider: RunDecider | None = None
 
     def __repr__(self) -> str:
         return f"<Run {self.id} agent={self.spec.id} done={self.done}>"
@@ -181,6 +187,51 @@ class Run:
 
     def __len__(self) -> int:
         return len(self._log)
+
+    @property
+    def waiting(self) -> bool:
+        """Whether the run is waiting for a person (status `waiting`): see
+        [`pending_requests`][agentkit.runtime.Run.pending_requests]."""
+        return self._pending is not None
+
+    def pending_requests(self) -> list[PendingRequest]:
+        """The requests the run waits on a person for (at most one at a time); empty
+        while it runs or once it has ended. Another process's view of the run:
+        `Runtime.pending_requests(run_id)`."""
+        return [] if self._pending is None else [self._pending]
+
+    async def decide(
+        self,
+        request_id: str,
+        *,
+        allow: bool,
+        message: str | None = None,
+        updated_input: dict[str, Any] | None = None,
+        remember: bool = False,
+    ) -> None:
+        """Decide a `permission_request` of this run: the decision is recorded as a
+        `permission_decision` event and the run goes on, in the runtime that started it
+        (see [`Runtime.decide`][agentkit.runtime.Runtime.decide], which this calls)."""
+        await self._runtime().decide(
+            self.id,
+            request_id,
+            allow=allow,
+            message=message,
+            updated_input=updated_input,
+            remember=remember,
+            agent=self.spec,
+        )
+
+    async def answer(self, request_id: str, answers: Any) -> None:
+        """Answer a `question` of this run: the answers are recorded as an `answer` event
+        and become the questionnaire tool's result (see
+        [`Runtime.answer`][agentkit.runtime.Runtime.answer])."""
+        await self._runtime().answer(self.id, request_id, answers, agent=self.spec)
+
+    def _runtime(self) -> RunDecider:
+        if self._decider is None:
+            raise RuntimeError("this run was not started by a Runtime")
+        return self._decider
 
     def events(self, after: int = -1) -> AsyncIterator[AgentMessage]:
         """Every event after offset `after` (all by default): replayed, then followed live
@@ -205,6 +256,9 @@ class Run:
             self._stop_reason = reason
         if self._scope is not None:
             self._scope.cancel()
+        elif self._pending is not None and self._decider is not None:
+            # Waiting for a person: its request is withdrawn and the run ends here.
+            self._decider.withdraw(self)
 
     async def wait(self) -> RunOutcome:
         """Wait for the run to end and return its outcome."""
@@ -259,6 +313,30 @@ class Run:
             raise
 
 
+class RunDecider(Protocol):
+    """What a run's `decide` and `answer` call (the runtime that started it)."""
+
+    async def decide(
+        self,
+        run_id: str,
+        request_id: str,
+        *,
+        allow: bool,
+        message: str | None = None,
+        updated_input: dict[str, Any] | None = None,
+        remember: bool = False,
+        agent: AgentSpec | None = None,
+    ) -> Run: ...
+
+    async def answer(
+        self, run_id: str, request_id: str, answers: Any, *, agent: AgentSpec | None = None
+    ) -> Run: ...
+
+    def withdraw(self, run: Run) -> None:
+        """End a run that waits for a person (it was cancelled), in the background."""
+        ...
+
+
 class RunTrace(TurnTracer, Protocol):
     """A run's telemetry, as its lifecycle uses it (the runtime's `RunTelemetry`)."""
 
@@ -268,6 +346,10 @@ class RunTrace(TurnTracer, Protocol):
 
     def end(self, outcome: RunOutcome | None) -> None:
         """The run has ended (`None`: it was not accepted)."""
+        ...
+
+    def waiting(self) -> None:
+        """The run waits for a person: its task ends without an outcome."""
         ...
 
 
@@ -295,6 +377,8 @@ class RunExecutor:
         price: Prices a run's accounting.
         stop_processes: Stops the processes a run started (`None`: it started none).
         release: Called with the run's id once it has ended (the runtime forgets it).
+        suspended: Called with a run that now waits for a person (its task has ended).
+        request_timeout: Seconds a request to a person waits before it ends as denied.
     """
 
     store: Store
@@ -305,6 +389,8 @@ class RunExecutor:
     price: Callable[[Accounting], Accounting]
     stop_processes: Callable[[str], Awaitable[None] | None]
     release: Callable[[str], object]
+    suspended: Callable[[Run], object] = lambda run: None
+    request_timeout: float | None = None
 
 
 def begin(run: Run, system: str | None, trace_parent: str | None) -> list[EventEntry]:
@@ -328,9 +414,13 @@ async def execute(
     resumed: bool,
     depth: int,
     telemetry: RunTrace | None,
+    resumption: Resumption | None = None,
+    elapsed: int = 0,
 ) -> None:
-    """The run's task: drive its turn, then end it, whatever happened."""
-    started = time.monotonic()
+    """The run's task: drive its turn, then end it (or suspend it, when it waits for a
+    person), whatever happened. `resumption` goes on with a turn that waited, `elapsed`
+    milliseconds into it."""
+    started = time.monotonic() - elapsed / 1000
     if telemetry is not None:
         telemetry.enter()
     store = executor.store
@@ -351,6 +441,9 @@ async def execute(
         save_step=functools.partial(_save_step, run, store),
         depth=depth,
         telemetry=telemetry,
+        resume=resumption,
+        remembered=functools.partial(remembered_rules, store, run.session_id),
+        request_timeout=executor.request_timeout,
     )
     group = executor.group
     outcome: TurnOutcome | None = None
@@ -385,13 +478,73 @@ async def execute(
         if interrupted and run._stop_reason is not None:
             # Stopped by its host (shutting down), not by its user: an error.
             interrupted, outcome = False, failed(request, run._stop_reason)
+        waiting = outcome.waiting if outcome is not None and not interrupted else None
         if group.ending_needs_shield:
             with anyio.CancelScope(shield=True):
-                await _finish(run, executor, request, outcome, interrupted, started, telemetry)
+                await _end_or_wait(
+                    run, executor, request, outcome, waiting, interrupted, started, telemetry
+                )
         else:
-            await _finish(run, executor, request, outcome, interrupted, started, telemetry)
+            await _end_or_wait(
+                run, executor, request, outcome, waiting, interrupted, started, telemetry
+            )
     if crash is not None:
         group.crashed(crash)
+
+
+async def _end_or_wait(
+    run: Run,
+    executor: RunExecutor,
+    request: TurnRequest,
+    outcome: TurnOutcome | None,
+    waiting: Suspension | None,
+    interrupted: bool,
+    started: float,
+    telemetry: RunTrace | None,
+) -> None:
+    """End the run; or, when its turn waits for a person, store it as waiting."""
+    if waiting is not None:
+        error = await _suspend(run, executor, waiting, started)
+        if error is None:
+            if telemetry is not None:
+                telemetry.waiting()
+            return
+        outcome = failed(request, error)
+    await _finish(run, executor, request, outcome, interrupted, started, telemetry)
+
+
+async def _suspend(
+    run: Run, executor: RunExecutor, waiting: Suspension, started: float
+) -> str | None:
+    """Store the run as waiting for a person (its step, its request and continuation, in
+    one transaction) and let its task end; `None` once done, else why it could not."""
+    state = {
+        **waiting.state,
+        "nextOffset": len(run._log),
+        "elapsedMs": elapsed_ms(started),
+    }
+    entries = run._take_unsaved()
+    try:
+        stored = await executor.store.suspend_run(
+            run.id,
+            owner=executor.owner,
+            messages=waiting.messages,
+            events=entries,
+            request_id=str(waiting.state["requestId"]),
+            state=state,
+            deadline=waiting.deadline,
+        )
+    except Exception as exc:
+        run._unsaved[:0] = [entry.offset for entry in entries]
+        _logger.warning("could not store run %s as waiting: %s", run.id, exc)
+        return f"could not wait for a person: {type(exc).__name__}: {exc}"
+    if not stored:
+        run._unsaved[:0] = [entry.offset for entry in entries]
+        return "could not wait for a person: the run was no longer this runtime's"
+    run._pending = pending_of(run.id, waiting.request)
+    executor.release(run.id)
+    executor.suspended(run)
+    return None
 
 
 async def _save_step(run: Run, store: Store, messages: list[Message]) -> None:

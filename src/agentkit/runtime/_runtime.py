@@ -24,6 +24,7 @@ from agentkit.engine import (
     Emit,
     OfferCache,
     OutputLimits,
+    Resumption,
     RetryPolicy,
     TurnOutcome,
     TurnRequest,
@@ -64,6 +65,14 @@ from agentkit.runtime._run import (
 )
 from agentkit.runtime._subagents import run_action, run_subagent
 from agentkit.runtime._telemetry import run_telemetry
+from agentkit.runtime._waiting import (
+    PendingRequest,
+    RequestSweeper,
+    check_answers,
+    check_decision,
+    resume,
+    waiting_request,
+)
 from agentkit.spec import AgentSpec
 from agentkit.stores import (
     EventEntry,
@@ -93,6 +102,7 @@ def _as_registry(
     if isinstance(tools, Tool) or callable(tools):
         raise TypeError("tools= takes a list of tools or functions (or a ToolRegistry)")
     return ToolRegistry(t if isinstance(t, Tool) else Tool.from_function(t) for t in tools)
+
 
 class Runtime:
     """Owns runs: provider, store, tools, actions, agents and the task group runs live in.
@@ -146,13 +156,21 @@ class Runtime:
         capture_content: Whether spans record prompts, completions and tool arguments and
             results (`gen_ai.input.messages`, ...). By default they do not, unless
             `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`.
+        request_timeout: Seconds a request to a person (a `permission_request` or a
+            `question`) waits before it is ended as denied ("no decision within N
+            seconds") by the heartbeat's sweep of whichever runtime sharing the store
+            sweeps first; `None` (the default): it waits until someone decides.
 
     Every run is durable from acceptance: `start` returns once the run's record, its
     `turn_start` (with the prompt) and `session_init` are stored, and the store itself
     refuses a second running run on a session, so `SessionBusyError` holds across
-    processes. Each later event is stored no later than the end of the model step that
-    produced it (text deltas never are), and the run's ending is stored with its final
-    events in one transaction, retried when the store fails.
+    processes. A run whose call needs a person waits (status `waiting`, holding no task)
+    until [`decide`][agentkit.runtime.Runtime.decide] or
+    [`answer`][agentkit.runtime.Runtime.answer] is called through any runtime sharing the
+    store (docs/human-in-the-loop.md); its session stays busy meanwhile. Each later event
+    is stored no later than the end of the model step that produced it (text deltas never
+    are), and the run's ending is stored with its final events in one transaction, retried
+    when the store fails.
     """
 
     _executor: RunExecutor  # what its runs borrow from it, from `__aenter__` on
@@ -182,7 +200,15 @@ class Runtime:
         tracer_provider: Any = None,
         meter_provider: Any = None,
         capture_content: bool | None = None,
+        request_timeout: float | None = None,
     ) -> None:
+        if request_timeout is not None and not (
+            isinstance(request_timeout, int | float) and 0 < request_timeout < float("inf")
+        ):
+            raise ValueError(
+                f"request_timeout must be a positive number of seconds or None, not "
+                f"{request_timeout!r}"
+            )
         if not 0 < heartbeat_interval < lease_duration:
             raise ValueError(
                 "heartbeat_interval must be positive and shorter than lease_duration "
@@ -220,6 +246,10 @@ class Runtime:
         """The caps of this runtime's turns (`None` until the first turn reads them)."""
         self._running = False
         self._runs: dict[str, Run] = {}
+        # Runs started or resumed here that now wait for a person: kept (without a task)
+        # so that their callers' `Run` objects go on when they are decided here.
+        self._suspended: dict[str, Run] = {}
+        self.request_timeout = request_timeout
         self._group = RunGroup(self._runs)
         self.instance_id = new_id()
         """This runtime's id, recorded as the owner of the runs it executes."""
@@ -292,6 +322,10 @@ class Runtime:
         # store's notifications when other processes share them, and the relay of live
         # events to those processes' readers.
         services = [] if self._leases is None else [self._leases.run]
+        if self._leases is not None or self.request_timeout is not None:
+            # Requests past their deadline end as denied (any runtime's deadline: a store
+            # another process shares is swept here too).
+            services.append(RequestSweeper(self, self.heartbeat_interval).run)
         notifications = self.notifications
         if notifications.shared:
             self._relay = LiveRelay(notifications)
@@ -312,6 +346,8 @@ class Runtime:
             price=self._priced,
             stop_processes=self._stop_processes,
             release=release,
+            suspended=self._suspended_run,
+            request_timeout=self.request_timeout,
         )
         self._running = True
         return self
@@ -510,6 +546,7 @@ class Runtime:
                 telemetry.end(None)  # not accepted: its span ends as an error
             raise
         self._runs[run.id] = run
+        run._decider = self
         if self._relay is not None:
             attach_relay(run, self._relay.add)
         # The turn's request is built when the run takes its first step: a run waiting for
@@ -532,7 +569,8 @@ class Runtime:
         return follow()
 
     def get_run(self, run_id: str) -> Run | None:
-        """A run that is still going, by id."""
+        """A run that is still going in this runtime, by id (not one that waits for a
+        person: it has no task here, and may be resumed by another runtime)."""
         return self._runs.get(run_id)
 
     async def replay(self, run_id: str, after: int = -1) -> AsyncIterator[EventEntry]:
@@ -557,12 +595,150 @@ class Runtime:
         (PostgreSQL), its text deltas and the events not stored yet come relayed live
         from the process executing it, in order. A reader that misses relayed deltas
         still gets every stored event. The store is read again every `poll_interval`
-        seconds in any case. A run that has ended gives its events after `after`.
+        seconds in any case. A run that has ended gives its events after `after`. A run
+        that waits for a person has not ended: its reader waits, then gets the events of
+        its resumed turn, wherever it was decided.
         """
         run = self._runs.get(run_id)
         if run is not None:
             return run.entries(after)
         return remote_entries(self.store, self.notifications, run_id, after, poll_interval)
+
+    # --- people in the loop -----------------------------------------------------------
+
+    async def pending_requests(self, run_id: str) -> list[PendingRequest]:
+        """What run `run_id` waits on a person for, read from the store (so any process
+        sees it): at most one request; empty unless the run is `waiting`."""
+        record = await self.store.get_waiting(run_id)
+        return [] if record is None else [waiting_request(record)]
+
+    async def decide(
+        self,
+        run_id: str,
+        request_id: str,
+        *,
+        allow: bool,
+        message: str | None = None,
+        updated_input: dict[str, Any] | None = None,
+        remember: bool = False,
+        agent: AgentSpec | None = None,
+    ) -> Run:
+        """Decide a waiting run's `permission_request`; the run goes on in this runtime.
+
+        The decision is stored as a `permission_decision` event in the same conditional
+        transaction that moves the run from `waiting` back to `running` under this
+        runtime's lease, so of two deciders (in any processes) exactly one wins. The run
+        then continues in the same run id and turn: the call runs (allowed, with
+        `updated_input` when given, checked like the model's input) or the model gets
+        `permission denied: <message>`; then the rest of that model step and the model
+        loop. Returns the resumed run once the decision is stored (not when the run ends:
+        `await run.wait()`, or follow it).
+
+        Args:
+            run_id: The waiting run.
+            request_id: Its pending request (`pending_requests`, or the
+                `permission_request` event's `request_id`).
+            allow: Whether the call may run.
+            message: Why it is denied: what the model is told.
+            updated_input: The input the call runs with instead (only with `allow`).
+            remember: With `allow`, also allow later calls matching this one in the same
+                session without asking (a rule kept in the session's metadata; see
+                docs/human-in-the-loop.md for the rule format).
+            agent: The run's agent, for a host whose agents are not registered in this
+                runtime (by default the spec of the run when this runtime started it, else
+                the registered agent of the run's agent id).
+
+        Raises:
+            ValueError: A field is not what it must be (the message names it).
+            UnknownRequestError: No run has this id, or it never asked `request_id`, or
+                that request is a question (answer it instead).
+            RequestDecidedError: It was decided already, here or elsewhere.
+            AgentNotFoundError: The run's agent is not registered and `agent` is missing.
+        """
+        check_decision(request_id, allow, message, updated_input, remember)
+        self._check_running()
+
+        def decision(record: Any) -> Resumption:
+            return Resumption(
+                record.state,
+                "permission",
+                allow=allow,
+                message=message,
+                updated_input=updated_input,
+            )
+
+        return await resume(self, run_id, request_id, decision, agent=agent, remember=remember)
+
+    async def answer(
+        self, run_id: str, request_id: str, answers: Any, *, agent: AgentSpec | None = None
+    ) -> Run:
+        """Answer a waiting run's `question`: the answers (any JSON, usually
+        `{question id: answer}`) are stored as an `answer` event and become the
+        questionnaire tool's result; the run goes on in this runtime. Errors and
+        arguments as [`decide`][agentkit.runtime.Runtime.decide]."""
+        check_answers(request_id, answers)
+        self._check_running()
+
+        def answered(record: Any) -> Resumption:
+            return Resumption(record.state, "question", answers=answers)
+
+        return await resume(self, run_id, request_id, answered, agent=agent)
+
+    def withdraw(self, run: Run) -> None:
+        """End run `run`, which waits for a person and was cancelled: its request is
+        withdrawn (recorded as denied, "the run was cancelled") and it ends as
+        `interrupted` (or as an error, when cancelled with a reason), in the background."""
+        pending = run._pending
+        if pending is None or not self._running:
+            return
+        key = f"{run.id}:withdraw"
+
+        async def withdraw() -> None:
+            def cancelled(record: Any) -> Resumption:
+                kind = record.state.get("kind")
+                if kind == "question":
+                    return Resumption(record.state, "question", error="the run was cancelled")
+                return Resumption(
+                    record.state, "permission", allow=False, message="the run was cancelled"
+                )
+
+            try:
+                await resume(self, run.id, pending.request_id, cancelled, agent=run.spec)
+            except Exception as exc:  # decided meanwhile (it goes on, cancelled), or gone
+                _logger.info("could not withdraw the request of run %s: %s", run.id, exc)
+            finally:
+                self._group.release(key)
+
+        self._group.start(key, withdraw)
+
+    def _check_running(self) -> None:
+        if not self._running:
+            raise RuntimeError("decide and answer run inside 'async with Runtime(...) as runtime:'")
+
+    def _suspended_run(self, run: Run) -> None:
+        self._suspended[run.id] = run
+        if self._relay is not None:
+            self._relay.forget(run.id)
+
+    def _continue(self, run: Run, system: str, resumption: Resumption, elapsed: int) -> None:
+        """Start the task of a run whose waiting turn goes on here (see `_waiting.resume`)."""
+        self._runs[run.id] = run
+        run._decider = self
+        if self._relay is not None:
+            attach_relay(run, self._relay.add)
+        self._group.start(
+            run.id,
+            execute,
+            run,
+            self._executor,
+            system,
+            "",
+            True,
+            0,
+            None,
+            resumption,
+            elapsed,
+        )
 
     # --- the run task -----------------------------------------------------------------
 

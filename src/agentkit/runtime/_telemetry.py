@@ -235,6 +235,20 @@ class RunTelemetry:
             if token is not None:
                 context.detach(token)
 
+    def waiting(self) -> None:
+        """The run waits for a person (its task ends): its span ends, marked waiting, not
+        as an error; the resumed turn is not traced (its runtime may be another)."""
+        from opentelemetry import context
+
+        span = self.span
+        try:
+            span.set_attribute("agentkit.run.waiting", True)
+        finally:
+            span.end()
+            token, self.token = self.token, None
+            if token is not None:
+                context.detach(token)
+
     def _close(self, span: Any, outcome: RunOutcome | None) -> None:
         from opentelemetry.trace import StatusCode
 

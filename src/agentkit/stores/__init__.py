@@ -50,6 +50,7 @@ if TYPE_CHECKING:
         SessionStore,
         Store,
         StoreError,
+        WaitingRecord,
     )
     from agentkit.stores._memory import MemoryStore
     from agentkit.stores._notify import Notifications, Subscription, notifications_of
@@ -98,6 +99,7 @@ _EXPORTS: dict[str, str] = {
     "StoreLocationError": "agentkit.errors",
     "StoreUnavailableError": "agentkit.errors",
     "Subscription": "agentkit.stores._notify",
+    "WaitingRecord": "agentkit.stores._base",
     "notifications_of": "agentkit.stores._notify",
     "open_store": "agentkit.stores._open",
 }
@@ -142,6 +144,7 @@ __all__ = [
     "StoreLocationError",
     "StoreUnavailableError",
     "Subscription",
+    "WaitingRecord",
     "notifications_of",
     "open_store",
 ]

@@ -70,9 +70,12 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreUnavailableError",
+    "WaitingRecord",
 ]
 
-RunStatus = Literal["running", "completed", "interrupted", "error"]
+RunStatus = Literal["running", "waiting", "completed", "interrupted", "error"]
+"""`waiting`: the run asked a person and holds no process until it is decided (see
+docs/human-in-the-loop.md); like `running`, it keeps its session busy."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,24 @@ class RunRecord:
     heartbeat_at: float | None = None
     lease_expires_at: float | None = None
     error: str | None = None
+
+
+@dataclass(frozen=True)
+class WaitingRecord:
+    """A waiting run's pending request, with what its continuation needs.
+
+    Attributes:
+        request_id: The pending request's id (of its `permission_request` or `question`).
+        state: The continuation the runtime stored when the run suspended (JSON).
+        deadline: When the request is ended as denied (seconds since the epoch), if ever.
+    """
+
+    run_id: str
+    session_id: str
+    agent_id: str
+    request_id: str
+    state: dict[str, Any]
+    deadline: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +270,50 @@ class RunStore(Protocol):
 
     async def read_events(self, run_id: str, after: int = -1) -> list[EventEntry]:
         """A run's stored events with offset greater than `after`, in order."""
+        ...
+
+    async def suspend_run(
+        self,
+        run_id: str,
+        *,
+        owner: str,
+        messages: Sequence[Message],
+        events: Sequence[EventEntry],
+        request_id: str,
+        state: dict[str, Any],
+        deadline: float | None = None,
+    ) -> bool:
+        """Move a running run that `owner` holds to `waiting`, in one transaction: append
+        `messages` to its session's transcript and `events` to its log, clear its lease,
+        and keep `request_id`, `state` (JSON) and `deadline` for whoever resumes it.
+        Returns whether it did; `False` (nothing written) when the run is missing, not
+        running, or not `owner`'s. The session stays busy while the run waits."""
+        ...
+
+    async def resume_run(
+        self,
+        run_id: str,
+        request_id: str,
+        *,
+        owner: str,
+        now: float,
+        lease_expires_at: float,
+        events: Sequence[EventEntry] = (),
+    ) -> WaitingRecord | None:
+        """Move a run waiting on `request_id` back to `running` under `owner`'s lease and
+        append `events` (the decision), in one conditional transaction; returns what the
+        run was waiting with. `None` (nothing written) when the run is missing, not
+        waiting, or waiting on another request: of two concurrent callers, exactly one
+        gets the record."""
+        ...
+
+    async def get_waiting(self, run_id: str) -> WaitingRecord | None:
+        """The run's pending request while it is `waiting`, else `None`."""
+        ...
+
+    async def overdue_requests(self, now: float, limit: int = 100) -> list[WaitingRecord]:
+        """Waiting runs whose request's deadline is `now` or earlier, earliest first, at
+        most `limit` of them (an indexed read)."""
         ...
 
 

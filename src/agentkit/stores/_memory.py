@@ -42,12 +42,14 @@ from agentkit.stores._base import (
     SessionNotFoundError,
     SessionRecord,
     StoreError,
+    WaitingRecord,
 )
 from agentkit.stores._codec import (
     dump_metadata,
     event_json,
     load_event,
     load_message,
+    load_metadata,
     message_json,
     session_from_row,
 )
@@ -152,7 +154,10 @@ class MemoryStore(MemoryRecords):
         self._transcripts: dict[str, list[bytes]] = {}
         self._session_runs: dict[str, dict[str, None]] = {}  # session id -> its run ids
         self._runs: dict[str, _RunRow] = {}
-        self._running: dict[str, str] = {}  # session id -> its running run's id
+        self._running: dict[str, str] = {}  # session id -> its running (or waiting) run's id
+        # Waiting runs: run id -> (request id, continuation JSON, deadline); and the last
+        # request each run was resumed from.
+        self._waiting: dict[str, tuple[str, str, float | None]] = {}
         self._events: dict[str, list[tuple[int, bytes]]] = {}
         # Eviction order, oldest first: the sessions without a running run, by last
         # activity; the ended runs by ending (and the logs of run ids without a record).
@@ -168,7 +173,10 @@ class MemoryStore(MemoryRecords):
         return (RunRecord(*row) for row in self._runs.values())
 
     def _has_running(self, session_id: str) -> bool:
-        return session_id in self._running
+        # `_running` also holds a waiting run (it keeps its session busy); this asks for
+        # a running one, as the SQL stores' `running_sessions` does.
+        run_id = self._running.get(session_id)
+        return run_id is not None and self._runs[run_id][3] == "running"
 
     # --- bounds -----------------------------------------------------------------------
 
@@ -211,6 +219,7 @@ class MemoryStore(MemoryRecords):
             self._runs.pop(run_id, None)
             self._events.pop(run_id, None)
             self._ended.pop(run_id, None)
+            self._waiting.pop(run_id, None)
 
     def _new_log(self, run_id: str, rows: list[tuple[int, bytes]]) -> None:
         """Start the log of a run id the store has no log for, hence no record: it is
@@ -431,7 +440,7 @@ class MemoryStore(MemoryRecords):
         copies: list[tuple[_RunRow, list[tuple[int, bytes]]]] = []
         for old, new in runs:
             row = self._runs.get(old)
-            if row is None or row[1] != source_id or row[3] == "running":
+            if row is None or row[1] != source_id or row[3] in ("running", "waiting"):
                 raise StoreError(f"session {source_id!r} has no ended run {old!r}")
             if new in self._runs or any(copy[0][0] == new for copy in copies):
                 raise StoreError(f"run {new!r} already exists")
@@ -448,6 +457,82 @@ class MemoryStore(MemoryRecords):
             self._ended[row[0]] = None
         self._trim_runs()
         return session
+
+    # --- waiting runs -----------------------------------------------------------------
+
+    async def suspend_run(
+        self,
+        run_id: str,
+        *,
+        owner: str,
+        messages: Sequence[Message],
+        events: Sequence[EventEntry],
+        request_id: str,
+        state: dict[str, Any],
+        deadline: float | None = None,
+    ) -> bool:
+        row = self._runs.get(run_id)
+        if row is None or row[3] != "running" or row[6] != owner:
+            return False
+        session_id = row[1]
+        old = self._session(session_id)
+        # Everything is encoded and checked before anything changes: all or nothing.
+        encoded = [message_json(message) for message in messages]
+        log = self._events.setdefault(run_id, [])
+        rows = _rows(run_id, log[-1][0] if log else -1, events)
+        pending = (request_id, dump_metadata(state), None if deadline is None else float(deadline))
+        self._transcripts[session_id].extend(encoded)
+        self._sessions[session_id] = (old[0], old[1], old[2], time.time(), old[4])
+        log.extend(rows)
+        self._runs[run_id] = (*row[:3], "waiting", row[4], row[5], None, None, None, row[9])
+        self._waiting[run_id] = pending
+        return True
+
+    async def resume_run(
+        self,
+        run_id: str,
+        request_id: str,
+        *,
+        owner: str,
+        now: float,
+        lease_expires_at: float,
+        events: Sequence[EventEntry] = (),
+    ) -> WaitingRecord | None:
+        row = self._runs.get(run_id)
+        pending = self._waiting.get(run_id)
+        if row is None or row[3] != "waiting" or pending is None or pending[0] != request_id:
+            return None
+        log = self._events.setdefault(run_id, [])
+        log.extend(_rows(run_id, log[-1][0] if log else -1, events))
+        self._runs[run_id] = (
+            *row[:3],
+            "running",
+            row[4],
+            row[5],
+            owner,
+            now,
+            lease_expires_at,
+            row[9],
+        )
+        del self._waiting[run_id]
+        return WaitingRecord(run_id, row[1], row[2], *_loaded(pending))
+
+    async def get_waiting(self, run_id: str) -> WaitingRecord | None:
+        row = self._runs.get(run_id)
+        pending = self._waiting.get(run_id)
+        if row is None or pending is None:
+            return None
+        return WaitingRecord(run_id, row[1], row[2], *_loaded(pending))
+
+    async def overdue_requests(self, now: float, limit: int = 100) -> list[WaitingRecord]:
+        check_limit(limit)
+        due = sorted(
+            (pending[2], run_id)
+            for run_id, pending in self._waiting.items()
+            if pending[2] is not None and pending[2] <= now
+        )
+        found = [await self.get_waiting(run_id) for _, run_id in due[:limit]]
+        return [record for record in found if record is not None]
 
     # --- rooms ------------------------------------------------------------------------
     # Every method runs without awaiting: each is atomic against the others.
@@ -615,6 +700,10 @@ class MemoryStore(MemoryRecords):
 
     async def aclose(self) -> None:
         return None
+
+
+def _loaded(pending: tuple[str, str, float | None]) -> tuple[str, dict[str, Any], float | None]:
+    return pending[0], load_metadata(pending[1]), pending[2]
 
 
 def _rows(run_id: str, last: int, entries: Sequence[EventEntry]) -> list[tuple[int, bytes]]:

@@ -505,6 +505,41 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
 )
 
+
+def _waiting_runs() -> Migration:
+    """Runs that wait for a person (docs/human-in-the-loop.md), as one self-contained entry."""
+    # A waiting run keeps its pending request's id, its continuation (JSON) and its
+    # deadline; `request_id` stays once decided, so a late second decision is told it
+    # came too late. A waiting run holds its session like a running one: the partial
+    # unique index of migration 6 is rebuilt (same name) over both statuses. The overdue
+    # index holds only the waiting runs that have a deadline (the deadline sweep's read).
+    return Migration(
+        7,
+        "runs waiting for a person: their pending request, continuation and deadline",
+        sqlite=(
+            "ALTER TABLE agentkit_runs ADD COLUMN request_id TEXT",
+            "ALTER TABLE agentkit_runs ADD COLUMN pending TEXT",
+            "ALTER TABLE agentkit_runs ADD COLUMN deadline REAL",
+            "DROP INDEX agentkit_runs_one_running",
+            "CREATE UNIQUE INDEX agentkit_runs_one_running ON agentkit_runs (session_id) "
+            "WHERE status IN ('running', 'waiting')",
+            "CREATE INDEX agentkit_runs_waiting ON agentkit_runs (deadline) "
+            "WHERE status = 'waiting' AND deadline IS NOT NULL",
+        ),
+        postgres=(
+            "ALTER TABLE {p}agentkit_runs ADD COLUMN request_id text, "
+            "ADD COLUMN pending text, ADD COLUMN deadline double precision",
+            "DROP INDEX {p}agentkit_runs_one_running",
+            "CREATE UNIQUE INDEX agentkit_runs_one_running ON {p}agentkit_runs (session_id) "
+            "WHERE status IN ('running', 'waiting')",
+            "CREATE INDEX agentkit_runs_waiting ON {p}agentkit_runs (deadline) "
+            "WHERE status = 'waiting' AND deadline IS NOT NULL",
+        ),
+    )
+
+
+MIGRATIONS = (*MIGRATIONS, _waiting_runs())
+
 SCHEMA_VERSION = MIGRATIONS[-1].version
 """The version of the table layout this code writes (kept in `agentkit_schema_version`)."""
 

@@ -48,6 +48,7 @@ from agentkit.stores._sql import (
     ROOM_EVENT_COLUMNS,
     RUN_COLUMNS,
     SESSION_COLUMNS,
+    WAITING_COLUMNS,
     Dialect,
     RoomEventColumns,
     SQLStore,
@@ -316,6 +317,28 @@ class _SQL:
             "SELECT g.status, g.holder, g.lease_end, g.last, (SELECT count(*) FROM up), "
             "(SELECT count(*) FROM note), (SELECT count(*) FROM ev) FROM g"
         )
+        # --- waiting runs ---
+        self.lock_run_state = (
+            f"SELECT status, owner, session_id, request_id FROM {runs} WHERE id = %s FOR UPDATE"
+        )
+        self.suspend_run = _notifying(
+            f"UPDATE {runs} SET status = 'waiting', owner = NULL, heartbeat_at = NULL, "
+            "lease_expires_at = NULL, request_id = %s, pending = %s, deadline = %s WHERE id = %s"
+        )
+        self.lock_waiting = f"SELECT {WAITING_COLUMNS}, status FROM {runs} WHERE id = %s FOR UPDATE"
+        self.resume_run = _notifying(
+            f"UPDATE {runs} SET status = 'running', owner = %s, heartbeat_at = %s, "
+            "lease_expires_at = %s, pending = NULL, deadline = NULL WHERE id = %s"
+        )
+        self.get_waiting = (
+            f"SELECT {WAITING_COLUMNS} FROM {runs} WHERE id = %s AND status = 'waiting'"
+        )
+        # The terms of the `agentkit_runs_waiting` index's WHERE, so that the planner uses it.
+        self.overdue_requests = (
+            f"SELECT {WAITING_COLUMNS} FROM {runs} WHERE status = 'waiting' "
+            'AND deadline IS NOT NULL AND deadline <= %s ORDER BY deadline, id COLLATE "C" '
+            "LIMIT %s"
+        )
         # --- rooms ---
         rooms, room_events = f"{p}agentkit_rooms", f"{p}agentkit_room_events"
         grants, cursors = f"{p}agentkit_room_grants", f"{p}agentkit_room_cursors"
@@ -458,7 +481,7 @@ class _SQL:
             f"INSERT INTO {runs} ({run_cols}) SELECT m.new, %s, r.agent_id, r.status, "
             "r.created_at, r.finished_at, r.owner, r.heartbeat_at, r.lease_expires_at, r.error "
             f"FROM {fork_pairs} JOIN {runs} AS r ON r.id = m.old "
-            "WHERE r.session_id = %s AND r.status <> 'running' ORDER BY m.n"
+            "WHERE r.session_id = %s AND r.status NOT IN ('running', 'waiting') ORDER BY m.n"
         )
         self.fork_events = (
             f"INSERT INTO {events} (run_id, pos, data) SELECT m.new, e.pos, e.data "
@@ -782,6 +805,62 @@ class _Postgres:
         await conn.execute(
             self.sql.append_events, (run_id, offsets, data, *self._announce(*topics))
         )
+
+    # --- waiting runs -----------------------------------------------------------------
+
+    async def suspend_run(
+        self,
+        conn: Connection,
+        run_id: str,
+        owner: str,
+        messages: list[str],
+        now: float,
+        offsets: list[int],
+        data: list[str],
+        request_id: str,
+        state: str,
+        deadline: float | None,
+    ) -> bool:
+        async with conn.transaction():
+            row = (await conn.execute(self.sql.lock_run_state, (run_id,))).first()
+            if row is None or row[0] != "running" or row[1] != owner:
+                return False
+            session_id = row[2]
+            topics = _topic("run", run_id), _topic("session", session_id)
+            await self._insert_transcript(conn, session_id, messages, now, *topics)
+            await self._insert_events(conn, run_id, offsets, data)
+            params = (request_id, state, deadline, run_id, *self._announce(*topics))
+            await conn.execute(self.sql.suspend_run, params)
+            return True
+
+    async def resume_run(
+        self,
+        conn: Connection,
+        run_id: str,
+        request_id: str,
+        owner: str,
+        now: float,
+        lease_expires_at: float,
+        offsets: list[int],
+        data: list[str],
+    ) -> Any:
+        async with conn.transaction():
+            # Under the run's row lock: of two deciders, the second reads the first's
+            # committed change and finds the run no longer waiting.
+            row = (await conn.execute(self.sql.lock_waiting, (run_id,))).first()
+            if row is None or row[-1] != "waiting" or row[3] != request_id:
+                return None
+            await self._insert_events(conn, run_id, offsets, data)
+            topics = _topic("run", run_id), _topic("session", row[1])
+            params = (owner, now, lease_expires_at, run_id, *self._announce(*topics))
+            await conn.execute(self.sql.resume_run, params)
+            return row[:-1]
+
+    async def get_waiting(self, conn: Connection, run_id: str) -> Any:
+        return (await conn.execute(self.sql.get_waiting, (run_id,))).first()
+
+    async def overdue_requests(self, conn: Connection, now: float, limit: int) -> list[Any]:
+        return (await conn.execute(self.sql.overdue_requests, (now, limit))).rows
 
     # --- rooms ------------------------------------------------------------------------
 

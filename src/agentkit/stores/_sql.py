@@ -18,6 +18,7 @@ before a connection is touched.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, Protocol, TypeVar
@@ -40,6 +41,7 @@ from agentkit.stores._base import (
     RunStatus,
     SessionNotFoundError,
     SessionRecord,
+    WaitingRecord,
 )
 from agentkit.stores._codec import (
     check_offsets,
@@ -82,6 +84,7 @@ __all__ = [
     "ROOM_EVENT_COLUMNS",
     "RUN_COLUMNS",
     "SESSION_COLUMNS",
+    "WAITING_COLUMNS",
     "Dialect",
     "RoomEventColumns",
     "SQLStore",
@@ -98,6 +101,7 @@ __all__ = [
     "room_event_columns",
     "room_event_rows",
     "run_params",
+    "waiting_from_row",
 ]
 
 _T = TypeVar("_T")
@@ -107,6 +111,8 @@ RUN_COLUMNS = (
     "id, session_id, agent_id, status, created_at, finished_at, owner, heartbeat_at, "
     "lease_expires_at, error"
 )
+WAITING_COLUMNS = "id, session_id, agent_id, request_id, pending, deadline"
+"""A waiting run's columns, in the order of `WaitingRecord`'s fields (`pending` as JSON)."""
 
 MEMBER_COLUMNS = "id, name, role, token_hash, created_at, removed_at"
 AGENT_COLUMNS = "id, name, version, source, created_at, updated_at, definition, deleted_at"
@@ -143,6 +149,11 @@ def run_params(run: RunRecord) -> tuple[Any, ...]:
         run.lease_expires_at,
         run.error,
     )
+
+
+def waiting_from_row(row: Sequence[Any]) -> WaitingRecord:
+    """A waiting run from a row of `WAITING_COLUMNS`."""
+    return WaitingRecord(row[0], row[1], row[2], row[3], json.loads(row[4]), row[5])
 
 
 def may_finish(row: Any, owner: str | None, expired_by: float | None) -> bool:
@@ -362,6 +373,39 @@ class Dialect(Protocol):
         data: list[str],
     ) -> None: ...
     def read_events(self, conn: Any, run_id: str, after: int) -> list[Any]: ...
+    def suspend_run(
+        self,
+        conn: Any,
+        run_id: str,
+        owner: str,
+        messages: list[str],
+        now: float,
+        offsets: list[int],
+        data: list[str],
+        request_id: str,
+        state: str,
+        deadline: float | None,
+    ) -> bool:
+        """`Store.suspend_run` in one transaction (`state` as JSON text)."""
+        ...
+
+    def resume_run(
+        self,
+        conn: Any,
+        run_id: str,
+        request_id: str,
+        owner: str,
+        now: float,
+        lease_expires_at: float,
+        offsets: list[int],
+        data: list[str],
+    ) -> Any:
+        """`Store.resume_run` in one transaction: the row of `WAITING_COLUMNS` it resumed
+        from, or `None`."""
+        ...
+
+    def get_waiting(self, conn: Any, run_id: str) -> Any: ...
+    def overdue_requests(self, conn: Any, now: float, limit: int) -> list[Any]: ...
     def create_room(self, conn: Any, room: RoomRecord, metadata: str) -> None: ...
     def get_room(self, conn: Any, room_id: str) -> Any: ...
     def list_rooms(self, conn: Any) -> list[Any]: ...
@@ -636,6 +680,69 @@ class SQLStore:
     async def read_events(self, run_id: str, after: int = -1) -> list[EventEntry]:
         """A run's stored events with offset greater than `after`, in order."""
         return events_from_rows(await self._call(self._ops.read_events, run_id, after))
+
+    # --- waiting runs -----------------------------------------------------------------
+
+    async def suspend_run(
+        self,
+        run_id: str,
+        *,
+        owner: str,
+        messages: Sequence[Message],
+        events: Sequence[EventEntry],
+        request_id: str,
+        state: dict[str, Any],
+        deadline: float | None = None,
+    ) -> bool:
+        """Move `owner`'s running run to `waiting` with its step, in one transaction (see
+        [`Store.suspend_run`][agentkit.stores.Store.suspend_run])."""
+        data = [dump_message(message) for message in messages]
+        offsets, encoded = event_columns(run_id, events)
+        done = await self._call(
+            self._ops.suspend_run,
+            run_id,
+            owner,
+            data,
+            time.time(),
+            offsets,
+            encoded,
+            request_id,
+            dump_metadata(state),
+            None if deadline is None else float(deadline),
+        )
+        self._wrote(sum(map(len, data)) + sum(map(len, encoded)))
+        return done
+
+    async def resume_run(
+        self,
+        run_id: str,
+        request_id: str,
+        *,
+        owner: str,
+        now: float,
+        lease_expires_at: float,
+        events: Sequence[EventEntry] = (),
+    ) -> WaitingRecord | None:
+        """Move a run waiting on `request_id` back to `running`, in one conditional
+        transaction (see [`Store.resume_run`][agentkit.stores.Store.resume_run])."""
+        offsets, data = event_columns(run_id, events)
+        row = await self._call(
+            self._ops.resume_run, run_id, request_id, owner, now, lease_expires_at, offsets, data
+        )
+        return None if row is None else waiting_from_row(row)
+
+    async def get_waiting(self, run_id: str) -> WaitingRecord | None:
+        """The run's pending request while it waits, else `None`."""
+        row = await self._call(self._ops.get_waiting, run_id)
+        return None if row is None else waiting_from_row(row)
+
+    async def overdue_requests(self, now: float, limit: int = 100) -> list[WaitingRecord]:
+        """Waiting runs whose deadline is `now` or earlier, earliest first."""
+        check_limit(limit)
+        if limit == 0:
+            return []
+        rows = await self._call(self._ops.overdue_requests, float(now), limit)
+        return [waiting_from_row(row) for row in rows]
 
     # --- rooms ------------------------------------------------------------------------
 

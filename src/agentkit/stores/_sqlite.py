@@ -39,6 +39,7 @@ from agentkit.stores._sql import (
     ROOM_EVENT_COLUMNS,
     RUN_COLUMNS,
     SESSION_COLUMNS,
+    WAITING_COLUMNS,
     RoomEventColumns,
     SQLStore,
     delegation_upsert,
@@ -172,7 +173,8 @@ class _SQLite:
         # The write lock is held: no other connection can start a run on this session
         # between the check and the insert.
         busy = conn.execute(
-            "SELECT 1 FROM agentkit_runs WHERE session_id = ? AND status = 'running' LIMIT 1",
+            "SELECT 1 FROM agentkit_runs WHERE session_id = ? "
+            "AND status IN ('running', 'waiting') LIMIT 1",
             (run.session_id,),
         ).fetchone()
         if busy is not None and run.status == "running":
@@ -284,6 +286,81 @@ class _SQLite:
         return conn.execute(
             "SELECT pos, data FROM agentkit_events WHERE run_id = ? AND pos > ? ORDER BY pos",
             (run_id, after),
+        ).fetchall()
+
+    # --- waiting runs -----------------------------------------------------------------
+
+    def suspend_run(
+        self,
+        conn: sqlite3.Connection,
+        run_id: str,
+        owner: str,
+        messages: list[str],
+        now: float,
+        offsets: list[int],
+        data: list[str],
+        request_id: str,
+        state: str,
+        deadline: float | None,
+    ) -> bool:
+        conn.execute("BEGIN IMMEDIATE")
+        row = conn.execute(
+            "SELECT status, owner, session_id FROM agentkit_runs WHERE id = ?", (run_id,)
+        ).fetchone()
+        if row is None or row[0] != "running" or row[1] != owner:
+            conn.execute("ROLLBACK")
+            return False
+        _insert_transcript(conn, row[2], messages, now)
+        _insert_events(conn, run_id, offsets, data)
+        conn.execute(
+            "UPDATE agentkit_runs SET status = 'waiting', owner = NULL, heartbeat_at = NULL, "
+            "lease_expires_at = NULL, request_id = ?, pending = ?, deadline = ? WHERE id = ?",
+            (request_id, state, deadline, run_id),
+        )
+        conn.execute("COMMIT")
+        return True
+
+    def resume_run(
+        self,
+        conn: sqlite3.Connection,
+        run_id: str,
+        request_id: str,
+        owner: str,
+        now: float,
+        lease_expires_at: float,
+        offsets: list[int],
+        data: list[str],
+    ) -> Any:
+        conn.execute("BEGIN IMMEDIATE")
+        row = conn.execute(
+            f"SELECT {WAITING_COLUMNS} FROM agentkit_runs "
+            "WHERE id = ? AND status = 'waiting' AND request_id = ?",
+            (run_id, request_id),
+        ).fetchone()
+        if row is None:
+            conn.execute("ROLLBACK")
+            return None
+        _insert_events(conn, run_id, offsets, data)
+        conn.execute(
+            "UPDATE agentkit_runs SET status = 'running', owner = ?, heartbeat_at = ?, "
+            "lease_expires_at = ?, pending = NULL, deadline = NULL WHERE id = ?",
+            (owner, now, lease_expires_at, run_id),
+        )
+        conn.execute("COMMIT")
+        return row
+
+    def get_waiting(self, conn: sqlite3.Connection, run_id: str) -> Any:
+        return conn.execute(
+            f"SELECT {WAITING_COLUMNS} FROM agentkit_runs WHERE id = ? AND status = 'waiting'",
+            (run_id,),
+        ).fetchone()
+
+    def overdue_requests(self, conn: sqlite3.Connection, now: float, limit: int) -> list[Any]:
+        # The terms of the `agentkit_runs_waiting` index's WHERE, so that it is used.
+        return conn.execute(
+            f"SELECT {WAITING_COLUMNS} FROM agentkit_runs WHERE status = 'waiting' "
+            "AND deadline IS NOT NULL AND deadline <= ? ORDER BY deadline, id LIMIT ?",
+            (now, limit),
         ).fetchall()
 
     # --- rooms ------------------------------------------------------------------------
@@ -641,7 +718,7 @@ class _SQLite:
                     "SELECT m.new, ?, r.agent_id, r.status, r.created_at, r.finished_at, "
                     "r.owner, r.heartbeat_at, r.lease_expires_at, r.error "
                     "FROM temp.agentkit_fork_pairs AS m JOIN agentkit_runs AS r ON r.id = m.old "
-                    "WHERE r.session_id = ? AND r.status != 'running' ORDER BY m.n",
+                    "WHERE r.session_id = ? AND r.status NOT IN ('running', 'waiting') ORDER BY m.n",
                     (session.id, source_id),
                 ).rowcount
             except sqlite3.IntegrityError:

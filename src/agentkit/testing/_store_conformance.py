@@ -47,6 +47,10 @@ from agentkit.events import (
     AgentMessage,
     ErrorEvent,
     ModelUsage,
+    PermissionDecisionEvent,
+    PermissionRequestEvent,
+    QuestionAnswerEvent,
+    QuestionEvent,
     Result,
     SessionInit,
     StructuredOutput,
@@ -145,6 +149,19 @@ _SAMPLE_EVENTS: tuple[AgentMessage, ...] = (
     Text(content="3", turn_phase="final"),
     Result(content="3", accounting=_ACCOUNTING),
     ErrorEvent(error="helper failed", accounting=_ACCOUNTING, agent="app:helper"),
+    PermissionRequestEvent(
+        request_id="q1",
+        tool_name="Bash",
+        tool_use_id="call_3",
+        input={"command": "ls", "file_path": "é"},
+        effect="execute",
+        deadline=1700000000.25,
+    ),
+    PermissionDecisionEvent(
+        request_id="q1", decision="allow", updated_input={"command": "ls -a"}, rule="Bash(ls)"
+    ),
+    QuestionEvent(request_id="q2", tool_use_id="call_4", questions=[{"id": "a", "question": "?"}]),
+    QuestionAnswerEvent(request_id="q2", answers={"a": ["yes", 1, None]}),
     TurnEnd(turn_id="t1", status="completed", duration_ms=12),
 )
 
@@ -1849,6 +1866,170 @@ async def check_running_sessions(store: Store) -> None:
     assert await store.running_sessions(["a", "a"]) == {"a"}
     many = [f"s{i}" for i in range(1200)] + ["a"]
     assert await store.running_sessions(many) == {"a"}
+
+
+# --- runs waiting for a person ------------------------------------------------------------
+
+
+def _leased(run_id: str, session_id: str, owner: str = "me") -> RunRecord:
+    now = time.time()
+    return RunRecord(run_id, session_id, "app:agent", "running", now, None, owner, now, now + 30)
+
+
+_STATE = {"kind": "permission", "callIndex": 1, "input": {"command": "ls", "n": [1, 2.5]}}
+
+
+async def _suspended(store: Store, run_id: str = "r1", session_id: str = "s1") -> None:
+    """A run that asked a person: its session, the run with two events, suspended."""
+    await store.create_session(session_id, "app:agent")
+    await store.create_run(_leased(run_id, session_id), _entries([0, 1]))
+    assert await store.suspend_run(
+        run_id,
+        owner="me",
+        messages=[UserMessage(content="go"), AssistantMessage(text="asking")],
+        events=_entries([3, 4]),
+        request_id="q1",
+        state=_STATE,
+        deadline=None,
+    )
+
+
+@_check
+async def check_waiting_run_suspends_in_one_transaction(store: Store) -> None:
+    """`suspend_run` stores the step's messages and events with the move to `waiting`,
+    clears the lease, and keeps the request and state; it refuses (writing nothing) a run
+    that is not running or that another owner holds."""
+    await store.create_session("s1", "app:agent")
+    await store.create_run(_leased("r1", "s1", owner="other"), _entries([0]))
+    refused = await store.suspend_run(
+        "r1",
+        owner="me",
+        messages=[UserMessage(content="x")],
+        events=_entries([1]),
+        request_id="q0",
+        state={},
+        deadline=None,
+    )
+    assert not refused
+    assert await store.load_transcript("s1") == []
+    assert _offsets(await store.read_events("r1")) == [0]
+    assert not await store.suspend_run(
+        "missing", owner="me", messages=[], events=[], request_id="q", state={}
+    )
+    await _suspended(store, "r2", "s2")
+    record = await store.get_run("r2")
+    assert record is not None
+    assert (record.status, record.owner, record.lease_expires_at) == ("waiting", None, None)
+    assert [m.role for m in await store.load_transcript("s2")] == ["user", "assistant"]
+    assert _offsets(await store.read_events("r2")) == [0, 1, 3, 4]
+    waiting = await store.get_waiting("r2")
+    assert waiting is not None
+    assert (waiting.run_id, waiting.session_id, waiting.agent_id) == ("r2", "s2", "app:agent")
+    assert (waiting.request_id, waiting.state, waiting.deadline) == ("q1", _STATE, None)
+    assert await store.get_waiting("r1") is None  # running, not waiting
+    # Bad offsets: nothing written, the run still running.
+    await store.create_session("s3", "app:agent")
+    await store.create_run(_leased("r3", "s3"), _entries([0, 1]))
+    with contextlib.suppress(ValueError, StoreError):
+        await store.suspend_run(
+            "r3",
+            owner="me",
+            messages=[UserMessage(content="x")],
+            events=_entries([1]),
+            request_id="q",
+            state={},
+        )
+        raise AssertionError("suspend_run with an offset already stored: expected an error")
+    assert (await store.get_run("r3")).status == "running"  # type: ignore[union-attr]
+    assert await store.load_transcript("s3") == []
+
+
+@_check
+async def check_waiting_run_keeps_its_session_busy(store: Store) -> None:
+    """A waiting run holds its session like a running one (but is not listed by
+    `running_sessions`); leases neither renew nor expire it, and it cannot be finished
+    until it is resumed."""
+    await _suspended(store)
+    await _expect(SessionBusyError, store.create_run(_run("r2", "s1")), "run beside a waiting one")
+    assert await store.running_sessions(["s1"]) == set()  # waiting is not running
+    assert await store.renew_leases("me", ["r1"], time.time(), time.time() + 30) == set()
+    assert "r1" not in [r.id for r in await store.expired_runs(time.time() + 3600)]
+    assert not await store.finish_run("r1", "error", time.time(), expired_by=time.time() + 3600)
+    assert (await store.get_run("r1")).status == "waiting"  # type: ignore[union-attr]
+
+
+@_check
+async def check_waiting_run_resumes_once(store: Store) -> None:
+    """`resume_run` moves the run back to running under the caller's lease with the
+    decision's events, only for the pending request, and only once (concurrent callers:
+    exactly one gets the record)."""
+    await _suspended(store)
+    now = time.time()
+    assert (
+        await store.resume_run("r1", "other", owner="b", now=now, lease_expires_at=now + 30) is None
+    )
+    assert (
+        await store.resume_run("nope", "q1", owner="b", now=now, lease_expires_at=now + 30) is None
+    )
+    won: list[str] = []
+
+    async def decide(owner: str) -> None:
+        try:
+            record = await store.resume_run(
+                "r1",
+                "q1",
+                owner=owner,
+                now=now,
+                lease_expires_at=now + 30,
+                events=[EventEntry(5, Text(content=f"decided by {owner}"))],
+            )
+        except (ValueError, StoreError):  # lost the race on the offsets
+            return
+        if record is not None:
+            assert record.state == _STATE and record.request_id == "q1"
+            won.append(owner)
+
+    async with anyio.create_task_group() as tg:
+        for owner in ("a", "b", "c", "d"):
+            tg.start_soon(decide, owner)
+    assert len(won) == 1, won
+    record = await store.get_run("r1")
+    assert record is not None
+    assert (record.status, record.owner, record.lease_expires_at) == ("running", won[0], now + 30)
+    events = await store.read_events("r1")
+    assert _offsets(events) == [0, 1, 3, 4, 5]
+    assert events[-1].event == Text(content=f"decided by {won[0]}")
+    assert await store.get_waiting("r1") is None
+    assert await store.resume_run("r1", "q1", owner="x", now=now, lease_expires_at=now) is None
+    # Running again: it ends as usual, and frees its session.
+    assert await store.finish_run("r1", "completed", now + 1, owner=won[0])
+    await store.create_run(_run("r2", "s1"))
+
+
+@_check
+async def check_overdue_requests(store: Store) -> None:
+    """`overdue_requests` lists the waiting runs whose deadline has come, earliest first,
+    at most `limit`; runs without a deadline or resumed ones never."""
+    now = time.time()
+    for index, deadline in enumerate((now + 5, now - 5, None, now - 10)):
+        run_id, session_id = f"r{index}", f"s{index}"
+        await store.create_session(session_id, "app:agent")
+        await store.create_run(_leased(run_id, session_id))
+        assert await store.suspend_run(
+            run_id,
+            owner="me",
+            messages=[],
+            events=[],
+            request_id=f"q{index}",
+            state={"n": index},
+            deadline=deadline,
+        )
+    assert [r.run_id for r in await store.overdue_requests(now)] == ["r3", "r1"]
+    assert [r.run_id for r in await store.overdue_requests(now, limit=1)] == ["r3"]
+    assert [r.run_id for r in await store.overdue_requests(now + 6)] == ["r3", "r1", "r0"]
+    assert (await store.overdue_requests(now))[0].deadline == now - 10
+    assert await store.resume_run("r3", "q3", owner="me", now=now, lease_expires_at=now + 9)
+    assert [r.run_id for r in await store.overdue_requests(now)] == ["r1"]
 
 
 STORE_CHECKS: Mapping[str, StoreCheck] = dict(_checks)

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from agentkit.actions import RunHost
+from agentkit.permissions import Ask
 from agentkit.spec import AgentSpec
 from agentkit.tools._base import Tool, ToolContext, ToolError, object_schema
 
@@ -20,23 +21,29 @@ QuestionnaireCallback = Callable[[list[dict[str, Any]], ToolContext], Awaitable[
 """`async def ask(questions, context) -> answers`: put in `services["questionnaire"]`.
 
 Each question is `{"id", "question", "options"?, "multiple"?}`; the answers (anything JSON
-can encode, usually `{id: answer}`) go back to the model.
+can encode, usually `{id: answer}`) go back to the model. Returning `Ask()` puts the
+questions to a person instead, as a host without the service does (see
+docs/human-in-the-loop.md).
 """
 
 
 def questionnaire_tool() -> Tool:
-    """The `questionnaire` tool: ask the user questions through the host's callback."""
+    """The `questionnaire` tool: ask the user questions through the host's callback, or,
+    without one (or when it returns `Ask()`), as a `question` the run waits on until a
+    person answers it (`Run.answer`)."""
 
     async def run(args: dict[str, Any], ctx: ToolContext) -> Any:
         ask = ctx.services.get("questionnaire")
-        if ask is None:
-            raise ToolError("this host cannot ask the user questions (no `questionnaire` service)")
         questions: list[dict[str, Any]] = []
         for index, raw in enumerate(args["questions"], 1):
             question = dict(raw)
             question.setdefault("id", f"q{index}")
             questions.append(question)
+        if ask is None:
+            return Ask(questions=tuple(questions))
         answers = await ask(questions, ctx)
+        if isinstance(answers, Ask):
+            return Ask(questions=tuple(questions))
         if answers is None:
             raise ToolError("the user did not answer")
         return answers
@@ -53,6 +60,7 @@ def questionnaire_tool() -> Tool:
                 "questions": {
                     "type": "array",
                     "minItems": 1,
+                    "maxItems": 50,
                     "items": object_schema(
                         {
                             "id": {"type": "string", "description": "Key of the answer."},
