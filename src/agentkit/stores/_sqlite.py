@@ -718,7 +718,8 @@ class _SQLite:
                     "SELECT m.new, ?, r.agent_id, r.status, r.created_at, r.finished_at, "
                     "r.owner, r.heartbeat_at, r.lease_expires_at, r.error "
                     "FROM temp.agentkit_fork_pairs AS m JOIN agentkit_runs AS r ON r.id = m.old "
-                    "WHERE r.session_id = ? AND r.status NOT IN ('running', 'waiting') ORDER BY m.n",
+                    "WHERE r.session_id = ? AND r.status NOT IN ('running', 'waiting') "
+                    "ORDER BY m.n",
                     (session.id, source_id),
                 ).rowcount
             except sqlite3.IntegrityError:
