@@ -21,6 +21,7 @@ from agentkit._internal.callbacks import call_logged
 from agentkit.client._transport import Dropped, Transport, Unreachable, page_query
 from agentkit.client.contract import (
     CANCEL_CONVERSATION,
+    CANCEL_QUEUED,
     CREATE_CONVERSATION,
     DELETE_AGENT,
     DELETE_CONVERSATION,
@@ -57,8 +58,10 @@ from agentkit.conversations import (
     ConversationView,
     FinalEvent,
     FollowEvent,
+    IfBusy,
     Member,
     PromptAccepted,
+    QueuedPromptNotFoundError,
     RunNotFoundError,
     StopWatch,
     Turn,
@@ -281,12 +284,17 @@ class RemoteMachine(ConversationClient):
         effort: ReasoningEffort | None = None,
         output_schema: dict[str, Any] | None = None,
         replace_turn: str | None = None,
+        if_busy: IfBusy = "reject",
     ) -> PromptAccepted:
         """Start a run; returns once the server has accepted and stored it. The run
         belongs to the machine: nothing this client does afterwards stops it but `cancel`.
 
+        `if_busy`: what happens when a run is going (see
+        [`ConversationClient.prompt`][agentkit.conversations.ConversationClient.prompt]).
+
         Raises:
-            ConversationBusyError: A run is going already.
+            ConversationBusyError: A run is going already (`reject`), or the queue is
+                full (`enqueue`).
             AttachmentError: An attachment is missing or outside the roots.
         """
         if isinstance(attachments, str):
@@ -298,6 +306,8 @@ class RemoteMachine(ConversationClient):
             payload["outputSchema"] = output_schema
         if replace_turn is not None:
             payload["replaceTurn"] = replace_turn
+        if if_busy != "reject":
+            payload["ifBusy"] = if_busy
         body = await self._request(
             START_RUN,
             body=payload,
@@ -384,6 +394,23 @@ class RemoteMachine(ConversationClient):
         # even when none is).
         body = await self._request(CANCEL_CONVERSATION, conversation_id=conversation_id)
         return bool(body["cancelled"])
+
+    async def cancel_queued(self, conversation_id: str, queued_id: str) -> None:
+        """Remove a queued prompt (its `run_id`) from the conversation's queue, or a
+        dropped one from its list.
+
+        Raises:
+            QueuedPromptNotFoundError: The conversation has no such queued prompt.
+            QueuedPromptStartedError: It has started: cancel its run instead.
+        """
+        if not isinstance(queued_id, str) or not queued_id or len(queued_id) > 200:
+            await self.get_conversation(conversation_id)  # a hidden one says so first
+            raise QueuedPromptNotFoundError(
+                f"conversation {conversation_id!r} has no queued prompt {str(queued_id)[:200]!r}"
+            )
+        await self._request(
+            CANCEL_QUEUED, {"queued_id": queued_id}, conversation_id=conversation_id
+        )
 
     async def upload(
         self, file: str | os.PathLike[str] | bytes, *, filename: str | None = None

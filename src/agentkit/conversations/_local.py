@@ -24,6 +24,7 @@ from agentkit.conversations._models import (
     ConversationDetails,
     ConversationSummary,
     FollowEvent,
+    IfBusy,
     Member,
     PromptAccepted,
     Turn,
@@ -128,6 +129,7 @@ class LocalClient(ConversationClient):
         effort: ReasoningEffort | None = None,
         output_schema: dict[str, Any] | None = None,
         replace_turn: str | None = None,
+        if_busy: IfBusy = "reject",
     ) -> PromptAccepted:
         return await self._runs.prompt(
             self._member,
@@ -137,7 +139,11 @@ class LocalClient(ConversationClient):
             effort=effort,
             output_schema=output_schema,
             replace_turn=replace_turn,
+            if_busy=if_busy,
         )
+
+    async def cancel_queued(self, conversation_id: str, queued_id: str) -> None:
+        await self._runs.cancel_queued(self._member, conversation_id, queued_id)
 
     async def follow(
         self, conversation_id: str, run_id: str, *, after: int | None = None

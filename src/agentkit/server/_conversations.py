@@ -210,6 +210,7 @@ async def start_run(request: Request, member: Member) -> Response:
         effort=body.effort,
         output_schema=body.output_schema,
         replace_turn=body.replace_turn,
+        if_busy=body.if_busy,
     )
     location = FOLLOW_RUN.url(id=conversation_id, run_id=accepted.run_id)
     return json_response(accepted, 202, {"Location": location})
@@ -250,6 +251,12 @@ async def cancel_run(request: Request, member: Member) -> Response:
 async def cancel_active(request: Request, member: Member) -> Response:
     cancelled = await _machine(request).runs.cancel(member, request.path_params["id"])
     return json_response(CancelResult(cancelled=cancelled), 202)
+
+
+async def cancel_queued(request: Request, member: Member) -> Response:
+    path = request.path_params
+    await _machine(request).runs.cancel_queued(member, path["id"], path["queued_id"])
+    return Response(status_code=204)
 
 
 async def watch_conversation(request: Request, member: Member) -> Response:

@@ -15,6 +15,7 @@ from urllib.parse import quote
 __all__ = [
     "CANCEL_CONVERSATION",
     "CANCEL_DELEGATION",
+    "CANCEL_QUEUED",
     "CANCEL_RUN",
     "CREATE_CONVERSATION",
     "CREATE_ROOM",
@@ -135,6 +136,8 @@ CANCEL_CONVERSATION = Operation("cancelConversation", "POST", "/v1/conversations
 """Stop a conversation's running run, whichever it is."""
 WATCH_CONVERSATION = Operation("watchConversation", "GET", "/v1/conversations/{id}/watch")
 """A conversation's view after every change (an event stream)."""
+CANCEL_QUEUED = Operation("cancelQueued", "DELETE", "/v1/conversations/{id}/queue/{queued_id}")
+"""Remove a queued prompt from a conversation's queue."""
 
 UPLOAD_FILE = Operation("uploadFile", "POST", "/v1/files")
 """Store a file in the caller's upload folder, to attach to a prompt by its path."""
@@ -197,6 +200,7 @@ OPERATIONS: tuple[Operation, ...] = (
     CANCEL_RUN,
     CANCEL_CONVERSATION,
     WATCH_CONVERSATION,
+    CANCEL_QUEUED,
     UPLOAD_FILE,
     LIST_ROOMS,
     CREATE_ROOM,
