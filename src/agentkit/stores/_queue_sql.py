@@ -23,6 +23,7 @@ __all__ = ["PostgresQueue", "SQLiteQueue"]
 
 _COLUMNS = "id, session_id, member_id, prompt, created_at, options, status, error"
 _TABLE = "agentkit_queued_prompts"
+_TOPIC_BYTES = 7000  # as `_postgres`'s: a longer topic names the whole kind
 
 
 def _params(record: QueuedRecord) -> tuple[Any, ...]:
@@ -134,9 +135,11 @@ class PostgresQueue:
         return await cast(Any, self)._run(fn, *args)
 
     async def _queue_notify(self, conn: Connection, session_id: str) -> None:
-        from agentkit.stores._postgres import _topic
-
-        await cast(Any, self)._dialect.notify(conn, [_topic("session", session_id)])
+        # The store's topic of the session (`session:*` when the id makes it too long).
+        topic = f"session:{session_id}"
+        if len(topic.encode()) > _TOPIC_BYTES:
+            topic = "session:*"
+        await cast(Any, self)._dialect.notify(conn, [topic])
 
     async def enqueue_prompt(self, record: QueuedRecord, *, limit: int) -> bool:
         from psycopg import errors
