@@ -83,6 +83,7 @@ if TYPE_CHECKING:
         UploadedFile,
         Visibility,
     )
+    from agentkit.conversations._queue import MAX_QUEUED
     from agentkit.conversations._run_service import RunService
     from agentkit.conversations._turns import INTERRUPTED_REASON
     from agentkit.conversations._uploads import (
@@ -128,6 +129,7 @@ _EXPORTS: dict[str, str] = {
     "Part": "agentkit.conversations._models",
     "PromptAccepted": "agentkit.conversations._models",
     "QueuedPrompt": "agentkit.conversations._models",
+    "MAX_QUEUED": "agentkit.conversations._queue",
     "IfBusy": "agentkit.conversations._models",
     "QueuedPromptNotFoundError": "agentkit.conversations._errors",
     "QueuedPromptStartedError": "agentkit.conversations._errors",
@@ -164,6 +166,7 @@ __all__ = [
     "DEFAULT_MAX_UPLOAD_BYTES",
     "DEFAULT_UPLOAD_QUOTA_BYTES",
     "INTERRUPTED_REASON",
+    "MAX_QUEUED",
     "ROOL",
     "AccessDeniedError",
     "AgentDefinition",
