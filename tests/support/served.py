@@ -17,7 +17,7 @@ import anyio
 
 from agentkit.conversations import Members, Role
 from agentkit.stores import open_store
-from support.paths import ROOT
+from support.paths import ROOT, SRC
 
 CONFORMANCE = "agentkit.testing:conformance_provider"
 
@@ -102,8 +102,11 @@ def served(
         str(root),
         *args,
     ]
-    # The repository's root on the path: `examples.*` extensions import as in a checkout.
-    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    # This checkout's sources first (not an installed agentkit), and the repository's
+    # root: `examples.*` extensions import as in a checkout.
+    path = os.pathsep.join([str(SRC), str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(
+        os.pathsep
+    )
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path, **(env or {})}
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
