@@ -18,10 +18,11 @@ gets its prompt `dropped`, with the reason, instead of run.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 import anyio
@@ -89,6 +90,19 @@ class PromptQueue:
         self._start = start
         self.closing = False
         """Set when the machine stops its runs: nothing more is started."""
+        self._held: dict[str, int] = {}  # conversations an interrupt is starting a run in
+
+    @contextlib.contextmanager
+    def held(self, conversation_id: str) -> Iterator[None]:
+        """Start nothing queued in the conversation from this process during the block
+        (an interrupting prompt's run starts first; the queue goes on after it)."""
+        self._held[conversation_id] = self._held.get(conversation_id, 0) + 1
+        try:
+            yield
+        finally:
+            self._held[conversation_id] -= 1
+            if not self._held[conversation_id]:
+                del self._held[conversation_id]
 
     async def enqueue(
         self, member: Member, conversation_id: str, text: str, options: dict[str, Any]
@@ -185,7 +199,7 @@ class PromptQueue:
         prompts that can no longer run on the way."""
         store = self._context.store
         for _ in range(2 * MAX_QUEUED + _KEPT_DROPPED):
-            if self.closing:
+            if self.closing or conversation_id in self._held:
                 return
             rows = await store.list_queued(conversation_id)
             head = next((row for row in rows if row.status == "queued"), None)

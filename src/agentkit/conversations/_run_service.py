@@ -143,17 +143,19 @@ class RunService:
         output_schema: dict[str, Any] | None,
         replace_turn: str | None,
     ) -> Run | None:
-        """Cancel the running run (wherever it runs), then start; a run started by
-        another prompt meanwhile is cancelled too, twice at most, then busy."""
+        """Cancel the running run (wherever it runs), then start, before anything queued
+        (this process starts nothing queued meanwhile); a run started by another prompt
+        meanwhile is cancelled too, twice at most, then busy."""
         options = {"attachments": attachments, "effort": effort, "outputSchema": output_schema}
-        for _ in range(3):
-            await self.cancel(member, conversation_id)
-            try:
-                return await self._start(
-                    member, conversation_id, text, options, replace_turn=replace_turn
-                )
-            except ConversationBusyError:
-                continue
+        with self.queue.held(conversation_id):
+            for _ in range(3):
+                await self.cancel(member, conversation_id)
+                try:
+                    return await self._start(
+                        member, conversation_id, text, options, replace_turn=replace_turn
+                    )
+                except ConversationBusyError:
+                    continue
         raise _busy(conversation_id)
 
     async def _checked(

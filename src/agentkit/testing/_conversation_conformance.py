@@ -823,31 +823,27 @@ async def _first_part(client: ConversationClient, conversation_id: str, run_id: 
 @_check
 async def check_interrupt(host: ConversationHost) -> None:
     """`if_busy="interrupt"` ends the running run `cancelled` (what it streamed kept) and
-    starts the new one at once; on an idle conversation it just starts."""
+    starts the new one at once, before what was queued (which runs after it, not
+    cancelled); on an idle conversation it just starts."""
     ada = await host.client("ada", "editor")
     conversation = await ada.create_conversation()
     first = await conversation.prompt("hang")
     await _first_part(ada, conversation.id, first.run_id)
+    waiting = await conversation.prompt("say queued", if_busy="enqueue")
     second = await conversation.prompt("say instead", if_busy="interrupt")
     assert second.status == "running" and second.run_id != first.run_id
     ended = await _follow(ada, conversation.id, first.run_id)
     assert isinstance(ended[-1], FinalEvent) and ended[-1].status == "cancelled"
     assert _text(await _follow(ada, conversation.id, second.run_id)) == "instead"
+    await _until(functools.partial(_turns_count, ada, conversation.id, 6), "the queued one ran")
     turns = await conversation.list_turns()
-    assert [(t.role, t.status) for t in turns] == [
-        ("user", "completed"),
-        ("agent", "cancelled"),
-        ("user", "completed"),
-        ("agent", "completed"),
-    ]
-    assert turns[1].text == "partial answer"
+    assert [t.run_id for t in turns[::2]] == [first.run_id, second.run_id, waiting.run_id]
+    assert [t.status for t in turns] == ["completed", "cancelled"] + ["completed"] * 4
+    assert [t.text for t in turns[1::2]] == ["partial answer", "instead", "queued"]
     third = await conversation.prompt("say idle", if_busy="interrupt")
     assert _text(await _follow(ada, conversation.id, third.run_id)) == "idle"
-    await _expect(
-        ConversationError,
-        conversation.prompt("say x", if_busy="later"),
-        "a bad if_busy",  # type: ignore[arg-type]
-    )
+    later: Any = "later"
+    await _expect(ConversationError, conversation.prompt("say x", if_busy=later), "a bad if_busy")
 
 
 # --- the access matrix ----------------------------------------------------------------------
