@@ -2,7 +2,9 @@
 acting as a member and checked once; and the runs this machine executes, stopped when the
 machine closes, shuts down, or another process sharing the store asks.
 
-A prompt is `Runtime.start` on the conversation's session; a follow replays the run's log
+A prompt is `Runtime.start` on the conversation's session; one to a busy conversation is
+refused, queued (`PromptQueue`, which starts it later through the same path) or cancels
+the running run first (`if_busy`). A follow replays the run's log
 (`Run.entries`, then `Store.read_events`); a cancel is `Run.cancel`, or a request to the
 process executing the run through the store's notifications.
 """
@@ -92,8 +94,8 @@ class RunService:
             raise ConversationError(
                 f"if_busy must be 'reject', 'enqueue' or 'interrupt', not {if_busy!r}"[:300]
             )
+        options = {"attachments": attachments, "effort": effort, "outputSchema": output_schema}
         if if_busy == "enqueue" and replace_turn is None:
-            options = {"attachments": attachments, "effort": effort, "outputSchema": output_schema}
             await self._access.writable(member, conversation_id, "prompt", fresh_session=False)
             if await self.queue.waiting(conversation_id):  # first in, first run
                 return await self._enqueue(member, conversation_id, text, options)
@@ -102,16 +104,10 @@ class RunService:
             except ConversationBusyError:
                 return await self._enqueue(member, conversation_id, text, options)
         elif if_busy == "interrupt":
-            run = await self._interrupt(
-                member, conversation_id, text, attachments, effort, output_schema, replace_turn
-            )
+            run = await self._interrupt(member, conversation_id, text, options, replace_turn)
         else:
             run = await self._start(
-                member,
-                conversation_id,
-                text,
-                {"attachments": attachments, "effort": effort, "outputSchema": output_schema},
-                replace_turn=replace_turn,
+                member, conversation_id, text, options, replace_turn=replace_turn
             )
         assert run is not None
         return PromptAccepted(
@@ -138,15 +134,12 @@ class RunService:
         member: Member,
         conversation_id: str,
         text: str,
-        attachments: Sequence[str],
-        effort: ReasoningEffort | None,
-        output_schema: dict[str, Any] | None,
+        options: dict[str, Any],
         replace_turn: str | None,
     ) -> Run | None:
         """Cancel the running run (wherever it runs), then start, before anything queued
         (this process starts nothing queued meanwhile); a run started by another prompt
         meanwhile is cancelled too, twice at most, then busy."""
-        options = {"attachments": attachments, "effort": effort, "outputSchema": output_schema}
         with self.queue.held(conversation_id):
             for _ in range(3):
                 await self.cancel(member, conversation_id)
