@@ -49,6 +49,8 @@ __all__ = [
     "PromptError",
     "ProviderConfigError",
     "ProviderError",
+    "QueuedPromptNotFoundError",
+    "QueuedPromptStartedError",
     "RecordExistsError",
     "RecordNotFoundError",
     "RequestDecidedError",
@@ -443,6 +445,14 @@ class AgentExistsError(ConversationError, ValueError):
 
 class RunNotFoundError(ConversationError, LookupError):
     """The conversation has no run with this id."""
+
+
+class QueuedPromptNotFoundError(ConversationError, LookupError):
+    """The conversation has no queued prompt with this id."""
+
+
+class QueuedPromptStartedError(ConversationError):
+    """The queued prompt has started already: it is a run now (cancel the run)."""
 
 
 class TurnNotFoundError(ConversationError, LookupError):

@@ -75,6 +75,19 @@ def test_the_fork_session_runs(tmp_path: Path) -> None:
     assert out.count("true") == 3
 
 
+def test_the_busy_conversations_session_runs(tmp_path: Path) -> None:
+    out = _run_session("server.md", "Busy conversations", tmp_path)
+    assert out.splitlines() == [
+        "running",
+        "409",
+        '["say later","queued","say never","queued"]',
+        "204",
+        "1",
+        "1",
+        '["completed","cancelled","completed","completed","completed","completed"]',
+    ], out
+
+
 def test_the_rooms_extension_session_runs(tmp_path: Path) -> None:
     out = _run_session("rooms.md", "Over HTTP, and extensions", tmp_path)
     assert '"positions":[1]' in out

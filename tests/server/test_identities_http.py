@@ -3,6 +3,7 @@ rotated tokens, deleted agents, and every list paged with `limit` and an opaque 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import httpx
 import pytest
 
 from support.http_api import bearer, sse_events
-from support.paths import ROOT
+from support.paths import ROOT, SRC
 from support.served import served
 
 
@@ -41,6 +42,7 @@ def _members_cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=60,
         cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(SRC)},  # this checkout's agentkit, as the server's
     )
 
 

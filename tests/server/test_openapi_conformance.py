@@ -485,3 +485,40 @@ def test_every_answer_of_the_routes_that_start_a_run_is_documented(
             )
             _validate(document, option["properties"]["data"]["contentSchema"], event["data"])
         assert events[-1]["event"] == "completed"
+
+
+def test_busy_prompts_and_the_queue_answer_what_the_document_says(
+    http: httpx.Client, document: dict[str, Any]
+) -> None:
+    conversation = http.post("/v1/conversations", json={}).json()["id"]
+    runs, template = f"/v1/conversations/{conversation}/runs", "/v1/conversations/{id}/runs"
+    queue = "/v1/conversations/{id}/queue/{queued_id}"
+
+    def answered(method: str, path: str, template: str, status: int, **kwargs: Any) -> Any:
+        answer = http.request(method, path, **kwargs)
+        assert answer.status_code == status, answer.text
+        assert_documented(document, method, template, answer)
+        return answer.json() if answer.content else None
+
+    running = answered("POST", runs, template, 202, json={"prompt": "hang"})
+    assert running["status"] == "running"
+    refused = answered("POST", runs, template, 409, json={"prompt": "say no"})
+    assert refused["error"]["code"] == "conversation_busy"
+    queued = answered("POST", runs, template, 202, json={"prompt": "say a", "ifBusy": "enqueue"})
+    dropped = answered("POST", runs, template, 202, json={"prompt": "say b", "ifBusy": "enqueue"})
+    assert queued["status"] == dropped["status"] == "queued"
+    bad = answered("POST", runs, template, 422, json={"prompt": "x", "ifBusy": "later"})
+    assert bad["error"]["field"] == "ifBusy"
+    details = answered("GET", f"/v1/conversations/{conversation}", "/v1/conversations/{id}", 200)
+    assert [q["id"] for q in details["queued"]] == [queued["runId"], dropped["runId"]]
+    assert details["queued"][0]["prompt"] == "say a" and details["queued"][0]["member"] == "ada"
+    base = f"/v1/conversations/{conversation}/queue"
+    assert answered("DELETE", f"{base}/{dropped['runId']}", queue, 204) is None
+    missing = answered("DELETE", f"{base}/{dropped['runId']}", queue, 404)
+    assert missing["error"]["code"] == "queued_prompt_not_found"
+    started = answered("DELETE", f"{base}/{running['runId']}", queue, 409)
+    assert started["error"]["code"] == "queued_prompt_started"
+    hidden = answered("DELETE", f"/v1/conversations/nope/queue/{queued['runId']}", queue, 404)
+    assert hidden["error"]["code"] == "conversation_not_found"
+    now = answered("POST", runs, template, 202, json={"prompt": "say now", "ifBusy": "interrupt"})
+    assert now["status"] == "running"

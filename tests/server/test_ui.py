@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
+from support.paths import SRC
 from support.served import CONFORMANCE, ROOT, Served, served
 
 CHROMIUM = (
@@ -204,6 +205,42 @@ def test_chat_streams_continues_after_a_reload_and_cancels(page: Page, machine: 
     expect(page.locator(".turn.live")).to_have_count(0)
     expect(page.locator(".turn.agent").last).to_contain_text("cancelled")
     expect(page.get_by_role("button", name="Send")).to_be_enabled()
+
+
+def test_queue_prompts_while_a_run_goes_and_cancel_one(page: Page, machine: Machine) -> None:
+    conversation = machine.conversation("bob", "Queue")
+    started = machine.call(
+        "bob", "POST", f"/v1/conversations/{conversation}/runs", json={"prompt": "hang"}
+    )
+    assert started.status_code == 202, started.text
+    _sign_in(page, machine, "bob", f"#/conversations/{conversation}")
+    expect(page.locator(".turn.live")).to_contain_text("partial answer")
+    expect(page.get_by_role("button", name="Send")).to_be_disabled()
+    prompt = page.get_by_label("Prompt", exact=True)
+    for text in ("say first", "say second"):
+        prompt.fill(text)
+        page.get_by_role("button", name="Queue", exact=True).click()
+        expect(prompt).to_have_value("")
+    items = page.locator(".queued .queued-prompt")
+    expect(items).to_have_count(2)
+    expect(items.first).to_contain_text("say first")
+    expect(items.first).to_contain_text("bob")
+    page.get_by_role("button", name="Cancel queued prompt: say first").click()
+    expect(items).to_have_count(1)
+    expect(items.first).to_contain_text("say second")
+    # The running run ends: the queued prompt runs, and the page follows it.
+    page.get_by_role("button", name="Cancel run").click()
+    expect(page.locator(".turn.user").last).to_contain_text("say second", timeout=15_000)
+    expect(page.locator(".turn.agent").last).to_contain_text("second")
+    expect(items).to_have_count(0)
+    expect(page.get_by_role("button", name="Queue", exact=True)).to_be_disabled()
+    turns = machine.call("bob", "GET", f"/v1/conversations/{conversation}").json()["turns"]
+    assert [turn["status"] for turn in turns] == [
+        "completed",
+        "cancelled",
+        "completed",
+        "completed",
+    ]
 
 
 def test_upload_a_file_and_send_it_attached(page: Page, machine: Machine, tmp_path: Path) -> None:
@@ -441,12 +478,13 @@ def test_runs_of_room_agents_and_of_agentkit_run_are_for_owners(
     # A run of `agentkit run` on the same database.
     definition = tmp_path / "helper.md"
     definition.write_text("---\nid: helper\ndescription: Helps.\n---\nYou help.\n")
+    path = os.pathsep.join([str(SRC), str(ROOT)])  # this checkout's agentkit
     done = subprocess.run(
         [
             sys.executable, "-m", "agentkit", "run", str(definition), "say from the command line",
             "--provider", CONFORMANCE, "--store", str(machine.served.db), "--format", "jsonl",
         ],
-        capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": path},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     session = json.loads(done.stdout.splitlines()[0])["sessionId"]

@@ -1,7 +1,7 @@
-"""The store interface in four parts: `SessionStore`, `RunStore`, `RoomStore` and
-`RecordStore`, which `Store` combines. Every backend is each part, at run time and for
-`mypy --strict`, so code that needs only rooms (or only sessions, runs, records) can ask for
-just that."""
+"""The store interface in five parts: `SessionStore`, `RunStore`, `RoomStore`,
+`RecordStore` and `QueueStore`, which `Store` combines. Every backend is each part, at run
+time and for `mypy --strict`, so code that needs only rooms (or only sessions, runs,
+records) can ask for just that."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import pytest
 from agentkit.stores import (
     MemoryStore,
     PostgresStore,
+    QueueStore,
     RecordStore,
     RoomStore,
     RunStore,
@@ -27,7 +28,7 @@ from agentkit.stores import (
 from support.paths import SRC
 
 HERE = Path(__file__).resolve().parent
-PARTS = [SessionStore, RunStore, RoomStore, RecordStore]
+PARTS = [SessionStore, RunStore, RoomStore, RecordStore, QueueStore]
 
 
 def _backends() -> list[Any]:
@@ -49,7 +50,7 @@ def test_every_backend_is_every_part(store: Any, part: type) -> None:
     assert isinstance(store, part)
 
 
-def test_store_is_the_four_parts_and_aclose() -> None:
+def test_store_is_the_five_parts_and_aclose() -> None:
     assert all(issubclass(Store, part) for part in PARTS)
     own = [_methods(part) for part in PARTS]
     # the parts share no method, and together with `aclose` they are the whole interface

@@ -102,8 +102,8 @@ def served(
         str(root),
         *args,
     ]
-    # This checkout's sources (not an installed agentkit's), and the repository's root:
-    # `examples.*` extensions import as in a checkout.
+    # This checkout's sources first (not an installed agentkit), and the repository's
+    # root: `examples.*` extensions import as in a checkout.
     path = os.pathsep.join([str(SRC), str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(
         os.pathsep
     )

@@ -22,6 +22,7 @@ from agentkit.client._transport import Dropped, Transport, Unreachable, page_que
 from agentkit.client.contract import (
     CANCEL_CONVERSATION,
     CONVERSATION_ID_HEADER,
+    CANCEL_QUEUED,
     CREATE_CONVERSATION,
     CREATE_RUN,
     DELETE_AGENT,
@@ -61,8 +62,10 @@ from agentkit.conversations import (
     ConversationView,
     FinalEvent,
     FollowEvent,
+    IfBusy,
     Member,
     PromptAccepted,
+    QueuedPromptNotFoundError,
     RunNotFoundError,
     RunResult,
     RunStream,
@@ -302,6 +305,7 @@ class RemoteMachine(ConversationClient):
         output_schema: dict[str, Any] | None = None,
         replace_turn: str | None = None,
         wait: float | None = None,
+        if_busy: IfBusy = "reject",
     ) -> PromptAccepted:
         """Start a run; returns once the server has accepted and stored it. The run
         belongs to the machine: nothing this client does afterwards stops it but `cancel`.
@@ -309,13 +313,19 @@ class RemoteMachine(ConversationClient):
         within `wait` seconds (see
         [`ConversationClient.prompt`][agentkit.conversations.ConversationClient.prompt]).
 
+        `if_busy`: what happens when a run is going (see
+        [`ConversationClient.prompt`][agentkit.conversations.ConversationClient.prompt]).
+
         Raises:
-            ConversationBusyError: A run is going already.
+            ConversationBusyError: A run is going already (`reject`), or the queue is
+                full (`enqueue`).
             AttachmentError: An attachment is missing or outside the roots.
         """
         payload = _prompt_body(text, attachments, effort, output_schema)
         if replace_turn is not None:
             payload["replaceTurn"] = replace_turn
+        if if_busy != "reject":
+            payload["ifBusy"] = if_busy
         body = await self._request(
             START_RUN,
             body=payload,
@@ -496,6 +506,23 @@ class RemoteMachine(ConversationClient):
         # even when none is).
         body = await self._request(CANCEL_CONVERSATION, conversation_id=conversation_id)
         return bool(body["cancelled"])
+
+    async def cancel_queued(self, conversation_id: str, queued_id: str) -> None:
+        """Remove a queued prompt (its `run_id`) from the conversation's queue, or a
+        dropped one from its list.
+
+        Raises:
+            QueuedPromptNotFoundError: The conversation has no such queued prompt.
+            QueuedPromptStartedError: It has started: cancel its run instead.
+        """
+        if not isinstance(queued_id, str) or not queued_id or len(queued_id) > 200:
+            await self.get_conversation(conversation_id)  # a hidden one says so first
+            raise QueuedPromptNotFoundError(
+                f"conversation {conversation_id!r} has no queued prompt {str(queued_id)[:200]!r}"
+            )
+        await self._request(
+            CANCEL_QUEUED, {"queued_id": queued_id}, conversation_id=conversation_id
+        )
 
     async def upload(
         self, file: str | os.PathLike[str] | bytes, *, filename: str | None = None

@@ -40,6 +40,8 @@ if TYPE_CHECKING:
         InvalidPageError,
         MachineAgentNotFoundError,
         MemberError,
+        QueuedPromptNotFoundError,
+        QueuedPromptStartedError,
         RunNotFoundError,
         TurnNotFoundError,
         UploadError,
@@ -63,11 +65,13 @@ if TYPE_CHECKING:
         FinalEvent,
         FinalStatus,
         FollowEvent,
+        IfBusy,
         JsonPart,
         Member,
         OutputEvent,
         Part,
         PromptAccepted,
+        QueuedPrompt,
         Role,
         TextDeltaPart,
         TextPart,
@@ -80,6 +84,7 @@ if TYPE_CHECKING:
         Visibility,
     )
     from agentkit.conversations._results import MAX_WAIT, RunResult
+    from agentkit.conversations._queue import MAX_QUEUED
     from agentkit.conversations._run_service import RunService
     from agentkit.conversations._stream import RunStream
     from agentkit.conversations._turns import INTERRUPTED_REASON
@@ -125,6 +130,11 @@ _EXPORTS: dict[str, str] = {
     "OutputEvent": "agentkit.conversations._models",
     "Part": "agentkit.conversations._models",
     "PromptAccepted": "agentkit.conversations._models",
+    "QueuedPrompt": "agentkit.conversations._models",
+    "MAX_QUEUED": "agentkit.conversations._queue",
+    "IfBusy": "agentkit.conversations._models",
+    "QueuedPromptNotFoundError": "agentkit.conversations._errors",
+    "QueuedPromptStartedError": "agentkit.conversations._errors",
     "ROOL": "agentkit.conversations._agents",
     "Role": "agentkit.conversations._models",
     "RunNotFoundError": "agentkit.conversations._errors",
@@ -162,6 +172,7 @@ __all__ = [
     "DEFAULT_UPLOAD_QUOTA_BYTES",
     "INTERRUPTED_REASON",
     "MAX_WAIT",
+    "MAX_QUEUED",
     "ROOL",
     "AccessDeniedError",
     "AgentDefinition",
@@ -183,6 +194,7 @@ __all__ = [
     "FinalEvent",
     "FinalStatus",
     "FollowEvent",
+    "IfBusy",
     "InvalidPageError",
     "JsonPart",
     "LocalClient",
@@ -194,6 +206,9 @@ __all__ = [
     "OutputEvent",
     "Part",
     "PromptAccepted",
+    "QueuedPrompt",
+    "QueuedPromptNotFoundError",
+    "QueuedPromptStartedError",
     "Role",
     "RunNotFoundError",
     "RunResult",

@@ -15,6 +15,7 @@ from agentkit.conversations._models import (
     ConversationSummary,
     ConversationView,
     FollowEvent,
+    IfBusy,
     Member,
     PromptAccepted,
     Turn,
@@ -158,6 +159,7 @@ class ConversationClient(Protocol):
         output_schema: dict[str, Any] | None = None,
         replace_turn: str | None = None,
         wait: float | None = None,
+        if_busy: IfBusy = "reject",
     ) -> PromptAccepted:
         """Start a run; returns once it is accepted and stored. The run belongs to the
         machine: nothing the client does afterwards stops it but `cancel`.
@@ -173,8 +175,16 @@ class ConversationClient(Protocol):
             print(answer.status, answer.text)
         ```
 
+        `if_busy` says what happens when a run is going: `reject` raises
+        `ConversationBusyError`; `enqueue` stores the prompt in the conversation's queue
+        (`status="queued"`; `run_id` is the id its run gets when it starts, after the
+        prompts queued before it, whatever way the running run ends; it survives a
+        restart; `cancel_queued` removes it); `interrupt` cancels the running run (it
+        ends `cancelled`) and starts this one.
+
         Raises:
-            ConversationBusyError: A run is going already.
+            ConversationBusyError: A run is going already (`reject`), or the queue is
+                full (`enqueue`).
             AttachmentError: An attachment is missing or outside the roots.
             ConversationError: `wait` is out of its bounds.
         """
@@ -228,6 +238,16 @@ class ConversationClient(Protocol):
     ) -> RunStream:
         """`run` and `stream` at once: a new private conversation with `agent`, its run,
         and the run's events from its first one."""
+        ...
+
+    async def cancel_queued(self, conversation_id: str, queued_id: str) -> None:
+        """Remove a queued prompt (its `run_id`) from the conversation's queue, or a
+        dropped one from its list; anyone who may prompt the conversation may.
+
+        Raises:
+            QueuedPromptNotFoundError: The conversation has no such queued prompt.
+            QueuedPromptStartedError: It has started: cancel its run instead.
+        """
         ...
 
     def follow(
@@ -315,6 +335,7 @@ class Conversation:
         output_schema: dict[str, Any] | None = None,
         replace_turn: str | None = None,
         wait: float | None = None,
+        if_busy: IfBusy = "reject",
     ) -> PromptAccepted:
         """Start a run (see
         [`ConversationClient.prompt`][agentkit.conversations.ConversationClient.prompt])."""
@@ -326,6 +347,7 @@ class Conversation:
             output_schema=output_schema,
             replace_turn=replace_turn,
             wait=wait,
+            if_busy=if_busy,
         )
 
     async def stream(
@@ -347,6 +369,11 @@ class Conversation:
             output_schema=output_schema,
             replace_turn=replace_turn,
         )
+
+    async def cancel_queued(self, queued_id: str) -> None:
+        """Remove a queued prompt (see
+        [`ConversationClient.cancel_queued`][agentkit.conversations.ConversationClient.cancel_queued])."""
+        await self.client.cancel_queued(self.id, queued_id)
 
     async def follow(
         self, run_id: str | None = None, *, after: int | None = None

@@ -22,6 +22,7 @@ from agentkit.conversations._models import (
     Turn,
     Visibility,
 )
+from agentkit.conversations._queue import queued_prompts
 from agentkit.conversations._turns import active_run, build_turns
 from agentkit.conversations._watch import Watch
 from agentkit.paging import Page, check_limit, decode_cursor, decode_key, page_of, record_key
@@ -112,6 +113,7 @@ class ConversationService:
             is_running=active is not None,
             active_run_id=active,
             turns=tuple(turns),
+            queued=await queued_prompts(store, conversation_id),
         )
 
     async def turns(

@@ -25,6 +25,7 @@ from agentkit.conversations._models import (
     ConversationDetails,
     ConversationSummary,
     FollowEvent,
+    IfBusy,
     Member,
     PromptAccepted,
     Turn,
@@ -138,6 +139,7 @@ class LocalClient(ConversationClient):
         output_schema: dict[str, Any] | None = None,
         replace_turn: str | None = None,
         wait: float | None = None,
+        if_busy: IfBusy = "reject",
     ) -> PromptAccepted:
         check_wait(wait)
         accepted = await self._runs.prompt(
@@ -148,6 +150,7 @@ class LocalClient(ConversationClient):
             effort=effort,
             output_schema=output_schema,
             replace_turn=replace_turn,
+            if_busy=if_busy,
         )
         return await self._waited(accepted, wait)
 
@@ -228,6 +231,9 @@ class LocalClient(ConversationClient):
             self._member, accepted.conversation_id, accepted.run_id, within=wait
         )
         return accepted if result is None else result
+
+    async def cancel_queued(self, conversation_id: str, queued_id: str) -> None:
+        await self._runs.cancel_queued(self._member, conversation_id, queued_id)
 
     async def follow(
         self, conversation_id: str, run_id: str, *, after: int | None = None

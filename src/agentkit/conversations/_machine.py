@@ -233,6 +233,9 @@ class Machine:
             await self.agents.record_builtins()
             if self.runtime.notifications.shared:
                 group.start_soon(self.runs.serve_cancel_requests)
+            # What was queued behind runs that ended while no process drained it (killed)
+            # starts now, then at every heartbeat (after the lease sweep's ends).
+            group.start_soon(self.runs.queue.serve, self.runtime.heartbeat_interval)
             await self.rooms.__aenter__()
         except BaseException as exc:
             await self.runtime.__aexit__(type(exc), exc, exc.__traceback__)

@@ -24,11 +24,13 @@ __all__ = [
     "FinalEvent",
     "FinalStatus",
     "FollowEvent",
+    "IfBusy",
     "JsonPart",
     "Member",
     "OutputEvent",
     "Part",
     "PromptAccepted",
+    "QueuedPrompt",
     "Role",
     "TextDeltaPart",
     "TextPart",
@@ -54,6 +56,11 @@ the core's leases after a restart). User turns are always `completed`."""
 
 FinalStatus = Literal["completed", "cancelled", "error"]
 """How a followed run ended."""
+
+IfBusy = Literal["reject", "enqueue", "interrupt"]
+"""What a prompt does when its conversation has a run going: `reject` it
+(`ConversationBusyError`), `enqueue` it (it runs after the runs before it, in order), or
+`interrupt` the running run (it ends `cancelled`) and start now."""
 
 
 class _Model(BaseModel):
@@ -169,6 +176,27 @@ class ConversationSummary(_Model):
     is_running: bool
 
 
+class QueuedPrompt(_Model):
+    """A prompt waiting for its conversation's running run to end (`if_busy="enqueue"`).
+
+    Attributes:
+        id: The id of the run it becomes when it starts: follow it by this id then.
+        member: The name of the member who queued it; `member_id` its id. The member's
+            right to prompt is checked again when it starts.
+        status: `queued` while it waits; `dropped` when it will not run (its member was
+            removed or may no longer prompt, the conversation's agent was deleted):
+            `error` says why. Cancelling a dropped prompt removes it from the list.
+    """
+
+    id: str
+    prompt: str
+    member: str
+    member_id: str
+    created_at: float
+    status: Literal["queued", "dropped"] = "queued"
+    error: str | None = None
+
+
 class ConversationDetails(_Model):
     """`get()`: a conversation's metadata and its saved turns.
 
@@ -192,15 +220,24 @@ class ConversationDetails(_Model):
     is_running: bool
     active_run_id: str | None = None
     turns: tuple[Turn, ...] = ()
+    queued: tuple[QueuedPrompt, ...] = ()
+    """The prompts waiting for the running run to end, in the order they will run."""
 
 
 class PromptAccepted(_Model):
-    """What `prompt()` returns once the run is accepted and stored."""
+    """What `prompt()` returns once the run is accepted and stored.
+
+    Attributes:
+        status: `running`: the run has started; `queued`: the conversation was busy and
+            the prompt waits its turn (`if_busy="enqueue"`); `run_id` is the id the run
+            will have when it starts.
+    """
 
     conversation_id: str
     run_id: str
     turn_id: str
     """The id of the new user turn (`u-<run id>`)."""
+    status: Literal["running", "queued"] = "running"
 
 
 # --- follow -----------------------------------------------------------------------------
@@ -237,6 +274,7 @@ class ConversationView(_Model):
         turns: The saved turns (a running run's agent turn is in `output` until it ends).
         output: The running run's output so far, live text merged into text parts.
         is_running: Whether a run is going.
+        queued: The prompts waiting for the running run to end, in order.
         loading: True only for the first view, before the initial read.
         error: The current watch failure (a store that does not answer, a conversation
             deleted or no longer visible), else `None`.
@@ -246,6 +284,7 @@ class ConversationView(_Model):
     output: tuple[TurnPart, ...] = ()
     is_running: bool = False
     active_run_id: str | None = None
+    queued: tuple[QueuedPrompt, ...] = ()
     loading: bool = False
     error: str | None = None
 

@@ -2,7 +2,9 @@
 acting as a member and checked once; and the runs this machine executes, stopped when the
 machine closes, shuts down, or another process sharing the store asks.
 
-A prompt is `Runtime.start` on the conversation's session; a follow replays the run's log
+A prompt is `Runtime.start` on the conversation's session; one to a busy conversation is
+refused, queued (`PromptQueue`, which starts it later through the same path) or cancels
+the running run first (`if_busy`). A follow replays the run's log
 (`Run.entries`, then `Store.read_events`); a cancel is `Run.cancel`, or a request to the
 process executing the run through the store's notifications.
 """
@@ -12,8 +14,8 @@ from __future__ import annotations
 import builtins
 import json
 import time
-from collections.abc import AsyncGenerator, Sequence
-from typing import Any
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from typing import Any, get_args
 
 import anyio
 
@@ -32,7 +34,8 @@ from agentkit.conversations._errors import (
 )
 from agentkit.conversations._follow import follow_run, guarded
 from agentkit.conversations._meta import ConversationMeta, RunEntry, save_meta
-from agentkit.conversations._models import FollowEvent, Member, PromptAccepted
+from agentkit.conversations._models import FollowEvent, IfBusy, Member, PromptAccepted
+from agentkit.conversations._queue import PromptQueue
 from agentkit.conversations._results import (
     RunResult,
     check_wait,
@@ -77,6 +80,8 @@ class RunService:
         self._agents = agents
         self._runs: dict[str, Run] = {}  # the runs this machine started, until seen ended
         self._stopping: set[str] = set()  # runs another process asked to stop
+        self.queue = PromptQueue(context, access, self._start_queued)
+        """The conversations' queued prompts (`if_busy="enqueue"`)."""
 
     async def prompt(
         self,
@@ -88,19 +93,46 @@ class RunService:
         effort: ReasoningEffort | None = None,
         output_schema: dict[str, Any] | None = None,
         replace_turn: str | None = None,
+        if_busy: IfBusy = "reject",
     ) -> PromptAccepted:
         """Start a run of the conversation's agent on `text` as `member`; returns once
-        the run is stored (see `ConversationClient.prompt`)."""
-        accepted, _ = await self._start(
-            member,
-            conversation_id,
-            text,
-            attachments=attachments,
-            effort=effort,
-            output_schema=output_schema,
-            replace_turn=replace_turn,
-        )
-        return accepted
+        the run is stored, or the prompt queued (see `ConversationClient.prompt`)."""
+        if if_busy not in get_args(IfBusy):
+            raise ConversationError(
+                f"if_busy must be 'reject', 'enqueue' or 'interrupt', not {if_busy!r}"[:300]
+            )
+        options = {"attachments": attachments, "effort": effort, "outputSchema": output_schema}
+        if if_busy == "enqueue" and replace_turn is None:
+            await self._access.writable(member, conversation_id, "prompt", fresh_session=False)
+            if await self.queue.waiting(conversation_id):  # first in, first run
+                return await self._enqueue(member, conversation_id, text, options)
+            try:
+                run = await self._start(member, conversation_id, text, options)
+            except ConversationBusyError:
+                return await self._enqueue(member, conversation_id, text, options)
+        elif if_busy == "interrupt":
+            run = await self._interrupt(member, conversation_id, text, options, replace_turn)
+        else:
+            run = await self._start(
+                member, conversation_id, text, options, replace_turn=replace_turn
+            )
+        assert run is not None
+        return _accepted(conversation_id, run)
+
+    async def cancel_queued(self, member: Member, conversation_id: str, queued_id: str) -> None:
+        """Remove a queued prompt as `member` (see `ConversationClient.cancel_queued`)."""
+        await self.queue.cancel(member, conversation_id, queued_id)
+
+    async def _enqueue(
+        self, member: Member, conversation_id: str, text: str, options: dict[str, Any]
+    ) -> PromptAccepted:
+        """Check the prompt as a start would (its access, text, attachments, options),
+        then queue it."""
+        _, _, record, _ = await self._access.writable(member, conversation_id, "prompt")
+        paths, _ = await self._checked(record.agent_id, text, options)
+        checked = {**options, "attachments": paths}
+        stored = {key: value for key, value in checked.items() if value not in (None, [])}
+        return await self.queue.enqueue(member, conversation_id, text, stored)
 
     async def stream(
         self,
@@ -112,20 +144,30 @@ class RunService:
         effort: ReasoningEffort | None = None,
         output_schema: dict[str, Any] | None = None,
         replace_turn: str | None = None,
+        if_busy: IfBusy = "reject",
     ) -> RunStream:
         """`prompt`, and the run's events from its first one, as `member` (see
         `ConversationClient.stream`): read from the run's log in memory, which holds every
-        event from the start, so no text delta is missed however fast the model is."""
-        accepted, run = await self._start(
-            member,
-            conversation_id,
-            text,
-            attachments=attachments,
-            effort=effort,
-            output_schema=output_schema,
-            replace_turn=replace_turn,
+        event from the start, so no text delta is missed however fast the model is. A
+        streamed prompt is never queued: `if_busy` is `"reject"` or `"interrupt"`."""
+        if if_busy not in ("reject", "interrupt"):
+            raise ConversationError(
+                f"a streamed prompt's if_busy must be 'reject' or 'interrupt', not {if_busy!r}"[
+                    :300
+                ]
+            )
+        options = {"attachments": attachments, "effort": effort, "outputSchema": output_schema}
+        if if_busy == "interrupt":
+            run = await self._interrupt(member, conversation_id, text, options, replace_turn)
+        else:
+            run = await self._start(
+                member, conversation_id, text, options, replace_turn=replace_turn
+            )
+        assert run is not None
+        return RunStream(
+            _accepted(conversation_id, run),
+            self._followed(member, conversation_id, run.id, None, run),
         )
-        return RunStream(accepted, self._followed(member, conversation_id, run.id, None, run))
 
     async def wait(
         self, member: Member, conversation_id: str, run_id: str, *, within: float
@@ -158,22 +200,77 @@ class RunService:
             return result_of_outcome(conversation_id, outcome)
         return result_of_events(conversation_id, run_id, ending, None)
 
+    async def _interrupt(
+        self,
+        member: Member,
+        conversation_id: str,
+        text: str,
+        options: dict[str, Any],
+        replace_turn: str | None,
+    ) -> Run | None:
+        """Cancel the running run (wherever it runs), then start, before anything queued
+        (this process starts nothing queued meanwhile); a run started by another prompt
+        meanwhile is cancelled too, twice at most, then busy."""
+        with self.queue.held(conversation_id):
+            for _ in range(3):
+                await self.cancel(member, conversation_id)
+                try:
+                    return await self._start(
+                        member, conversation_id, text, options, replace_turn=replace_turn
+                    )
+                except ConversationBusyError:
+                    continue
+        raise _busy(conversation_id)
+
+    async def _checked(
+        self, agent_id: str, text: str, options: dict[str, Any]
+    ) -> tuple[list[str], Any]:
+        """A prompt's attachments (checked paths) and the spec its options make."""
+        if not isinstance(text, str):
+            raise ConversationError("a prompt's text must be a string")
+        attachments = options.get("attachments") or ()
+        if isinstance(attachments, str):
+            raise AttachmentError("attachments is a list of paths, not one string")
+        paths = check_attachments(list(attachments), self._context.attachment_roots)
+        if not text.strip() and not paths:
+            raise ConversationError("a prompt needs text or an attachment")
+        try:
+            spec = run_spec(
+                await self._agents.spec_of(agent_id),
+                options.get("effort"),
+                options.get("outputSchema"),
+            )
+        except SpecError as exc:
+            raise ConversationError(f"the prompt's options are not valid: {exc}") from None
+        return paths, spec
+
+    async def _start_queued(
+        self,
+        member: Member,
+        conversation_id: str,
+        text: str,
+        options: dict[str, Any],
+        run_id: str,
+        still_queued: Callable[[], Awaitable[bool]],
+    ) -> Run | None:
+        return await self._start(
+            member, conversation_id, text, options, run_id=run_id, still_queued=still_queued
+        )
+
     async def _start(
         self,
         member: Member,
         conversation_id: str,
         text: str,
+        options: dict[str, Any],
         *,
-        attachments: Sequence[str] = (),
-        effort: ReasoningEffort | None = None,
-        output_schema: dict[str, Any] | None = None,
         replace_turn: str | None = None,
-    ) -> tuple[PromptAccepted, Run]:
-        """`prompt`, with the run it started (whose log holds every event from the first)."""
-        if not isinstance(text, str):
-            raise ConversationError("a prompt's text must be a string")
-        if isinstance(attachments, str):
-            raise AttachmentError("attachments is a list of paths, not one string")
+        run_id: str | None = None,
+        still_queued: Callable[[], Awaitable[bool]] | None = None,
+    ) -> Run | None:
+        """Start a run as `member` (checked now); `ConversationBusyError` when one is
+        going. A queued prompt's (`run_id`) starts only if `still_queued` says so under
+        the conversation's lock (else `None`)."""
         context = self._context
         store = context.store
         # A store that reads a conversation's state in one statement (PostgreSQL) reads
@@ -183,13 +280,7 @@ class RunService:
             _, session, record, meta = await self._access.writable(
                 member, conversation_id, "prompt", fresh_session=read_state is None
             )
-            paths = check_attachments(list(attachments), context.attachment_roots)
-            if not text.strip() and not paths:
-                raise ConversationError("a prompt needs text or an attachment")
-            try:
-                spec = run_spec(await self._agents.spec_of(record.agent_id), effort, output_schema)
-            except SpecError as exc:
-                raise ConversationError(f"the prompt's options are not valid: {exc}") from None
+            paths, spec = await self._checked(record.agent_id, text, options)
             if read_state is not None:
                 state = await read_state(conversation_id)
                 if state is None:  # deleted meanwhile
@@ -203,6 +294,8 @@ class RunService:
             runs = [run for run in stored_runs if run.id not in meta.dropped]
             if any(run.status == "running" for run in runs):
                 raise _busy(conversation_id)
+            if still_queued is not None and not await still_queued():
+                return None
             if replace_turn is not None:
                 length = await self._drop_from(conversation_id, meta, runs, replace_turn)
             else:
@@ -214,6 +307,7 @@ class RunService:
                     session_id=conversation_id,
                     context_suffix=record.instructions,
                     thread_context={"attachments": paths} if paths else None,
+                    run_id=run_id,
                 )
             except SessionBusyError:
                 raise _busy(conversation_id) from None
@@ -222,14 +316,13 @@ class RunService:
             self._keep(run)
             meta.runs[run.id] = RunEntry(run.id, length, tuple(paths), fingerprint_of(spec))
             await save_meta(store, session, meta)
+        # Once it ends, however it ends, what was queued behind it starts.
+        context.task_group().start_soon(self.queue.drain_after, run)
         if replace_turn is not None:  # runs were dropped: their followers lose them
             context.changes.access_changed(conversation_id)
         else:
             context.changes.changed(conversation_id)
-        accepted = PromptAccepted(
-            conversation_id=conversation_id, run_id=run.id, turn_id=user_turn_id(run.id)
-        )
-        return accepted, run
+        return run
 
     async def follow(
         self, member: Member, conversation_id: str, run_id: str, *, after: int | None = None
@@ -315,6 +408,7 @@ class RunService:
     async def interrupt_executing(self) -> None:
         """End every run this machine executes as a crash would, but at once (see
         `Machine.interrupt_runs`); returns once every one has ended and been stored."""
+        self.queue.closing = True  # what is queued waits for the next start
         running = [run for run in self._runs.values() if not run.done]
         async with anyio.create_task_group() as group:
             for run in running:
@@ -323,6 +417,7 @@ class RunService:
     def cancel_executing(self) -> None:
         """Cancel every run this machine executes, without waiting for their end (the
         machine closes: it does not wait for a model that may never answer)."""
+        self.queue.closing = True
         for run in list(self._runs.values()):
             run.cancel()
         self._runs.clear()
@@ -531,3 +626,9 @@ async def _streamed(run: Run) -> str:
         if part is not None:
             buffer.add(part)
     return buffer.streamed
+
+
+def _accepted(conversation_id: str, run: Run) -> PromptAccepted:
+    return PromptAccepted(
+        conversation_id=conversation_id, run_id=run.id, turn_id=user_turn_id(run.id)
+    )

@@ -18,7 +18,13 @@ import anyio
 from agentkit._internal.callbacks import call_logged
 from agentkit.conversations._client import WatchCallback
 from agentkit.conversations._errors import AccessDeniedError, ConversationNotFoundError
-from agentkit.conversations._models import ConversationDetails, ConversationView, Turn, TurnPart
+from agentkit.conversations._models import (
+    ConversationDetails,
+    ConversationView,
+    QueuedPrompt,
+    Turn,
+    TurnPart,
+)
 from agentkit.conversations._turns import OutputBuffer, part_of
 from agentkit.runtime import Runtime
 from agentkit.stores import Subscription
@@ -60,6 +66,7 @@ class Watch:
         self._scope = anyio.CancelScope()
         self._last: ConversationView | None = None
         self._turns: tuple[Turn, ...] = ()
+        self._queued: tuple[QueuedPrompt, ...] = ()
         self._changes: Subscription
 
     def stop(self) -> None:
@@ -91,10 +98,10 @@ class Watch:
             )
             await anyio.sleep(self._poll_interval)
             return True
-        self._turns = details.turns
+        self._turns, self._queued = details.turns, details.queued
         active = details.active_run_id
         if active is None:
-            await self._deliver(ConversationView(turns=self._turns))
+            await self._deliver(ConversationView(turns=self._turns, queued=self._queued))
             await self._until_changed(signal)
             return True
         await self._follow(active, signal)
@@ -130,6 +137,7 @@ class Watch:
             output=tuple(parts),
             is_running=True,
             active_run_id=run_id,
+            queued=self._queued,
         )
 
     async def _deliver(self, view: ConversationView) -> None:

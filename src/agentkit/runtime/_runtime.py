@@ -463,13 +463,16 @@ class Runtime:
         shared_context: str | Mapping[str, Any] | None = None,
         thread_context: str | Mapping[str, Any] | None = None,
         session_metadata: dict[str, Any] | None = None,
+        run_id: str | None = None,
         _depth: int = 0,
     ) -> Run:
         """Start a run of `agent` (a spec or a registered id) and return it at once.
 
         `session_id` resumes that session's transcript (`SessionNotFoundError` when it does
         not exist, `SessionBusyError` while it has a run going); without it a new session is
-        created with `session_metadata`.
+        created with `session_metadata`. `run_id` gives the run its id (a new one by
+        default); the store refuses an id that is taken (`StoreError`): a caller that
+        names the run (a queued prompt) starts it once, whoever else tries.
         """
         if not self._running:
             raise RuntimeError("start runs inside 'async with Runtime(...) as runtime:'")
@@ -509,7 +512,7 @@ class Runtime:
             for key in checks.keys() & session.metadata.keys() if checks else ():
                 checks[key](session.metadata[key], spec)
         run = Run(
-            run_id=new_id(),
+            run_id=run_id or new_id(),
             turn_id=new_id(),
             session_id=session.id,
             spec=spec,

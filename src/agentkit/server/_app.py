@@ -60,6 +60,7 @@ MEMBER_HANDLERS: dict[Operation, Handler] = {
     contract.CANCEL_CONVERSATION: c.cancel_active,
     contract.WATCH_CONVERSATION: c.watch_conversation,
     contract.FORK_CONVERSATION: c.fork_conversation,
+    contract.CANCEL_QUEUED: c.cancel_queued,
     contract.UPLOAD_FILE: uploads.upload_file,
     contract.LIST_ROOMS: r.list_rooms,
     contract.CREATE_ROOM: r.create_room,

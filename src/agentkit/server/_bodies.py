@@ -15,6 +15,7 @@ from pydantic.alias_generators import to_camel
 from agentkit.conversations import (
     AgentInfo,
     ConversationSummary,
+    IfBusy,
     Member,
     Turn,
     Visibility,
@@ -69,6 +70,12 @@ class PromptRequest(_Body):
     effort: ReasoningEffort | None = None
     output_schema: dict[str, Any] | None = None
     replace_turn: str | None = None
+    if_busy: IfBusy = Field(
+        "reject",
+        description="When a run is going: `reject` (409 `conversation_busy`), `enqueue` "
+        "(202 with `status: queued`; it runs after the prompts queued before it) or "
+        "`interrupt` (the running run ends `cancelled`, then this one starts).",
+    )
 
 
 class RunRequest(_Body):

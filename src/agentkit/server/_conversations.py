@@ -226,6 +226,7 @@ async def start_run(request: Request, member: Member) -> Response:
         effort=body.effort,
         output_schema=body.output_schema,
         replace_turn=body.replace_turn,
+        if_busy=body.if_busy,
     )
     return await accepted_answer(request, member, accepted, 202, answer.wait)
 
@@ -288,6 +289,12 @@ async def cancel_run(request: Request, member: Member) -> Response:
 async def cancel_active(request: Request, member: Member) -> Response:
     cancelled = await _machine(request).runs.cancel(member, request.path_params["id"])
     return json_response(CancelResult(cancelled=cancelled), 202)
+
+
+async def cancel_queued(request: Request, member: Member) -> Response:
+    path = request.path_params
+    await _machine(request).runs.cancel_queued(member, path["id"], path["queued_id"])
+    return Response(status_code=204)
 
 
 async def watch_conversation(request: Request, member: Member) -> Response:

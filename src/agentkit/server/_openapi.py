@@ -342,7 +342,10 @@ def openapi_document() -> dict[str, Any]:
     agent = _path("name", "The agent's name.")
     missing = _error("The conversation does not exist or is not visible to the caller.")
     forbidden = _error("The caller's role may not do this.")
-    busy = _error("A run of this conversation is going already.")
+    busy = _error(
+        "A run of this conversation is going already (`ifBusy: reject`), or its queue is "
+        "full (`enqueue`)."
+    )
     after = [
         {
             "name": "after",
@@ -554,6 +557,18 @@ def openapi_document() -> dict[str, Any]:
             body=ForkRequest,
             body_required=False,
             parameters=[conversation],
+        ),
+        _operation(
+            contract.CANCEL_QUEUED,
+            "Remove a queued prompt (or a dropped one) from the conversation's queue "
+            "(owners and editors who see it).",
+            {
+                "204": {"description": "Removed: it will not run."},
+                "403": forbidden,
+                "404": _error("No such conversation or queued prompt (or not visible)."),
+                "409": _error("It has started: cancel its run (`queued_prompt_started`)."),
+            },
+            parameters=[conversation, _path("queued_id", "The queued prompt's id.")],
         ),
         _upload_operation(forbidden),
         *_room_operations(forbidden),

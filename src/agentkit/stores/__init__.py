@@ -56,11 +56,15 @@ if TYPE_CHECKING:
     from agentkit.stores._notify import Notifications, Subscription, notifications_of
     from agentkit.stores._open import open_store
     from agentkit.stores._postgres import PostgresStore
+    from agentkit.stores._queue import QueuedRecord, QueuedStatus, QueueStore
     from agentkit.stores._rooms import DELEGATION_ENDED, DELEGATION_STATUSES
     from agentkit.stores._sqlite import SQLiteStore
 
 _EXPORTS: dict[str, str] = {
     "RecordStore": "agentkit.stores._base",
+    "QueueStore": "agentkit.stores._queue",
+    "QueuedRecord": "agentkit.stores._queue",
+    "QueuedStatus": "agentkit.stores._queue",
     "RecordNotFoundError": "agentkit.stores._base",
     "RecordExistsError": "agentkit.stores._base",
     "PageKey": "agentkit.stores._base",
@@ -120,6 +124,9 @@ __all__ = [
     "OffsetError",
     "PageKey",
     "PostgresStore",
+    "QueueStore",
+    "QueuedRecord",
+    "QueuedStatus",
     "RecordExistsError",
     "RecordNotFoundError",
     "RecordStore",

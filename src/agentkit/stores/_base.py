@@ -19,6 +19,7 @@ from agentkit.errors import (
 )
 from agentkit.events import AgentMessage
 from agentkit.messages import Message
+from agentkit.stores._queue import QueueStore
 from agentkit.stores._records import (
     AgentRecord,
     ConversationRecord,
@@ -640,7 +641,7 @@ class RecordStore(Protocol):
 
 
 @runtime_checkable
-class Store(SessionStore, RunStore, RoomStore, RecordStore, Protocol):
+class Store(SessionStore, RunStore, RoomStore, RecordStore, QueueStore, Protocol):
     """Where sessions, transcripts, run events and rooms live: a
     [`SessionStore`][agentkit.stores.SessionStore], a [`RunStore`][agentkit.stores.RunStore]
     and a [`RoomStore`][agentkit.stores.RoomStore] in one backend, which its owner closes.

@@ -54,6 +54,7 @@ from agentkit.stores._codec import (
     session_from_row,
 )
 from agentkit.stores._memory_records import MemoryRecords
+from agentkit.stores._queue import MemoryQueue
 from agentkit.stores._rooms import (
     DELEGATION_OPEN,
     check_cursor,
@@ -113,7 +114,7 @@ class _Room:
         self.delegations: dict[str, tuple[Any, ...]] = {}
 
 
-class MemoryStore(MemoryRecords):
+class MemoryStore(MemoryRecords, MemoryQueue):
     """Everything in dicts of rows, up to a bound; nothing survives the process.
 
     Args:

@@ -503,6 +503,46 @@ MIGRATIONS: tuple[Migration, ...] = (
             "(UPDATE agentkit_runs SET status = 'interrupted' ...) and open the store again",
         ),
     ),
+    Migration(
+        7,
+        "queued prompts: what a busy conversation is prompted with, until its run starts",
+        # Self-contained: one new table and its indexes. A queued prompt's id is the id of
+        # the run it becomes (runs' ids are unique: its start is its claim). A session's
+        # queue is read in `seq` order; the sweep finds the sessions with a waiting prompt
+        # through the partial index, however many dropped rows the table keeps.
+        sqlite=(
+            """CREATE TABLE agentkit_queued_prompts (
+                seq INTEGER PRIMARY KEY,
+                id TEXT NOT NULL UNIQUE,
+                session_id TEXT NOT NULL REFERENCES agentkit_sessions (id) ON DELETE CASCADE,
+                member_id TEXT NOT NULL,
+                prompt TEXT NOT NULL,
+                created_at REAL NOT NULL,
+                options TEXT NOT NULL,
+                status TEXT NOT NULL,
+                error TEXT)""",
+            "CREATE INDEX agentkit_queued_prompts_session "
+            "ON agentkit_queued_prompts (session_id, seq)",
+            "CREATE INDEX agentkit_queued_prompts_waiting ON agentkit_queued_prompts (seq) "
+            "WHERE status = 'queued'",
+        ),
+        postgres=(
+            """CREATE TABLE {p}agentkit_queued_prompts (
+                seq bigserial PRIMARY KEY,
+                id text COLLATE "C" NOT NULL UNIQUE,
+                session_id text NOT NULL REFERENCES {p}agentkit_sessions (id) ON DELETE CASCADE,
+                member_id text NOT NULL,
+                prompt text NOT NULL,
+                created_at double precision NOT NULL,
+                options text NOT NULL,
+                status text NOT NULL,
+                error text)""",
+            "CREATE INDEX agentkit_queued_prompts_session "
+            "ON {p}agentkit_queued_prompts (session_id, seq)",
+            "CREATE INDEX agentkit_queued_prompts_waiting ON {p}agentkit_queued_prompts (seq) "
+            "WHERE status = 'queued'",
+        ),
+    ),
 )
 
 
@@ -514,7 +554,7 @@ def _waiting_runs() -> Migration:
     # unique index of migration 6 is rebuilt (same name) over both statuses. The overdue
     # index holds only the waiting runs that have a deadline (the deadline sweep's read).
     return Migration(
-        7,
+        8,
         "runs waiting for a person: their pending request, continuation and deadline",
         sqlite=(
             "ALTER TABLE agentkit_runs ADD COLUMN request_id TEXT",

@@ -36,6 +36,7 @@ from agentkit.stores._codec import load_message, run_from_row, session_from_row
 from agentkit.stores._migrations import MIGRATIONS, SCHEMA_VERSION, newer_database_message
 from agentkit.stores._notify import Notifications
 from agentkit.stores._pg_connections import Connection, ConnectionPool
+from agentkit.stores._queue_sql import PostgresQueue
 from agentkit.stores._records import conversation_from_row, member_from_row
 from agentkit.stores._rooms import TypeFilter, like_prefix, state_error
 from agentkit.stores._sql import (
@@ -1206,7 +1207,7 @@ async def _nothing(conn: Connection) -> None:
     """An operation that only makes sure the store has connected."""
 
 
-class PostgresStore(SQLStore):
+class PostgresStore(SQLStore, PostgresQueue):
     """Sessions, transcripts, runs and events, rooms, and records (members, agents,
     conversations), in PostgreSQL.
 

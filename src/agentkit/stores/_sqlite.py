@@ -28,6 +28,7 @@ from agentkit.stores._base import (
     StoreError,
 )
 from agentkit.stores._migrations import MIGRATIONS, SCHEMA_VERSION, newer_database_message
+from agentkit.stores._queue_sql import SQLiteQueue
 from agentkit.stores._rooms import TypeFilter, state_error
 from agentkit.stores._sql import (
     AGENT_COLUMNS,
@@ -931,7 +932,7 @@ def _insert_events(
     )
 
 
-class SQLiteStore(SQLStore):
+class SQLiteStore(SQLStore, SQLiteQueue):
     """Sessions, transcripts, runs and events, rooms, and records (members, agents,
     conversations), in one SQLite database.
 

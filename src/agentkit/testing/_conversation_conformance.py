@@ -65,6 +65,8 @@ from agentkit.conversations import (
     Machine,
     MachineAgentNotFoundError,
     OutputEvent,
+    QueuedPromptNotFoundError,
+    QueuedPromptStartedError,
     Role,
     RunResult,
     TextDeltaPart,
@@ -870,6 +872,125 @@ async def check_fork_of_a_deleted_agent_is_refused(host: ConversationHost) -> No
     await owner.delete_agent("gone")
     await _expect(AgentDeletedError, owner.fork(conversation.id), "a deleted agent's fork")
     assert [row.id for row in await owner.list_conversations()] == [conversation.id]
+
+
+# --- busy conversations: enqueue, interrupt -------------------------------------------------
+
+
+async def _turns_count(client: ConversationClient, conversation_id: str, count: int) -> bool:
+    details = await client.get_conversation(conversation_id)
+    return len(details.turns) == count and not details.is_running
+
+
+@_check
+async def check_enqueue_runs_in_order(host: ConversationHost) -> None:
+    """`if_busy="enqueue"` on a busy conversation queues the prompt (`queued`, the run id it
+    will have); the queue is listed with the conversation and in the watch's views; once
+    the running run ends (here: cancelled), the queued prompts run one after the other, in
+    order, each seeing the turns before it. `reject` (the default) stays busy; `enqueue`
+    on an idle conversation starts at once."""
+    ada = await host.client("ada", "editor")
+    conversation = await ada.create_conversation()
+    views: list[ConversationView] = []
+    stop = await conversation.watch(views.append)
+    first = await conversation.prompt("hang")
+    await _expect(ConversationBusyError, conversation.prompt("say no"), "reject")
+    texts = ["say one", "say two", "count"]
+    queued = [await conversation.prompt(text, if_busy="enqueue") for text in texts]
+    assert [q.status for q in queued] == ["queued"] * 3 and first.status == "running"
+    assert len({q.run_id for q in queued}) == 3 and all(
+        q.turn_id == f"u-{q.run_id}" for q in queued
+    )
+    details = await conversation.get()
+    assert [(q.id, q.prompt, q.member, q.status) for q in details.queued] == [
+        (q.run_id, text, "ada", "queued") for q, text in zip(queued, texts, strict=True)
+    ]
+    await _until(lambda: bool(views) and len(views[-1].queued) == 3, "the queue in a view")
+    assert await conversation.cancel()
+    await _until(functools.partial(_turns_count, ada, conversation.id, 8), "the queue drained")
+    details = await conversation.get()
+    assert details.queued == ()
+    assert [t.run_id for t in details.turns[::2]] == [first.run_id] + [q.run_id for q in queued]
+    assert [t.text for t in details.turns[3::2]] == ["one", "two", "users=4"]
+    assert [t.status for t in details.turns[1::2]] == ["cancelled"] + ["completed"] * 3
+    events = await _follow(ada, conversation.id, queued[0].run_id)
+    assert isinstance(events[-1], FinalEvent) and events[-1].status == "completed"
+    await _until(lambda: views[-1].queued == () and len(views[-1].turns) == 8, "the last view")
+    stop()
+    idle = await conversation.prompt("say now", if_busy="enqueue")
+    assert idle.status == "running"
+    assert _text(await _follow(ada, conversation.id, idle.run_id)) == "now"
+
+
+@_check
+async def check_cancel_queued(host: ConversationHost) -> None:
+    """`cancel_queued` removes a queued prompt (it never runs); an unknown id is
+    `QueuedPromptNotFoundError`, one that started `QueuedPromptStartedError`; a viewer
+    may not; a member who cannot see the conversation gets ConversationNotFoundError."""
+    ada = await host.client("ada", "editor")
+    vic = await host.client("vic", "viewer")
+    ed = await host.client("ed", "editor")
+    conversation = await ada.create_conversation(visibility="shared")
+    private = await ada.create_conversation()
+    await conversation.prompt("hang")
+    dropped = await conversation.prompt("say dropped", if_busy="enqueue")
+    kept = await conversation.prompt("say kept", if_busy="enqueue")
+    await _expect(AccessDeniedError, vic.cancel_queued(conversation.id, kept.run_id), "a viewer")
+    await _expect(
+        ConversationNotFoundError, ed.cancel_queued(private.id, kept.run_id), "not visible"
+    )
+    await ed.cancel_queued(conversation.id, dropped.run_id)  # any member who may prompt
+    assert [q.id for q in (await conversation.get()).queued] == [kept.run_id]
+    for unknown in (dropped.run_id, "nope", ""):
+        await _expect(
+            QueuedPromptNotFoundError, conversation.cancel_queued(unknown), f"unknown {unknown!r}"
+        )
+    assert await conversation.cancel()
+    await _until(functools.partial(_turns_count, ada, conversation.id, 4), "the kept one ran")
+    turns = await conversation.list_turns()
+    assert [t.text for t in turns[2:]] == ["say kept", "kept"]
+    await _expect(
+        QueuedPromptStartedError, conversation.cancel_queued(kept.run_id), "a started one"
+    )
+
+
+async def _first_part(client: ConversationClient, conversation_id: str, run_id: str) -> None:
+    """Once the run has streamed its first part."""
+    with anyio.fail_after(_TIMEOUT):
+        async with anyio.create_task_group() as group:
+
+            async def follow() -> None:
+                async for event in client.follow(conversation_id, run_id):
+                    if isinstance(event, OutputEvent):
+                        group.cancel_scope.cancel()
+
+            group.start_soon(follow)
+
+
+@_check
+async def check_interrupt(host: ConversationHost) -> None:
+    """`if_busy="interrupt"` ends the running run `cancelled` (what it streamed kept) and
+    starts the new one at once, before what was queued (which runs after it, not
+    cancelled); on an idle conversation it just starts."""
+    ada = await host.client("ada", "editor")
+    conversation = await ada.create_conversation()
+    first = await conversation.prompt("hang")
+    await _first_part(ada, conversation.id, first.run_id)
+    waiting = await conversation.prompt("say queued", if_busy="enqueue")
+    second = await conversation.prompt("say instead", if_busy="interrupt")
+    assert second.status == "running" and second.run_id != first.run_id
+    ended = await _follow(ada, conversation.id, first.run_id)
+    assert isinstance(ended[-1], FinalEvent) and ended[-1].status == "cancelled"
+    assert _text(await _follow(ada, conversation.id, second.run_id)) == "instead"
+    await _until(functools.partial(_turns_count, ada, conversation.id, 6), "the queued one ran")
+    turns = await conversation.list_turns()
+    assert [t.run_id for t in turns[::2]] == [first.run_id, second.run_id, waiting.run_id]
+    assert [t.status for t in turns] == ["completed", "cancelled"] + ["completed"] * 4
+    assert [t.text for t in turns[1::2]] == ["partial answer", "instead", "queued"]
+    third = await conversation.prompt("say idle", if_busy="interrupt")
+    assert _text(await _follow(ada, conversation.id, third.run_id)) == "idle"
+    later: Any = "later"
+    await _expect(ConversationError, conversation.prompt("say x", if_busy=later), "a bad if_busy")
 
 
 # --- the access matrix ----------------------------------------------------------------------

@@ -77,6 +77,7 @@ from agentkit.stores import (
     MemberRecord,
     NewRoomEvent,
     PageKey,
+    QueuedRecord,
     RecordExistsError,
     RecordNotFoundError,
     RoomEvent,
@@ -2030,6 +2031,84 @@ async def check_overdue_requests(store: Store) -> None:
     assert (await store.overdue_requests(now))[0].deadline == now - 10
     assert await store.resume_run("r3", "q3", owner="me", now=now, lease_expires_at=now + 9)
     assert [r.run_id for r in await store.overdue_requests(now)] == ["r1"]
+
+
+# --- queued prompts ----------------------------------------------------------------------
+
+
+def _queued(queued_id: str, session_id: str, prompt: str = "next") -> QueuedRecord:
+    options: dict[str, Any] = {"effort": "low", "attachments": ["/a b/ü.txt"]}
+    return QueuedRecord(queued_id, session_id, "m1", prompt, time.time(), options)
+
+
+@_check
+async def check_queue_in_order_and_bounded(store: Store) -> None:
+    """Queued prompts come back in the order queued, with their options; a queue holds at
+    most `limit` waiting prompts (dropped ones do not count); a missing session raises."""
+    await store.create_session("s1", "app:agent")
+    await store.create_session("s2", "app:agent")
+    for n in range(3):
+        assert await store.enqueue_prompt(_queued(f"q{n}", "s1", f"p{n} {_UNICODE}"), limit=3)
+    assert await store.enqueue_prompt(_queued("other", "s2"), limit=3)
+    assert not await store.enqueue_prompt(_queued("q3", "s1"), limit=3), "over the bound"
+    listed = await store.list_queued("s1")
+    assert [row.id for row in listed] == ["q0", "q1", "q2"]
+    assert listed[1].prompt == f"p1 {_UNICODE}" and listed[1].member_id == "m1"
+    assert listed[1].options == {"effort": "low", "attachments": ["/a b/ü.txt"]}
+    assert listed[1].status == "queued" and listed[1].error is None
+    assert await store.get_queued("q1") == listed[1]
+    assert await store.get_queued("missing") is None
+    assert await store.drop_queued("q0", "its member was removed")
+    assert not await store.drop_queued("q0", "again"), "dropped once"
+    dropped = await store.get_queued("q0")
+    assert dropped is not None and dropped.status == "dropped"
+    assert dropped.error == "its member was removed"
+    assert await store.enqueue_prompt(_queued("q3", "s1"), limit=3), "a dropped one is no slot"
+    await _expect(
+        SessionNotFoundError,
+        store.enqueue_prompt(_queued("q9", "missing"), limit=3),
+        "a prompt queued on a missing session",
+    )
+    await _expect(StoreError, store.enqueue_prompt(_queued("q1", "s2"), limit=9), "a taken id")
+
+
+@_check
+async def check_queue_delete_and_sessions(store: Store) -> None:
+    """A queued prompt is deleted once; `queued_sessions` names the sessions with a waiting
+    prompt, the longest waiting first; deleting a session deletes its queue."""
+    for session_id in ("a", "b", "c"):
+        await store.create_session(session_id, "app:agent")
+    assert await store.queued_sessions() == []
+    assert await store.enqueue_prompt(_queued("b1", "b"), limit=5)
+    assert await store.enqueue_prompt(_queued("a1", "a"), limit=5)
+    assert await store.enqueue_prompt(_queued("b2", "b"), limit=5)
+    assert await store.enqueue_prompt(_queued("c1", "c"), limit=5)
+    assert await store.queued_sessions() == ["b", "a", "c"]
+    assert await store.queued_sessions(limit=1) == ["b"]
+    assert await store.drop_queued("c1", "why")
+    assert await store.queued_sessions() == ["b", "a"], "a dropped prompt waits for nothing"
+    assert await store.delete_queued("b1")
+    assert not await store.delete_queued("b1")
+    assert [row.id for row in await store.list_queued("b")] == ["b2"]
+    await store.delete_session("b")
+    assert await store.list_queued("b") == [] and await store.get_queued("b2") is None
+    assert await store.queued_sessions() == ["a"]
+
+
+@_check
+async def check_queue_concurrent_enqueues_bounded(store: Store) -> None:
+    """Enqueues racing on one session never take it past its bound."""
+    await store.create_session("s", "app:agent")
+    accepted: list[bool] = []
+
+    async def enqueue(n: int) -> None:
+        accepted.append(await store.enqueue_prompt(_queued(f"q{n}", "s"), limit=4))
+
+    async with anyio.create_task_group() as group:
+        for n in range(12):
+            group.start_soon(enqueue, n)
+    assert accepted.count(True) == 4
+    assert len(await store.list_queued("s")) == 4
 
 
 STORE_CHECKS: Mapping[str, StoreCheck] = dict(_checks)

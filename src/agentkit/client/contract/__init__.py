@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from agentkit.client.contract._routes import (
         CANCEL_CONVERSATION,
         CANCEL_DELEGATION,
+        CANCEL_QUEUED,
         CANCEL_RUN,
         CONVERSATION_ID_HEADER,
         CREATE_CONVERSATION,
@@ -143,6 +144,7 @@ _EXPORTS: dict[str, str] = {
     "UPLOAD_FILE": "agentkit.client.contract._routes",
     "VIEW_EVENT": "agentkit.client.contract._sse",
     "WATCH_CONVERSATION": "agentkit.client.contract._routes",
+    "CANCEL_QUEUED": "agentkit.client.contract._routes",
     "carried_error": "agentkit.client.contract._errors",
     "code_for_exception": "agentkit.client.contract._errors",
     "conversations_exception": "agentkit.client.contract._errors",
@@ -157,6 +159,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "CANCEL_CONVERSATION",
     "CANCEL_DELEGATION",
+    "CANCEL_QUEUED",
     "CANCEL_RUN",
     "CONVERSATION_ID_HEADER",
     "CREATE_CONVERSATION",

@@ -15,6 +15,7 @@ from urllib.parse import quote
 __all__ = [
     "CANCEL_CONVERSATION",
     "CANCEL_DELEGATION",
+    "CANCEL_QUEUED",
     "CANCEL_RUN",
     "CONVERSATION_ID_HEADER",
     "CREATE_CONVERSATION",
@@ -141,6 +142,8 @@ WATCH_CONVERSATION = Operation("watchConversation", "GET", "/v1/conversations/{i
 """A conversation's view after every change (an event stream)."""
 FORK_CONVERSATION = Operation("forkConversation", "POST", "/v1/conversations/{id}/fork")
 """A new private conversation holding a copy of a conversation's first turns."""
+CANCEL_QUEUED = Operation("cancelQueued", "DELETE", "/v1/conversations/{id}/queue/{queued_id}")
+"""Remove a queued prompt from a conversation's queue."""
 
 UPLOAD_FILE = Operation("uploadFile", "POST", "/v1/files")
 """Store a file in the caller's upload folder, to attach to a prompt by its path."""
@@ -212,6 +215,7 @@ OPERATIONS: tuple[Operation, ...] = (
     CANCEL_CONVERSATION,
     WATCH_CONVERSATION,
     FORK_CONVERSATION,
+    CANCEL_QUEUED,
     UPLOAD_FILE,
     LIST_ROOMS,
     CREATE_ROOM,

@@ -200,6 +200,9 @@ async function chatView(chat, id, { me, signal }) {
   const files = h("input", { id: "upload", name: "upload", type: "file", multiple: true, disabled: !canWrite });
   const send = h("button", { type: "submit", disabled: !canWrite }, "Send");
   const cancel = h("button", { type: "button", class: "secondary", disabled: true }, "Cancel run");
+  // While a run is going, a prompt can wait its turn: `ifBusy: enqueue`.
+  const queue = h("button", { type: "button", class: "secondary", disabled: true }, "Queue");
+  const queued = h("ol", { class: "queued", "aria-label": "Queued prompts" });
   let liveTurn = null; // the <li> of the running run's output, while there is one
   let following = null; // the AbortController of the stream of the running run
 
@@ -215,10 +218,45 @@ async function chatView(chat, id, { me, signal }) {
     if (!details.turns.length) turns.append(h("li", { class: "empty" }, "No turn yet: send a prompt."));
   }
 
+  /** The prompts waiting for the running run to end, each with its cancel button. */
+  function renderQueued(list) {
+    fill(
+      queued,
+      list.map((item) => {
+        const remove = h(
+          "button",
+          { type: "button", class: "secondary", disabled: !canWrite, "aria-label": `Cancel queued prompt: ${item.prompt}` },
+          item.status === "dropped" ? "Dismiss" : "Cancel",
+        );
+        remove.addEventListener("click", async () => {
+          remove.disabled = true;
+          try {
+            await api("DELETE", `${base}/queue/${encodeURIComponent(item.id)}`);
+            announce("Queued prompt cancelled");
+            await reload();
+          } catch (failure) {
+            error.textContent = message(failure);
+            remove.disabled = !canWrite;
+          }
+        });
+        return h(
+          "li",
+          { class: `queued-prompt status-${item.status}`, "data-queued": item.id },
+          h("span", { class: `badge ${item.status}` }, item.status),
+          h("span", { class: "queued-text" }, item.prompt),
+          h("span", { class: "meta" }, ` · ${item.member} · ${when(item.createdAt)}`, item.error ? ` · ${item.error}` : ""),
+          remove,
+        );
+      }),
+    );
+    queued.hidden = !list.length;
+  }
+
   async function reload() {
     details = await api("GET", base);
     title.textContent = details.name;
     renderTurns();
+    renderQueued(details.queued ?? []);
   }
 
   function startLive(runId, saved) {
@@ -239,6 +277,7 @@ async function chatView(chat, id, { me, signal }) {
     turns.querySelector(".empty")?.remove();
     turns.append(liveTurn);
     cancel.disabled = !canWrite;
+    queue.disabled = !canWrite;
     send.disabled = true;
     return new LiveOutput(output, saved);
   }
@@ -249,9 +288,34 @@ async function chatView(chat, id, { me, signal }) {
     liveTurn?.remove();
     liveTurn = null;
     cancel.disabled = true;
+    queue.disabled = true;
     send.disabled = !canWrite;
     await reload();
     if (final) announce(`The run ${final.status === "completed" ? "completed" : `ended: ${final.status}`}`);
+    if (details.isRunning && details.activeRunId) watchRun(details.activeRunId);
+    else if (details.queued?.some((item) => item.status === "queued")) awaitNext();
+  }
+
+  /** Prompts are queued but their run has not started yet: watch until one does. */
+  async function awaitNext() {
+    const stream = new AbortController();
+    following = stream;
+    signal.addEventListener("abort", () => stream.abort());
+    let next = null;
+    await follow(`${base}/watch`, {
+      signal: stream.signal,
+      onError: (failure) => (error.textContent = message(failure)),
+      onEvent: ({ data: view }) => {
+        if (view.loading) return false;
+        renderQueued(view.queued ?? []);
+        if (view.isRunning && view.activeRunId) next = view.activeRunId;
+        return Boolean(next) || Boolean(view.error) || !(view.queued ?? []).some((item) => item.status === "queued");
+      },
+    });
+    if (signal.aborted || following !== stream) return;
+    following = null;
+    if (next) watchRun(next);
+    else await reload();
   }
 
   /** Follow a run's events from `saved` (what was rendered before a reload) onwards. */
@@ -297,6 +361,7 @@ async function chatView(chat, id, { me, signal }) {
         }
         if (view.isRunning && view.activeRunId === runId) {
           output.replace(view.output.map((part) => ({ ...part })));
+          renderQueued(view.queued ?? []);
           return false;
         }
         return true;
@@ -311,7 +376,7 @@ async function chatView(chat, id, { me, signal }) {
     field("Prompt", prompt, canWrite ? "Ctrl+Enter sends." : "Viewers read; they do not prompt."),
     field("Attachments", attachments, "Paths under an attachment root, separated by commas (optional)."),
     field("Upload files", files, "Each is stored in your upload folder and its path added to the attachments."),
-    h("div", { class: "buttons" }, send, cancel),
+    h("div", { class: "buttons" }, send, queue, cancel),
     error,
   );
   prompt.addEventListener("keydown", (event) => {
@@ -337,26 +402,40 @@ async function chatView(chat, id, { me, signal }) {
       files.disabled = !canWrite;
     }
   });
-  composer.addEventListener("submit", async (event) => {
-    event.preventDefault();
+  /** Send the composer's prompt; `ifBusy` "enqueue" queues it while a run is going. */
+  async function submit(ifBusy) {
     error.textContent = "";
     const text = prompt.value.trim();
     if (!text) return;
     const paths = attachments.value.split(",").map((p) => p.trim()).filter(Boolean);
-    send.disabled = true;
+    const button = ifBusy ? queue : send;
+    button.disabled = true;
     try {
       const body = { prompt: text };
       if (paths.length) body.attachments = paths;
+      if (ifBusy) body.ifBusy = ifBusy;
       const accepted = await api("POST", `${base}/runs`, body);
       prompt.value = "";
       attachments.value = "";
+      if (accepted.status === "queued") {
+        renderQueued((await api("GET", base)).queued ?? []);
+        announce("Queued: it runs once the running run ends");
+        queue.disabled = !canWrite;
+        return;
+      }
+      following?.abort();
       await reload();
       followRun(accepted.runId);
     } catch (failure) {
-      send.disabled = !canWrite;
+      button.disabled = !canWrite;
       error.textContent = message(failure);
     }
+  }
+  composer.addEventListener("submit", (event) => {
+    event.preventDefault();
+    submit(null);
   });
+  queue.addEventListener("click", () => submit("enqueue"));
   cancel.addEventListener("click", async () => {
     cancel.disabled = true;
     try {
@@ -367,8 +446,9 @@ async function chatView(chat, id, { me, signal }) {
     }
   });
 
-  fill(chat, h("header", { class: "chat-head" }, title, settings()), turns, composer);
+  fill(chat, h("header", { class: "chat-head" }, title, settings()), turns, queued, composer);
   renderTurns();
+  renderQueued(details.queued ?? []);
 
   function settings() {
     const meta = h("p", { class: "meta" }, `Agent ${details.agent} · created by ${details.creator} · `, h("span", { class: `badge visibility-${details.visibility}` }, details.visibility));
@@ -421,5 +501,6 @@ async function chatView(chat, id, { me, signal }) {
     else watchRun(details.activeRunId);
   } else {
     sessionStorage.removeItem(LIVE_KEY(id));
+    if (details.queued?.some((item) => item.status === "queued")) awaitNext();
   }
 }
