@@ -21,8 +21,8 @@ from agentkit._internal.callbacks import call_logged
 from agentkit.client._transport import Dropped, Transport, Unreachable, page_query
 from agentkit.client.contract import (
     CANCEL_CONVERSATION,
-    CONVERSATION_ID_HEADER,
     CANCEL_QUEUED,
+    CONVERSATION_ID_HEADER,
     CREATE_CONVERSATION,
     CREATE_RUN,
     DELETE_AGENT,

@@ -83,8 +83,8 @@ if TYPE_CHECKING:
         UploadedFile,
         Visibility,
     )
-    from agentkit.conversations._results import MAX_WAIT, RunResult
     from agentkit.conversations._queue import MAX_QUEUED
+    from agentkit.conversations._results import MAX_WAIT, RunResult
     from agentkit.conversations._run_service import RunService
     from agentkit.conversations._stream import RunStream
     from agentkit.conversations._turns import INTERRUPTED_REASON
@@ -171,8 +171,8 @@ __all__ = [
     "DEFAULT_MAX_UPLOAD_BYTES",
     "DEFAULT_UPLOAD_QUOTA_BYTES",
     "INTERRUPTED_REASON",
-    "MAX_WAIT",
     "MAX_QUEUED",
+    "MAX_WAIT",
     "ROOL",
     "AccessDeniedError",
     "AgentDefinition",

@@ -230,14 +230,15 @@ class PromptAccepted(_Model):
     Attributes:
         status: `running`: the run has started; `queued`: the conversation was busy and
             the prompt waits its turn (`if_busy="enqueue"`); `run_id` is the id the run
-            will have when it starts.
+            will have when it starts. A [`RunResult`][agentkit.conversations.RunResult]
+            (a prompt waited for, `wait=`) has the run's final status instead.
     """
 
     conversation_id: str
     run_id: str
     turn_id: str
     """The id of the new user turn (`u-<run id>`)."""
-    status: Literal["running", "queued"] = "running"
+    status: Literal["running", "queued", "completed", "cancelled", "error"] = "running"
 
 
 # --- follow -----------------------------------------------------------------------------

@@ -216,6 +216,7 @@ async def start_run(request: Request, member: Member) -> Response:
             effort=body.effort,
             output_schema=body.output_schema,
             replace_turn=body.replace_turn,
+            if_busy=body.if_busy,
         )
         return stream_answer(request, stream)
     accepted = await state.machine.runs.prompt(

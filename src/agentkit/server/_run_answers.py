@@ -121,8 +121,9 @@ async def accepted_answer(
     request: Request, member: Member, accepted: PromptAccepted, status: int, wait: float | None
 ) -> Response:
     """The accepted run (`status`: 202, or 201 when its conversation was created too);
-    with `wait`, the ended run (200) if it ends within `wait` seconds."""
-    if wait is not None:
+    with `wait`, the ended run (200) if it ends within `wait` seconds. A queued prompt
+    is answered at once (202, `status: "queued"`): its run has not started."""
+    if wait is not None and accepted.status != "queued":
         runs = state_of(request).machine.runs
         result = await runs.wait(member, accepted.conversation_id, accepted.run_id, within=wait)
         if result is not None:
