@@ -1752,6 +1752,24 @@ async def check_running_sessions(store: Store) -> None:
     assert await store.running_sessions(many) == {"a"}
 
 
+@_check
+async def check_count_runs(store: Store) -> None:
+    """`count_runs` counts the runs in each status asked for, every one of them a key
+    (0 for a status no run has); a bad list of statuses is a `ValueError`."""
+    assert await store.count_runs(["running", "completed"]) == {"running": 0, "completed": 0}
+    for session_id in ("a", "b", "c"):
+        await store.create_session(session_id, "app:agent")
+        await store.create_run(_run(f"{session_id}1", session_id))
+    await store.finish_run("c1", "completed", time.time())
+    await store.create_run(_run("c2", "c"))
+    await store.finish_run("b1", "error", time.time(), error="it failed")
+    counts = await store.count_runs(["running", "completed", "error", "queued", "running"])
+    assert counts == {"running": 2, "completed": 1, "error": 1, "queued": 0}
+    assert await store.count_runs([]) == {}
+    for bad in ("running", ["Running"], ["x' OR '1'='1"], [""], [f"s{i}" for i in range(17)]):
+        await _expect(ValueError, store.count_runs(bad), f"count_runs({bad!r})")
+
+
 STORE_CHECKS: Mapping[str, StoreCheck] = dict(_checks)
 """Every conformance check by name, in order."""
 
