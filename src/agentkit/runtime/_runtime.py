@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 import anyio
 
+from agentkit._internal import observe
 from agentkit.actions import ActionRegistry, ActionResult
 from agentkit.engine import (
     Driver,
@@ -93,6 +94,7 @@ def _as_registry(
     if isinstance(tools, Tool) or callable(tools):
         raise TypeError("tools= takes a list of tools or functions (or a ToolRegistry)")
     return ToolRegistry(t if isinstance(t, Tool) else Tool.from_function(t) for t in tools)
+
 
 class Runtime:
     """Owns runs: provider, store, tools, actions, agents and the task group runs live in.
@@ -510,6 +512,7 @@ class Runtime:
                 telemetry.end(None)  # not accepted: its span ends as an error
             raise
         self._runs[run.id] = run
+        observe.run_started(spec.id)
         if self._relay is not None:
             attach_relay(run, self._relay.add)
         # The turn's request is built when the run takes its first step: a run waiting for
