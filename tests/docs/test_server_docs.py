@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from support.paths import ROOT
+from support.paths import ROOT, SRC
 
 SH_FENCE = re.compile(r"^```sh\n(.*?)^```", re.S | re.M)
 
@@ -31,7 +31,7 @@ def _run_session(page_name: str, heading: str, folder: Path) -> str:
     env = {
         **os.environ,
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-        "PYTHONPATH": str(ROOT),
+        "PYTHONPATH": os.pathsep.join([str(SRC), str(ROOT)]),  # this checkout's agentkit
     }
     for name in ("AGENTKIT_PROVIDER", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
         env.pop(name, None)
@@ -59,6 +59,16 @@ def test_the_curl_session_runs(tmp_path: Path) -> None:
     assert "event: completed" in out
     events = (tmp_path / "events.txt").read_text()
     assert events.startswith(": stream\n")
+
+
+def test_the_metrics_session_runs(tmp_path: Path) -> None:
+    out = _run_session("server.md", "Metrics", tmp_path)
+    lines = out.splitlines()
+    assert any(
+        line.startswith("agentkit_runs_started_total{") and line.endswith(" 1.0") for line in lines
+    )
+    assert 'agentkit_runs_active{status="running"} 0.0' in lines
+    assert int(lines[-1]) >= 10  # the listener's families, each with its help
 
 
 def test_the_rooms_extension_session_runs(tmp_path: Path) -> None:
