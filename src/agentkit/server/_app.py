@@ -37,7 +37,7 @@ from agentkit.server._bodies import Health
 from agentkit.server._errors import HTTPError, error_response
 from agentkit.server._http import Handler, State, authorised, json_response
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "MetricsMode", "create_app"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "MetricsMode", "create_app", "metrics_listener"]
 
 _logger = logging.getLogger("agentkit.server")
 
@@ -257,6 +257,22 @@ def create_app(
     app.state.openapi = None
     app.state.metrics = collected
     return app
+
+
+def metrics_listener(app: Starlette) -> Starlette:
+    """The application of the metrics' own listener (`serve`'s `metrics_sock`): `GET
+    /metrics` of `app`'s server (created with `metrics="listener"`), without a token, and
+    nothing else."""
+    collected: _metrics.Metrics = app.state.metrics
+    state: State = app.state.agentkit
+
+    async def scrape(request: Request) -> Response:
+        return await collected.response(state)
+
+    return Starlette(
+        routes=[Route(contract.METRICS.path, scrape, methods=["GET"])],
+        exception_handlers={HTTPException: _http_exception, 500: _server_error},
+    )
 
 
 def _observed(

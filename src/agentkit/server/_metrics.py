@@ -21,15 +21,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from agentkit.client.contract import METRICS
 from agentkit.conversations import Member
 from agentkit.errors import StoreError
 from agentkit.server._errors import HTTPError
 from agentkit.server._http import State, state_of
 
 if TYPE_CHECKING:
-    from starlette.applications import Starlette
-
     from agentkit.rooms import WorkerStatus
 
 __all__ = [
@@ -38,7 +35,6 @@ __all__ = [
     "RUN_STATES",
     "HTTPMetrics",
     "Metrics",
-    "listener_app",
     "metrics",
 ]
 
@@ -285,8 +281,6 @@ class HTTPMetrics:
 async def metrics(request: Request, member: Member) -> Response:
     """`GET /metrics` on the API's port: owners only, when the server serves metrics
     there (`agentkit serve --metrics`); else 404."""
-    from agentkit.server._conversations import _require_owner
-
     found: Metrics | None = request.app.state.metrics
     if found is None or found.listener:
         raise HTTPError(
@@ -294,26 +288,8 @@ async def metrics(request: Request, member: Member) -> Response:
             "this server does not serve metrics here (agentkit serve --metrics serves "
             "them to owners; --metrics-port on a port of their own)",
         )
-    _require_owner(member, "read the metrics")
+    if member.role != "owner":  # read from the store for this request: its role is current
+        raise HTTPError(
+            "access_denied", f"{member.name!r} is a {member.role}: only owners read the metrics"
+        )
     return await found.response(state_of(request))
-
-
-def listener_app(app: Starlette) -> Starlette:
-    """The application of the metrics' own listener (`--metrics-port`): `GET /metrics`
-    of `app`'s server, without a token, and nothing else."""
-    from starlette.applications import Starlette
-    from starlette.exceptions import HTTPException
-    from starlette.routing import Route
-
-    from agentkit.server._app import _http_exception, _server_error
-
-    found: Metrics = app.state.metrics
-    state: State = app.state.agentkit
-
-    async def scrape(request: Request) -> Response:
-        return await found.response(state)
-
-    return Starlette(
-        routes=[Route(METRICS.path, scrape, methods=["GET"])],
-        exception_handlers={HTTPException: _http_exception, 500: _server_error},
-    )

@@ -25,7 +25,7 @@ import anyio
 from agentkit._internal import observe
 from agentkit._internal.signals import watch_stop_signals
 from agentkit.conversations import Machine
-from agentkit.server._app import DEFAULT_MAX_BODY_BYTES, create_app
+from agentkit.server._app import DEFAULT_MAX_BODY_BYTES, create_app, metrics_listener
 from agentkit.server._connections import (
     DEFAULT_HEADER_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
@@ -188,10 +188,8 @@ def _metrics_server(app: Starlette, http: str) -> Any:
     """The uvicorn server of the metrics' own listener (a few connections: scrapers)."""
     import uvicorn
 
-    from agentkit.server._metrics import listener_app
-
     config = uvicorn.Config(
-        listener_app(app),
+        metrics_listener(app),
         lifespan="off",
         log_level="warning",
         access_log=False,
