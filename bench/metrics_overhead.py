@@ -1,7 +1,7 @@
 """What the server's metrics cost: per store call and per HTTP request, with and without.
 
-Run: `python bench/metrics_overhead.py [--postgres DSN] [--json FILE]` (with `src` on
-PYTHONPATH; needs the `metrics` extra).
+Run: `python bench/metrics_overhead.py [--postgres DSN] [--json FILE] [--quick]` (needs
+the `metrics` extra; `--quick`: a few calls of each, to check that it runs).
 
 Store calls: `append_events` with a batch of four events and `read_events` of the last
 eight on SQLite (and PostgreSQL with `--postgres`), best of several rounds, three ways:
@@ -207,7 +207,10 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--postgres", metavar="DSN")
     parser.add_argument("--json", metavar="FILE")
+    parser.add_argument("--quick", action="store_true", help="a few calls of each")
     args = parser.parse_args()
+    if args.quick:
+        ROUNDS, CALLS = 1, 25
     measured = anyio.run(main, args.postgres)
     for key, value in measured.items():
         print(f"{key:24} " + "  ".join(f"{k} {v:8.2f}" for k, v in value.items()))
