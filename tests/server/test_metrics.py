@@ -89,6 +89,9 @@ def test_metrics_are_for_owners(server: Served, http: httpx.Client) -> None:
     refused = httpx.get(f"{server.url}/metrics", headers=bearer(editor))
     assert refused.status_code == 403
     assert refused.json()["error"]["code"] == "access_denied"
+    openmetrics = http.get("/metrics", headers={"Accept": "application/openmetrics-text"})
+    assert openmetrics.headers["content-type"].startswith("application/openmetrics-text")
+    assert openmetrics.text.endswith("# EOF\n")
     samples = scrape(http)
     families = {name for name, _ in samples}
     assert "agentkit_runs_active" in families
@@ -196,6 +199,7 @@ def test_a_metrics_listener_of_its_own_needs_no_token(tmp_path: Path) -> None:
         on_the_api = httpx.get(f"{running.url}/metrics", headers=bearer(owner))
         assert on_the_api.status_code == 404
         assert on_the_api.json()["error"]["code"] == "not_found"
+        assert running.stop(timeout=10) == 0  # both listeners close on SIGTERM
 
 
 def test_without_metrics_the_library_is_never_imported() -> None:

@@ -307,7 +307,7 @@ def test_metrics_off_answer_a_documented_404(http: httpx.Client, document: dict[
     assert answer.status_code == 404
     assert_documented(document, "GET", "/metrics", answer)
     content = document["paths"]["/metrics"]["get"]["responses"]["200"]["content"]
-    assert list(content) == ["text/plain"]
+    assert list(content) == ["text/plain", "application/openmetrics-text"]
 
 
 def test_every_route_with_a_body_documents_400(document: dict[str, Any]) -> None:

@@ -267,7 +267,7 @@ def metrics_listener(app: Starlette) -> Starlette:
     state: State = app.state.agentkit
 
     async def scrape(request: Request) -> Response:
-        return await collected.response(state)
+        return await collected.response(state, request.headers.get("accept", ""))
 
     return Starlette(
         routes=[Route(contract.METRICS.path, scrape, methods=["GET"])],

@@ -157,10 +157,11 @@ class Metrics:
 
     # --- a scrape -----------------------------------------------------------------------
 
-    async def response(self, state: State) -> Response:
-        """The metrics now, in the Prometheus text format: what the store and the rooms
-        hold is read first."""
-        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+    async def response(self, state: State, accept: str) -> Response:
+        """The metrics now, in the format the `Accept` header asks for (the Prometheus
+        text format, or OpenMetrics, as the library negotiates it): what the store and the
+        rooms hold is read first."""
+        from prometheus_client.exposition import choose_encoder
 
         machine = state.machine
         runs: dict[str, int] | None
@@ -175,7 +176,8 @@ class Metrics:
             {"follow": len(state.follow_streams), "watch": len(state.watch_streams)},
             workers,
         )
-        return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)
+        encode, media_type = choose_encoder(accept)
+        return Response(encode(self.registry), headers={"Content-Type": media_type})
 
 
 class _Reading:
@@ -292,4 +294,4 @@ async def metrics(request: Request, member: Member) -> Response:
         raise HTTPError(
             "access_denied", f"{member.name!r} is a {member.role}: only owners read the metrics"
         )
-    return await found.response(state_of(request))
+    return await found.response(state_of(request), request.headers.get("accept", ""))

@@ -333,8 +333,12 @@ def openapi_document() -> dict[str, Any]:
             "The server's metrics in the Prometheus text format (owners).",
             {
                 "200": {
-                    "description": "The metrics (`agentkit serve --metrics`).",
-                    "content": {"text/plain": {"schema": {"type": "string"}}},
+                    "description": "The metrics (`agentkit serve --metrics`): the "
+                    "Prometheus text format, or OpenMetrics when `Accept` asks for it.",
+                    "content": {
+                        "text/plain": {"schema": {"type": "string"}},
+                        "application/openmetrics-text": {"schema": {"type": "string"}},
+                    },
                 },
                 "403": forbidden,
                 "404": _error(
