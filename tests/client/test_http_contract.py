@@ -36,6 +36,7 @@ PACKAGE = SRC / "agentkit"
 SERVER_ONLY = {
     contract.HEALTHZ,
     contract.OPENAPI,
+    contract.METRICS,  # for the operators' scrapers
     contract.CANCEL_RUN,
     contract.LIST_ROOM_AGENTS,
     contract.LIST_RUNS,

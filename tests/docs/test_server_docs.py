@@ -88,6 +88,16 @@ def test_the_busy_conversations_session_runs(tmp_path: Path) -> None:
     ], out
 
 
+def test_the_metrics_session_runs(tmp_path: Path) -> None:
+    out = _run_session("server.md", "Metrics", tmp_path)
+    lines = out.splitlines()
+    assert any(
+        line.startswith("agentkit_runs_started_total{") and line.endswith(" 1.0") for line in lines
+    )
+    assert 'agentkit_runs_active{status="running"} 0.0' in lines
+    assert int(lines[-1]) >= 10  # the listener's families, each with its help
+
+
 def test_the_rooms_extension_session_runs(tmp_path: Path) -> None:
     out = _run_session("rooms.md", "Over HTTP, and extensions", tmp_path)
     assert '"positions":[1]' in out

@@ -331,6 +331,16 @@ def test_a_valid_surrogate_pair_is_text(http: httpx.Client) -> None:
 # --- statuses and headers the document lists -------------------------------------------------
 
 
+def test_metrics_off_answer_a_documented_404(http: httpx.Client, document: dict[str, Any]) -> None:
+    """`/metrics` is described (a server started with `--metrics` serves it as
+    `text/plain`); this one runs without, and says so as the document does."""
+    answer = http.get("/metrics")
+    assert answer.status_code == 404
+    assert_documented(document, "GET", "/metrics", answer)
+    content = document["paths"]["/metrics"]["get"]["responses"]["200"]["content"]
+    assert list(content) == ["text/plain", "application/openmetrics-text"]
+
+
 def test_every_route_with_a_body_documents_400(document: dict[str, Any]) -> None:
     for path, operations in document["paths"].items():
         for method, operation in operations.items():

@@ -61,7 +61,8 @@ request-timeout = 0.1
 def test_every_answer_is_what_the_openapi_document_says(tmp_path: Path) -> None:
     config = tmp_path / "schemathesis.toml"
     config.write_text(CONFIG)
-    with served(tmp_path / "server") as server:
+    # --metrics: /metrics answers its 200 (text/plain) to the owner, 403 to the others.
+    with served(tmp_path / "server", "--metrics") as server:
         tokens = {role: server.add_member(f"st-{role}", role) for role in ROLES}
         runs: dict[str, tuple[subprocess.Popen[str], Path]] = {}
         for role, token in tokens.items():

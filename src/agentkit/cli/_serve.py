@@ -70,6 +70,8 @@ def add_serve_parser(sub: Any) -> None:
 examples:
   agentkit serve --db machine.db
   agentkit serve --port 0 --provider test
+  agentkit serve --db machine.db --metrics          # GET /metrics for owners
+  agentkit serve --db machine.db --metrics-port 9400  # GET :9400/metrics, no token
   agentkit serve --db postgresql://agentkit@db.internal/agentkit --host 0.0.0.0 \\
       --attachment-root /srv/space --agents agents/ --cors-origin https://app.example.com
 
@@ -212,6 +214,20 @@ exit codes:
         help="the HTTP/1.1 parser: httptools (C, with the server extra where it installs), "
         "h11 (pure Python), or auto: httptools when installed (default: auto)",
     )
+    serve.add_argument(
+        "--metrics",
+        action="store_true",
+        help="serve metrics in the Prometheus text format at GET /metrics, to owners "
+        "(needs the metrics extra: pip install 'typed-agentkit[metrics]')",
+    )
+    serve.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve GET /metrics without a token on this port of --host instead (for a "
+        "scraper on a private network; implies --metrics, and the API's /metrics answers "
+        "404). 0 picks a free one; its URL is the second line on stdout",
+    )
     add_provider_timeouts(serve)
 
 
@@ -264,6 +280,16 @@ def serve_command(args: argparse.Namespace) -> int:
         raise UsageError("--heartbeat-interval must be shorter than --lease-duration")
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port {args.port} is not a TCP port (0-65535)")
+    if args.metrics_port is not None and not 0 <= args.metrics_port <= 65535:
+        raise UsageError(f"--metrics-port {args.metrics_port} is not a TCP port (0-65535)")
+    if args.metrics or args.metrics_port is not None:
+        try:
+            import prometheus_client  # noqa: F401
+        except ImportError:
+            raise UsageError(
+                "--metrics needs the 'metrics' extra (prometheus_client): "
+                "pip install 'typed-agentkit[metrics]'"
+            ) from None
     try:
         for path in args.extension or ():
             load_extension(path)  # an extension that cannot load fails before anything starts
@@ -292,6 +318,17 @@ def serve_command(args: argparse.Namespace) -> int:
         store_close(store)
         reason = "it is in use" if exc.errno in (98, 48) else (exc.strerror or str(exc))
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {reason}") from None
+    metrics_sock = None
+    if args.metrics_port is not None:
+        try:
+            metrics_sock = bind(args.host, args.metrics_port)
+        except OSError as exc:
+            sock.close()
+            store_close(store)
+            reason = "it is in use" if exc.errno in (98, 48) else (exc.strerror or str(exc))
+            raise UsageError(
+                f"--metrics-port: cannot listen on {args.host}:{args.metrics_port}: {reason}"
+            ) from None
     try:
         machine = Machine(
             store=store,
@@ -306,6 +343,8 @@ def serve_command(args: argparse.Namespace) -> int:
         )
     except (ValueError, OSError) as exc:
         sock.close()
+        if metrics_sock is not None:
+            metrics_sock.close()
         store_close(store)
         raise UsageError(str(exc)) from None
 
@@ -323,6 +362,8 @@ def serve_command(args: argparse.Namespace) -> int:
             async with running_extensions(machine, args.extension or ()):
                 # The URL alone on stdout (scripts read it); the rest goes to stderr.
                 print(url_of(sock), flush=True)
+                if metrics_sock is not None:  # the metrics' own URL, for scripts too
+                    print(f"{url_of(metrics_sock)}/metrics", flush=True)
                 await serve(
                     machine,
                     sock,
@@ -333,6 +374,8 @@ def serve_command(args: argparse.Namespace) -> int:
                     idle_timeout=args.idle_timeout,
                     max_connections=args.max_connections,
                     http=args.http,
+                    metrics=args.metrics,
+                    metrics_sock=metrics_sock,
                 )
         except ExtensionError as exc:
             raise ServeError(str(exc)) from None
@@ -350,6 +393,8 @@ def serve_command(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     finally:
         sock.close()
+        if metrics_sock is not None:
+            metrics_sock.close()
     print("agentkit: the server stopped", file=sys.stderr, flush=True)
     return 0
 

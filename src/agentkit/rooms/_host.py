@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio
 from anyio.abc import TaskGroup
 
+from agentkit._internal import observe
 from agentkit.errors import DelegationStateError
 from agentkit.rooms._errors import RoomAgentError, RoomError
 from agentkit.rooms._models import (
@@ -322,9 +323,10 @@ class Rooms:
         """The descriptors of the agents registered in a room (in this process)."""
         return [w.descriptor for (room, _), w in self._workers.items() if room == room_id]
 
-    async def workers(self, room_id: str) -> list[WorkerStatus]:
-        """Each registered agent's progress in a room: cursor, lag, failures."""
-        found = [w for (room, _), w in self._workers.items() if room == room_id]
+    async def workers(self, room_id: str | None = None) -> list[WorkerStatus]:
+        """Each registered agent's progress in a room (every room's when `None`): cursor,
+        lag, failures."""
+        found = [w for (room, _), w in self._workers.items() if room_id in (None, room)]
         return [await worker.status() for worker in found]
 
     async def _stop_workers(self, workers: Sequence[Worker]) -> None:
@@ -380,6 +382,7 @@ class Rooms:
         )
         # This process's readers at once (other processes' through the store).
         self.notifications.dispatch((room_topic(room_id),))
+        observe.room_events_published(len(stored))
         return stored
 
     async def end_delegation(

@@ -23,6 +23,7 @@ import anyio
 from typing_extensions import TypeVar
 
 from agentkit._internal import aio as _aio
+from agentkit._internal import observe
 from agentkit.engine import (
     Driver,
     Resumption,
@@ -578,6 +579,8 @@ async def _finish(
             run._outcome = RunOutcome(
                 run_id=run.id, session_id=run.session_id, status="error", error=error
             )
+        ended = run._outcome.status if run._outcome is not None else "error"
+        observe.run_ended(run.spec.id, ended)  # as its last event is emitted, before any wait
         try:
             # Every process a run started dies with it (the `process` tool's jobs).
             stopping = executor.stop_processes(run.id)

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 import anyio
 
+from agentkit._internal import observe
 from agentkit.actions import ActionRegistry, ActionResult
 from agentkit.engine import (
     Driver,
@@ -550,6 +551,7 @@ class Runtime:
             raise
         self._runs[run.id] = run
         run._decider = self
+        observe.run_started(spec.id)
         if self._relay is not None:
             attach_relay(run, self._relay.add)
         # The turn's request is built when the run takes its first step: a run waiting for

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from agentkit._internal.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from agentkit.server._app import DEFAULT_MAX_BODY_BYTES, create_app
+    from agentkit.server._app import DEFAULT_MAX_BODY_BYTES, MetricsMode, create_app
     from agentkit.server._errors import ERROR_CODES
     from agentkit.server._extensions import ExtensionError, load_extension, running_extensions
     from agentkit.server._openapi import openapi_document
@@ -27,6 +27,7 @@ _EXPORTS: dict[str, str] = {
     "DEFAULT_MAX_BODY_BYTES": "agentkit.server._app",
     "ERROR_CODES": "agentkit.server._errors",
     "ExtensionError": "agentkit.server._extensions",
+    "MetricsMode": "agentkit.server._app",
     "bind": "agentkit.server._serve",
     "create_app": "agentkit.server._app",
     "load_extension": "agentkit.server._extensions",
@@ -41,6 +42,7 @@ __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
     "ERROR_CODES",
     "ExtensionError",
+    "MetricsMode",
     "bind",
     "create_app",
     "load_extension",

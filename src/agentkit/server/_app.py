@@ -9,10 +9,12 @@ truth, so that any number of requests, streams and reconnections see one history
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import Literal
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -22,10 +24,12 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from agentkit._internal import observe
 from agentkit.client import contract
 from agentkit.client.contract import Operation
 from agentkit.conversations import Machine
 from agentkit.server import _conversations as c
+from agentkit.server import _metrics
 from agentkit.server import _rooms as r
 from agentkit.server import _runs as runs
 from agentkit.server import _uploads as uploads
@@ -33,12 +37,16 @@ from agentkit.server._bodies import Health
 from agentkit.server._errors import HTTPError, error_response
 from agentkit.server._http import Handler, State, authorised, json_response
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "create_app"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "MetricsMode", "create_app", "metrics_listener"]
 
 _logger = logging.getLogger("agentkit.server")
 
 DEFAULT_MAX_BODY_BYTES = 1_048_576
 """The largest request body accepted by default (1 MiB); larger ones get 413."""
+
+MetricsMode = Literal["off", "owners", "listener"]
+"""Where a server's metrics are served: nowhere, at `/metrics` for owners, or on a
+listener of their own."""
 
 
 MEMBER_HANDLERS: dict[Operation, Handler] = {
@@ -80,6 +88,7 @@ MEMBER_HANDLERS: dict[Operation, Handler] = {
     contract.LIST_RUNS: runs.list_runs,
     contract.GET_RUN: runs.get_run,
     contract.CREATE_RUN: c.create_run,
+    contract.METRICS: _metrics.metrics,
 }
 """The handler of every operation that needs a member."""
 
@@ -196,6 +205,7 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     cors_origins: Sequence[str] = (),
     keepalive: float = 15.0,
+    metrics: MetricsMode = "off",
 ) -> Starlette:
     """The machine's HTTP API as an ASGI application (Starlette).
 
@@ -208,9 +218,21 @@ def create_app(
         cors_origins: Origins a browser may call the API from; none by default (no CORS
             headers at all).
         keepalive: Seconds of silence after which an SSE stream gets a comment line.
+        metrics: `owners`: `GET /metrics` answers the server's metrics in the Prometheus
+            text format to owners; `listener`: they are collected for another listener
+            (`serve`'s `metrics_sock`) and `GET /metrics` answers 404, as it does when
+            `off`. Collecting needs `prometheus_client` (the `metrics` extra); the
+            process's runs, store calls and room publications are counted while the
+            application's lifespan runs (`serve` runs it).
+
+    Raises:
+        ImportError: `metrics` is not `off` and `prometheus_client` is not installed.
     """
     routes: list[Route | Mount] = [*api_routes(), *ui_routes()]
     middleware: list[Middleware] = []
+    collected = None if metrics == "off" else _metrics.Metrics(listener=metrics == "listener")
+    if collected is not None:
+        middleware.append(Middleware(_metrics.HTTPMetrics, metrics=collected))
     if cors_origins:
         from starlette.middleware.cors import CORSMiddleware
 
@@ -234,7 +256,38 @@ def create_app(
         routes=routes,
         middleware=middleware,
         exception_handlers={HTTPException: _http_exception, 500: _server_error},
+        lifespan=None if collected is None else _observed(collected),
     )
     app.state.agentkit = State(machine, max_body_bytes, keepalive)
     app.state.openapi = None
+    app.state.metrics = collected
     return app
+
+
+def metrics_listener(app: Starlette) -> Starlette:
+    """The application of the metrics' own listener (`serve`'s `metrics_sock`): `GET
+    /metrics` of `app`'s server (created with `metrics="listener"`), without a token, and
+    nothing else."""
+    collected: _metrics.Metrics = app.state.metrics
+    state: State = app.state.agentkit
+
+    async def scrape(request: Request) -> Response:
+        return await collected.response(state, request.headers.get("accept", ""))
+
+    return Starlette(
+        routes=[Route(contract.METRICS.path, scrape, methods=["GET"])],
+        exception_handlers={HTTPException: _http_exception, 500: _server_error},
+    )
+
+
+def _observed(
+    collected: _metrics.Metrics,
+) -> Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]:
+    """The lifespan of an application with metrics: the process's observer meanwhile."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        with observe.observing(collected):
+            yield
+
+    return lifespan

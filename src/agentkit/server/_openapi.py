@@ -382,6 +382,25 @@ def openapi_document() -> dict[str, Any]:
             secured=False,
         ),
         _operation(
+            contract.METRICS,
+            "The server's metrics in the Prometheus text format (owners).",
+            {
+                "200": {
+                    "description": "The metrics (`agentkit serve --metrics`): the "
+                    "Prometheus text format, or OpenMetrics when `Accept` asks for it.",
+                    "content": {
+                        "text/plain": {"schema": {"type": "string"}},
+                        "application/openmetrics-text": {"schema": {"type": "string"}},
+                    },
+                },
+                "403": forbidden,
+                "404": _error(
+                    "Not served here: the server runs without `--metrics`, or serves them "
+                    "on a listener of their own (`--metrics-port`)."
+                ),
+            },
+        ),
+        _operation(
             contract.GET_ME,
             "The member the token belongs to.",
             {"200": {"description": "The member.", "content": _content(Member)}},

@@ -15,15 +15,17 @@ is answered 503.
 from __future__ import annotations
 
 import contextlib
+import functools
 import socket
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from agentkit._internal import observe
 from agentkit._internal.signals import watch_stop_signals
 from agentkit.conversations import Machine
-from agentkit.server._app import DEFAULT_MAX_BODY_BYTES, create_app
+from agentkit.server._app import DEFAULT_MAX_BODY_BYTES, create_app, metrics_listener
 from agentkit.server._connections import (
     DEFAULT_HEADER_TIMEOUT,
     DEFAULT_IDLE_TIMEOUT,
@@ -89,6 +91,8 @@ async def serve(
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
     http: str = "auto",
+    metrics: bool = False,
+    metrics_sock: socket.socket | None = None,
 ) -> None:
     """Serve `machine` (open) on `sock` until SIGINT or SIGTERM, on asyncio.
 
@@ -111,10 +115,16 @@ async def serve(
         http: uvicorn's HTTP/1.1 parser: `httptools` (C, installed with the `server`
             extra where it has wheels), `h11` (pure Python), or `auto`, httptools when
             installed. The bounds above hold on both.
+        metrics: Serve the metrics in the Prometheus text format at `GET /metrics`, to
+            owners (needs `prometheus_client`, the `metrics` extra).
+        metrics_sock: A listening socket (see `bind`) on which `GET /metrics` answers
+            the metrics without a token, for a scraper on a private network; then the
+            API's `/metrics` answers 404 (`metrics` is implied).
 
     Raises:
         ValueError: A timeout is not above 0, `max_connections` is below 1, or `http`
             is none of the three.
+        ImportError: Metrics are asked for and `prometheus_client` is not installed.
     """
     if not (header_timeout > 0 and idle_timeout > 0):
         raise ValueError("header_timeout and idle_timeout must be above 0 seconds")
@@ -123,7 +133,11 @@ async def serve(
     import uvicorn
 
     app = create_app(
-        machine, max_body_bytes=max_body_bytes, cors_origins=cors_origins, keepalive=keepalive
+        machine,
+        max_body_bytes=max_body_bytes,
+        cors_origins=cors_origins,
+        keepalive=keepalive,
+        metrics="listener" if metrics_sock is not None else "owners" if metrics else "off",
     )
     config = uvicorn.Config(
         app,
@@ -141,10 +155,21 @@ async def serve(
     )
     raise_open_files_limit(max_connections + 256)  # the store's files, the providers' sockets
     server = _quiet_server(config)
-    async with anyio.create_task_group() as group:
-        group.start_soon(watch_stop_signals, lambda _: stop(app, machine, server, shutdown_timeout))
-        await server.serve(sockets=[sock])
-        group.cancel_scope.cancel()
+    scraped = None if metrics_sock is None else _metrics_server(app, http)
+    with contextlib.ExitStack() as stack:
+        if app.state.metrics is not None:  # uvicorn runs no lifespan: its work is here
+            stack.enter_context(observe.observing(app.state.metrics))
+        async with anyio.create_task_group() as group:
+            group.start_soon(
+                watch_stop_signals, lambda _: stop(app, machine, server, shutdown_timeout)
+            )
+            async with anyio.create_task_group() as listeners:
+                if scraped is not None:
+                    listeners.start_soon(functools.partial(scraped.serve, sockets=[metrics_sock]))
+                await server.serve(sockets=[sock])
+                if scraped is not None:
+                    scraped.should_exit = True  # it ends within a tenth of a second
+            group.cancel_scope.cancel()
 
 
 async def stop(app: Starlette, machine: Machine, server: Any, grace: float) -> None:
@@ -157,6 +182,21 @@ async def stop(app: Starlette, machine: Machine, server: Any, grace: float) -> N
     for scope in list(state.watch_streams):
         scope.cancel()
     server.should_exit = True
+
+
+def _metrics_server(app: Starlette, http: str) -> Any:
+    """The uvicorn server of the metrics' own listener (a few connections: scrapers)."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        metrics_listener(app),
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=1,
+        http=protocol_class(header_timeout=DEFAULT_HEADER_TIMEOUT, max_connections=64, http=http),
+    )
+    return _quiet_server(config)
 
 
 def _quiet_server(config: Any) -> Any:

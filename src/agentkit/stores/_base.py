@@ -4,6 +4,7 @@ their transcripts (`SessionStore`), runs and their event logs (`RunStore`), and 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -41,6 +42,7 @@ from agentkit.stores._rooms import (
 )
 
 __all__ = [
+    "MAX_COUNTED_STATUSES",
     "AgentRecord",
     "ConversationRecord",
     "DelegationRecord",
@@ -72,11 +74,32 @@ __all__ = [
     "StoreError",
     "StoreUnavailableError",
     "WaitingRecord",
+    "counted_statuses",
 ]
 
 RunStatus = Literal["running", "waiting", "completed", "interrupted", "error"]
 """`waiting`: the run asked a person and holds no process until it is decided (see
 docs/human-in-the-loop.md); like `running`, it keeps its session busy."""
+
+_STATUS_NAME = re.compile(r"[a-z][a-z_]{0,31}")
+MAX_COUNTED_STATUSES = 16
+"""The most statuses one `count_runs` call counts."""
+
+
+def counted_statuses(statuses: Sequence[str]) -> list[str]:
+    """`count_runs`' statuses, each once, checked (`ValueError` for a string, more than
+    `MAX_COUNTED_STATUSES`, or a name that is not lowercase letters and underscores): the
+    SQL stores write them into their statements as literals, so that PostgreSQL and SQLite
+    count the running ones from their partial index."""
+    if isinstance(statuses, str):
+        raise ValueError("statuses must be a sequence of statuses, not a string")
+    wanted = list(dict.fromkeys(statuses))
+    if len(wanted) > MAX_COUNTED_STATUSES:
+        raise ValueError(f"statuses: at most {MAX_COUNTED_STATUSES}, not {len(wanted)}")
+    for status in wanted:
+        if not isinstance(status, str) or not _STATUS_NAME.fullmatch(status):
+            raise ValueError(f"statuses: {status!r} is not a status name")
+    return wanted
 
 
 @dataclass(frozen=True)
@@ -315,6 +338,13 @@ class RunStore(Protocol):
     async def overdue_requests(self, now: float, limit: int = 100) -> list[WaitingRecord]:
         """Waiting runs whose request's deadline is `now` or earlier, earliest first, at
         most `limit` of them (an indexed read)."""
+        ...
+
+    async def count_runs(self, statuses: Sequence[str]) -> dict[str, int]:
+        """How many runs of the store are in each of `statuses` now, whichever process
+        runs them: every status asked for is a key (0 when no run has it, a status no
+        run can have included). `ValueError` for a string, more than 16 statuses, or a
+        name that is not lowercase letters and underscores."""
         ...
 
 

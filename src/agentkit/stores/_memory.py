@@ -43,6 +43,7 @@ from agentkit.stores._base import (
     SessionRecord,
     StoreError,
     WaitingRecord,
+    counted_statuses,
 )
 from agentkit.stores._codec import (
     dump_metadata,
@@ -376,6 +377,13 @@ class MemoryStore(MemoryRecords, MemoryQueue):
     async def list_runs(self, session_id: str) -> list[RunRecord]:
         runs = self._runs
         return [RunRecord(*runs[run_id]) for run_id in self._session_runs.get(session_id, ())]
+
+    async def count_runs(self, statuses: Sequence[str]) -> dict[str, int]:
+        counts = dict.fromkeys(counted_statuses(statuses), 0)
+        for row in self._runs.values():
+            if row[3] in counts:
+                counts[row[3]] += 1
+        return counts
 
     async def append_step(
         self,

@@ -53,6 +53,7 @@ from agentkit.stores._sql import (
     Dialect,
     RoomEventColumns,
     SQLStore,
+    count_runs_sql,
     delegation_upsert,
     delegations_where,
     may_finish,
@@ -124,6 +125,7 @@ class _SQL:
         p = f"{_quote(schema)}." if schema else ""
         sessions, transcript = f"{p}agentkit_sessions", f"{p}agentkit_transcript"
         runs, events = f"{p}agentkit_runs", f"{p}agentkit_events"
+        self.runs_table = runs
         version = f"{p}agentkit_schema_version"
         session_cols, run_cols = SESSION_COLUMNS, RUN_COLUMNS
         self.create_schema = f"CREATE SCHEMA IF NOT EXISTS {_quote(schema)}" if schema else None
@@ -1173,6 +1175,9 @@ class _Postgres:
         query += ' ORDER BY r.created_at DESC, r.id COLLATE "C" DESC LIMIT %s'
         return (await conn.execute(query, (*params, limit))).rows
 
+    async def count_runs(self, conn: Connection, statuses: list[str]) -> list[Any]:
+        return (await conn.execute(count_runs_sql(self.sql.runs_table, statuses))).rows
+
     async def running_sessions(self, conn: Connection, session_ids: list[str]) -> set[str]:
         rows = (await conn.execute(self.sql.running_sessions, (session_ids,))).rows
         return {row[0] for row in rows}
@@ -1379,7 +1384,7 @@ class PostgresStore(SQLStore, PostgresQueue):
 
     # --- plumbing ---------------------------------------------------------------------
 
-    async def _call(self, fn: Callable[..., _T], *args: Any) -> _T:
+    async def _execute(self, fn: Callable[..., _T], *args: Any) -> _T:
         # `SQLStore` passes the operations of `_ops`, typed as `Dialect`'s synchronous
         # ones: they are coroutine functions of the same arguments.
         return await self._run(cast(Callable[..., Awaitable[_T]], fn), *args)

@@ -73,6 +73,10 @@ class QueueStore(Protocol):
         """Sessions that have a `queued` prompt, the one queued longest ago first."""
         ...
 
+    async def count_queued(self) -> int:
+        """How many prompts wait in every queue of the store (`queued`, not `dropped`)."""
+        ...
+
 
 class MemoryQueue:
     """`QueueStore` for `MemoryStore`: rows in insertion order. A session that is gone
@@ -128,3 +132,6 @@ class MemoryQueue:
             if row.status == "queued" and len(found) < limit:
                 found[row.session_id] = None
         return list(found)
+
+    async def count_queued(self) -> int:
+        return sum(row.status == "queued" for row in self._live().values())

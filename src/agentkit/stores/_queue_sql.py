@@ -120,6 +120,10 @@ class SQLiteQueue:
         )
         return [row[0] for row in await self._queue_call(_sqlite_rows, query, (limit,))]
 
+    async def count_queued(self) -> int:
+        query = f"SELECT count(*) FROM {_TABLE} WHERE status = 'queued'"
+        return int((await self._queue_call(_sqlite_rows, query, ()))[0][0])
+
 
 # --- PostgreSQL -----------------------------------------------------------------------------
 
@@ -221,3 +225,7 @@ class PostgresQueue:
             "GROUP BY session_id ORDER BY min(seq) LIMIT %s"
         )
         return [row[0] for row in await self._rows(query, (limit,))]
+
+    async def count_queued(self) -> int:
+        query = f"SELECT count(*) FROM {self._queue_table()} WHERE status = 'queued'"
+        return int((await self._rows(query, ()))[0][0])

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, Protocol, TypeVar
 
+from agentkit._internal import observe
 from agentkit.messages import Message
 from agentkit.stores._base import (
     AgentRecord,
@@ -42,6 +43,7 @@ from agentkit.stores._base import (
     SessionNotFoundError,
     SessionRecord,
     WaitingRecord,
+    counted_statuses,
 )
 from agentkit.stores._codec import (
     check_offsets,
@@ -92,6 +94,7 @@ __all__ = [
     "check_key",
     "check_limit",
     "conversation_params",
+    "count_runs_sql",
     "delegation_params",
     "delegation_upsert",
     "delegations_where",
@@ -406,6 +409,10 @@ class Dialect(Protocol):
 
     def get_waiting(self, conn: Any, run_id: str) -> Any: ...
     def overdue_requests(self, conn: Any, now: float, limit: int) -> list[Any]: ...
+    def count_runs(self, conn: Any, statuses: list[str]) -> list[Any]:
+        """`(status, count)` rows of the checked `statuses` (see `count_runs_sql`)."""
+        ...
+
     def create_room(self, conn: Any, room: RoomRecord, metadata: str) -> None: ...
     def get_room(self, conn: Any, room_id: str) -> Any: ...
     def list_rooms(self, conn: Any) -> list[Any]: ...
@@ -533,12 +540,32 @@ class Dialect(Protocol):
     def running_sessions(self, conn: Any, session_ids: list[str]) -> set[str]: ...
 
 
+def count_runs_sql(table: str, statuses: list[str]) -> str:
+    """One count a status, each `WHERE status = '<literal>'` (checked names: see
+    `counted_statuses`), so that the running runs are counted from their partial index."""
+    return " UNION ALL ".join(
+        f"SELECT '{status}', count(*) FROM {table} WHERE status = '{status}'" for status in statuses
+    )
+
+
 class SQLStore:
     """The `Store` interface over a dialect (see the module's documentation)."""
 
     _ops: Dialect
 
     async def _call(self, fn: Callable[..., _T], *args: Any) -> _T:
+        """`fn(connection, *args)` through the backend's `_execute`, timed for the
+        process's observer when there is one (`agentkit._internal.observe`)."""
+        observer = observe.current()
+        if observer is None:
+            return await self._execute(fn, *args)
+        started = time.perf_counter()
+        try:
+            return await self._execute(fn, *args)
+        finally:
+            observer.store_operation(fn.__name__, time.perf_counter() - started)
+
+    async def _execute(self, fn: Callable[..., _T], *args: Any) -> _T:
         raise NotImplementedError
 
     def _wrote(self, nbytes: int) -> None:
@@ -743,6 +770,14 @@ class SQLStore:
             return []
         rows = await self._call(self._ops.overdue_requests, float(now), limit)
         return [waiting_from_row(row) for row in rows]
+
+    async def count_runs(self, statuses: Sequence[str]) -> dict[str, int]:
+        """How many runs are in each of `statuses` now."""
+        counts = dict.fromkeys(counted_statuses(statuses), 0)
+        if counts:
+            for status, count in await self._call(self._ops.count_runs, list(counts)):
+                counts[status] = int(count)
+        return counts
 
     # --- rooms ------------------------------------------------------------------------
 

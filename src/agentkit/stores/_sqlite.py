@@ -43,6 +43,7 @@ from agentkit.stores._sql import (
     WAITING_COLUMNS,
     RoomEventColumns,
     SQLStore,
+    count_runs_sql,
     delegation_upsert,
     delegations_where,
     may_finish,
@@ -797,6 +798,9 @@ class _SQLite:
             (*params, limit),
         ).fetchall()
 
+    def count_runs(self, conn: sqlite3.Connection, statuses: list[str]) -> list[Any]:
+        return conn.execute(count_runs_sql("agentkit_runs", statuses)).fetchall()
+
     def running_sessions(self, conn: sqlite3.Connection, session_ids: list[str]) -> set[str]:
         running: set[str] = set()
         for start in range(0, len(session_ids), _RENEW_CHUNK):
@@ -1023,7 +1027,7 @@ class SQLiteStore(SQLStore, SQLiteQueue):
         self._conn = conn
         return conn
 
-    async def _call(self, fn: Callable[..., _T], *args: Any) -> _T:
+    async def _execute(self, fn: Callable[..., _T], *args: Any) -> _T:
         """Run `fn(connection, *args)` inline; retry after an async sleep while locked."""
         deadline: float | None = None
         delay = 0.0005

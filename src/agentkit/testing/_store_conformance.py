@@ -2085,7 +2085,9 @@ async def check_queue_delete_and_sessions(store: Store) -> None:
     assert await store.enqueue_prompt(_queued("c1", "c"), limit=5)
     assert await store.queued_sessions() == ["b", "a", "c"]
     assert await store.queued_sessions(limit=1) == ["b"]
+    assert await store.count_queued() == 4
     assert await store.drop_queued("c1", "why")
+    assert await store.count_queued() == 3, "a dropped prompt is not counted"
     assert await store.queued_sessions() == ["b", "a"], "a dropped prompt waits for nothing"
     assert await store.delete_queued("b1")
     assert not await store.delete_queued("b1")
@@ -2093,6 +2095,7 @@ async def check_queue_delete_and_sessions(store: Store) -> None:
     await store.delete_session("b")
     assert await store.list_queued("b") == [] and await store.get_queued("b2") is None
     assert await store.queued_sessions() == ["a"]
+    assert await store.count_queued() == 1, "a deleted session's queue is not counted"
 
 
 @_check
@@ -2109,6 +2112,24 @@ async def check_queue_concurrent_enqueues_bounded(store: Store) -> None:
             group.start_soon(enqueue, n)
     assert accepted.count(True) == 4
     assert len(await store.list_queued("s")) == 4
+
+
+@_check
+async def check_count_runs(store: Store) -> None:
+    """`count_runs` counts the runs in each status asked for, every one of them a key
+    (0 for a status no run has); a bad list of statuses is a `ValueError`."""
+    assert await store.count_runs(["running", "completed"]) == {"running": 0, "completed": 0}
+    for session_id in ("a", "b", "c"):
+        await store.create_session(session_id, "app:agent")
+        await store.create_run(_run(f"{session_id}1", session_id))
+    await store.finish_run("c1", "completed", time.time())
+    await store.create_run(_run("c2", "c"))
+    await store.finish_run("b1", "error", time.time(), error="it failed")
+    counts = await store.count_runs(["running", "completed", "error", "queued", "running"])
+    assert counts == {"running": 2, "completed": 1, "error": 1, "queued": 0}
+    assert await store.count_runs([]) == {}
+    for bad in ("running", ["Running"], ["x' OR '1'='1"], [""], [f"s{i}" for i in range(17)]):
+        await _expect(ValueError, store.count_runs(bad), f"count_runs({bad!r})")
 
 
 STORE_CHECKS: Mapping[str, StoreCheck] = dict(_checks)

@@ -42,6 +42,7 @@ __all__ = [
     "LIST_ROOM_AGENTS",
     "LIST_RUNS",
     "LIST_TURNS",
+    "METRICS",
     "OPENAPI",
     "OPERATIONS",
     "PUBLISH",
@@ -104,6 +105,8 @@ HEALTHZ = Operation("healthz", "GET", "/healthz", member=False)
 """Whether the server answers."""
 OPENAPI = Operation("openapi", "GET", "/openapi.json", member=False)
 """The OpenAPI 3.1 document of the API."""
+METRICS = Operation("metrics", "GET", "/metrics")
+"""The server's metrics in the Prometheus text format (owners; `agentkit serve --metrics`)."""
 
 GET_ME = Operation("getMe", "GET", "/v1/me")
 """The member the token belongs to."""
@@ -197,6 +200,7 @@ CONVERSATION_ID_HEADER = "Agentkit-Conversation-Id"
 OPERATIONS: tuple[Operation, ...] = (
     HEALTHZ,
     OPENAPI,
+    METRICS,
     GET_ME,
     LIST_MEMBERS,
     ROTATE_TOKEN,
