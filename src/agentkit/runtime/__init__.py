@@ -43,15 +43,15 @@ if TYPE_CHECKING:
         register_session_check,
     )
     from agentkit.errors import AgentNotFoundError, SessionBusyError
+    from agentkit.runtime._requests import PendingRequest
     from agentkit.runtime._run import Run, RunOutcome
     from agentkit.runtime._runtime import Runtime
-    from agentkit.runtime._waiting import PendingRequest
 
 _EXPORTS: dict[str, str] = {
     "AgentNotFoundError": "agentkit.errors",
     "Driver": "agentkit.engine",
     "OutputLimits": "agentkit.engine",
-    "PendingRequest": "agentkit.runtime._waiting",
+    "PendingRequest": "agentkit.runtime._requests",
     "RetryPolicy": "agentkit.engine",
     "Run": "agentkit.runtime._run",
     "RunOutcome": "agentkit.runtime._run",

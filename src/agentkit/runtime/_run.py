@@ -41,7 +41,7 @@ from agentkit.engine import (
 from agentkit.events import Accounting, AgentMessage, ErrorEvent, TextDelta, TurnStatus
 from agentkit.messages import Message
 from agentkit.runtime._log import RunLog
-from agentkit.runtime._waiting import PendingRequest, pending_of, remembered_rules
+from agentkit.runtime._requests import PendingRequest, pending_of, remembered_rules
 from agentkit.spec import AgentSpec
 from agentkit.stores import EventEntry, Store
 

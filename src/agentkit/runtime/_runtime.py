@@ -55,6 +55,7 @@ from agentkit.runtime._lease import (
 )
 from agentkit.runtime._pricing import CostEstimator, priced
 from agentkit.runtime._relay import LiveRelay, remote_entries
+from agentkit.runtime._requests import PendingRequest, waiting_request
 from agentkit.runtime._run import (
     Run,
     RunExecutor,
@@ -66,14 +67,7 @@ from agentkit.runtime._run import (
 )
 from agentkit.runtime._subagents import run_action, run_subagent
 from agentkit.runtime._telemetry import run_telemetry
-from agentkit.runtime._waiting import (
-    PendingRequest,
-    RequestSweeper,
-    check_answers,
-    check_decision,
-    resume,
-    waiting_request,
-)
+from agentkit.runtime._waiting import RequestSweeper, check_answers, check_decision, resume
 from agentkit.spec import AgentSpec
 from agentkit.stores import (
     EventEntry,

@@ -16,12 +16,12 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
 from agentkit.actions import ToolContext
-from agentkit.engine import Resumption, remembered, rule_for, rule_text, with_rule
+from agentkit.engine import Resumption, rule_for, rule_text, with_rule
 from agentkit.errors import AgentNotFoundError, RequestDecidedError, UnknownRequestError
 from agentkit.events import (
     AgentMessage,
@@ -32,20 +32,50 @@ from agentkit.events import (
     SessionInit,
     TurnStart,
 )
+from agentkit.runtime._requests import waiting_request
 from agentkit.spec import AgentSpec
 from agentkit.stores import EventEntry, Store, StoreError, WaitingRecord
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from agentkit.runtime._run import Run
-    from agentkit.runtime._runtime import Runtime
+    from agentkit.tools import ToolRegistry
+
+    class _Group(Protocol):
+        @property
+        def native(self) -> bool: ...
+
+    class Runtime(Protocol):
+        """What resuming a waiting run needs of the runtime (`agentkit.runtime.Runtime`),
+        named here so that this module does not import the runtime's."""
+
+        store: Store
+        instance_id: str
+        lease_duration: float
+        working_dir: Path
+        _suspended: dict[str, Run]
+
+        @property
+        def _group(self) -> _Group: ...
+
+        @property
+        def agents(self) -> Mapping[str, AgentSpec]: ...
+
+        @property
+        def tools(self) -> ToolRegistry: ...
+
+        def _continue(
+            self, run: Run, system: str, resumption: Resumption, elapsed: int
+        ) -> None: ...
+
 
 __all__ = [
     "MAX_ANSWER_BYTES",
     "MAX_MESSAGE_CHARS",
-    "PendingRequest",
     "RequestSweeper",
-    "pending_of",
-    "remembered_rules",
+    "check_answers",
+    "check_decision",
     "resume",
 ]
 
@@ -56,78 +86,6 @@ MAX_MESSAGE_CHARS = 10_000
 MAX_ANSWER_BYTES = 1_000_000
 """The most JSON an `updated_input` or the answers to a question may take."""
 _SWEEP_BATCH = 100
-
-
-@dataclass(frozen=True)
-class PendingRequest:
-    """A request a waiting run puts to a person (see docs/human-in-the-loop.md).
-
-    Attributes:
-        request_id: What to decide or answer (`Run.decide`, `Run.answer`).
-        run_id: The waiting run.
-        kind: `permission` (decide it) or `question` (answer it).
-        tool_use_id: The call that waits.
-        tool_name: The tool (or action) the call is for.
-        input: The call's input (for a permission).
-        effect: `read`, `edit` or `execute` (for a permission).
-        questions: The questions (for a question): `{"id", "question", "options"?,
-            "multiple"?}` each.
-        deadline: When it is ended as denied (seconds since the epoch), if ever.
-    """
-
-    request_id: str
-    run_id: str
-    kind: Literal["permission", "question"]
-    tool_use_id: str
-    tool_name: str
-    input: dict[str, Any] | None = None
-    effect: str | None = None
-    questions: list[dict[str, Any]] | None = None
-    deadline: float | None = None
-
-
-def pending_of(run_id: str, event: AgentMessage) -> PendingRequest:
-    """The pending request a `permission_request` or `question` event makes."""
-    if isinstance(event, PermissionRequestEvent):
-        return PendingRequest(
-            request_id=event.request_id,
-            run_id=run_id,
-            kind="permission",
-            tool_use_id=event.tool_use_id,
-            tool_name=event.tool_name,
-            input=dict(event.input),
-            effect=event.effect,
-            deadline=event.deadline,
-        )
-    assert isinstance(event, QuestionEvent)
-    return PendingRequest(
-        request_id=event.request_id,
-        run_id=run_id,
-        kind="question",
-        tool_use_id=event.tool_use_id,
-        tool_name="questionnaire",
-        questions=[dict(question) for question in event.questions],
-        deadline=event.deadline,
-    )
-
-
-def waiting_request(record: WaitingRecord) -> PendingRequest:
-    """The pending request of a stored waiting run."""
-    kind = record.state.get("kind")
-    request = dict(record.state.get("request") or {})
-    request.setdefault("type", "permission_request" if kind == "permission" else "question")
-    event: AgentMessage = (
-        PermissionRequestEvent.model_validate(request)
-        if kind == "permission"
-        else QuestionEvent.model_validate(request)
-    )
-    return pending_of(record.run_id, event)
-
-
-async def remembered_rules(store: Store, session_id: str) -> list[Any]:
-    """The allow rules a person remembered in the session."""
-    session = await store.get_session(session_id)
-    return [] if session is None else remembered(session.metadata)
 
 
 def _json_size(value: Any, field: str) -> None:
