@@ -193,7 +193,12 @@ def test_wait_answers_202_after_its_bound(http: httpx.Client, editor: str) -> No
     assert answer.status_code == 202, answer.text
     assert time.monotonic() - started >= 0.5
     _, run_id = _ids_of(answer)
-    assert answer.json() == {"conversationId": cid, "runId": run_id, "turnId": f"u-{run_id}"}
+    assert answer.json() == {
+        "conversationId": cid,
+        "runId": run_id,
+        "turnId": f"u-{run_id}",
+        "status": "running",
+    }
     cancelled = http.post(f"/v1/conversations/{cid}/cancel", headers=bearer(editor))
     assert cancelled.json() == {"cancelled": True}
 
@@ -223,7 +228,12 @@ def test_post_runs_makes_a_private_conversation_and_its_run(
     )
     assert answer.status_code == 201, answer.text
     cid, run_id = _ids_of(answer)
-    assert answer.json() == {"conversationId": cid, "runId": run_id, "turnId": f"u-{run_id}"}
+    assert answer.json() == {
+        "conversationId": cid,
+        "runId": run_id,
+        "turnId": f"u-{run_id}",
+        "status": "running",
+    }
     events = _follow(http, editor, answer.headers["location"])
     assert events[-1]["event"] == "completed"
     details = http.get(f"/v1/conversations/{cid}", headers=bearer(editor)).json()
