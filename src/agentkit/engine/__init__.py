@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from agentkit.engine._offers import check_allowlist
     from agentkit.engine._prompt import resolve_context
     from agentkit.engine._text_safety import text_safe
+    from agentkit.engine._tool_calls import call_action
     from agentkit.engine._trusted import (
         result_event,
         session_init_event,
@@ -83,6 +84,7 @@ _EXPORTS: dict[str, str] = {
     "TurnResources": "agentkit.engine._turns",
     "TurnTracer": "agentkit.engine._turns",
     "TurnView": "agentkit.engine._turns",
+    "call_action": "agentkit.engine._tool_calls",
     "check_allowlist": "agentkit.engine._offers",
     "register_driver": "agentkit.engine._drivers",
     "register_session_check": "agentkit.engine._drivers",
@@ -113,6 +115,7 @@ __all__ = [
     "TurnResources",
     "TurnTracer",
     "TurnView",
+    "call_action",
     "check_allowlist",
     "register_driver",
     "register_session_check",

@@ -38,7 +38,7 @@ from agentkit.engine._text_safety import (
     text_safe,
     texts_safe,
 )
-from agentkit.engine._tool_calls import call_within
+from agentkit.engine._tool_calls import call_action, call_within
 from agentkit.engine._trusted import (
     assistant_message,
     text_delta_event,
@@ -354,7 +354,8 @@ class _Turn:
             return await self._run_tool(offered.tool, arguments)
         if offered.kind == "action":
             assert offered.action is not None
-            result = await offered.action.run(
+            result = await call_action(
+                offered.action,
                 arguments,
                 ActionContext(
                     app_id=offered.action.app_id,
