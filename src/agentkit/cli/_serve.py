@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentkit.cli._budget import add_budget_flags, budget_of
 from agentkit.cli._exit import UsageError
 from agentkit.cli._help import (
     DB_HELP,
@@ -213,6 +214,7 @@ exit codes:
         "h11 (pure Python), or auto: httptools when installed (default: auto)",
     )
     add_provider_timeouts(serve)
+    add_budget_flags(serve)
 
 
 def serve_command(args: argparse.Namespace) -> int:
@@ -240,6 +242,7 @@ def serve_command(args: argparse.Namespace) -> int:
         url_of,
     )
 
+    budget = budget_of(args)
     if not 1 <= args.max_body_bytes <= 1 << 30:
         raise UsageError("--max-body-bytes must be between 1 and 1073741824")
     for option, value in (
@@ -303,6 +306,7 @@ def serve_command(args: argparse.Namespace) -> int:
             heartbeat_interval=args.heartbeat_interval,
             lease_duration=args.lease_duration,
             poll_interval=args.poll_interval,
+            budget=budget,
         )
     except (ValueError, OSError) as exc:
         sock.close()

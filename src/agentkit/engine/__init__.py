@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         rule_text,
         with_rule,
     )
+    from agentkit.engine._budget import RunBudget
     from agentkit.engine._drivers import (
         Driver,
         SessionCheck,
@@ -78,6 +79,7 @@ _EXPORTS: dict[str, str] = {
     "OfferCache": "agentkit.engine._turns",
     "OutputLimits": "agentkit.engine._turns",
     "RetryPolicy": "agentkit.engine._turns",
+    "RunBudget": "agentkit.engine._budget",
     "SessionCheck": "agentkit.engine._drivers",
     "TurnOutcome": "agentkit.engine._turns",
     "TurnRequest": "agentkit.engine._turns",
@@ -108,6 +110,7 @@ __all__ = [
     "OutputLimits",
     "Resumption",
     "RetryPolicy",
+    "RunBudget",
     "SessionCheck",
     "Suspension",
     "TurnOutcome",

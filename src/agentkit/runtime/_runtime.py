@@ -26,6 +26,7 @@ from agentkit.engine import (
     OutputLimits,
     Resumption,
     RetryPolicy,
+    RunBudget,
     TurnOutcome,
     TurnRequest,
     TurnResources,
@@ -143,6 +144,9 @@ class Runtime:
             before it is cancelled and its caller gets the error "sub-agent '<id>' timed out
             after N seconds" (ten minutes by default; `None`: no limit). Actions have
             their own `Action.timeout`.
+        budget: The most model calls and tokens one run may use (`RunBudget`: 100 model
+            calls and 2,000,000 tokens by default); past it the run ends with an error
+            naming the budget.
         limits: Caps on a turn's tool results and model replies (`OutputLimits`); by
             default read from the environment when the first turn starts.
         heartbeat_interval: Seconds between two renewals of the leases of the runs this
@@ -206,6 +210,7 @@ class Runtime:
         capture_content: bool | None = None,
         request_timeout: float | None = None,
         subagent_timeout: float | None = DEFAULT_SUBAGENT_TIMEOUT,
+        budget: RunBudget | None = None,
     ) -> None:
         if request_timeout is not None and not (
             isinstance(request_timeout, int | float) and 0 < request_timeout < float("inf")
@@ -257,6 +262,7 @@ class Runtime:
         self.cost_estimator = cost_estimator
         self.max_subagent_depth = max_subagent_depth
         self.subagent_timeout = subagent_timeout
+        self.budget = budget if budget is not None else RunBudget()
         self.limits = limits
         """The caps of this runtime's turns (`None` until the first turn reads them)."""
         self._running = False
@@ -778,6 +784,7 @@ class Runtime:
             and kept.limits is limits
             and kept.retry is self.retry
             and kept.default_max_turns == self.default_max_turns
+            and kept.budget is self.budget
         ):
             return kept
         kept = self._resources = TurnResources(
@@ -790,6 +797,7 @@ class Runtime:
             retry=self.retry,
             default_max_turns=self.default_max_turns,
             offers=self._offers,
+            budget=self.budget,
         )
         return kept
 
