@@ -102,7 +102,7 @@ class Agent(Generic[OutputT]):
         max_turns: As on `AgentSpec`.
         allowed_subagents: As on `AgentSpec`.
         budget: The most model calls and tokens one run may use
-            ([`RunBudget`][agentkit.engine.RunBudget]; by default 100 model calls and
+            ([`RunBudget`][agentkit.runtime.RunBudget]; by default 100 model calls and
             2,000,000 tokens). It is the runtime's: with `runtime=`, give it to that
             `Runtime(budget=...)` instead.
 
