@@ -176,6 +176,14 @@ class Agent(Generic[OutputT]):
             key = next(iter(misspelt))
             known = [*_PARAMETERS, *AgentSpec.model_fields]
             raise TypeError(f"Agent(): {key!r} {unknown_field_message(key, known)}")
+        if budget is not None:
+            from agentkit.runtime import RunBudget
+
+            if not isinstance(budget, RunBudget):
+                raise TypeError(
+                    f"Agent(): budget must be a RunBudget(model_calls=..., tokens=...), not "
+                    f"{type(budget).__name__}"
+                )
         if budget is not None and runtime is not None:
             raise TypeError(
                 "Agent(): budget= sets the budget of the agent's own runtime; with runtime= "

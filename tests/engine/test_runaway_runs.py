@@ -215,6 +215,10 @@ async def test_an_agent_takes_a_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(provider.requests) == 2
     with pytest.raises(TypeError, match="budget= sets the budget of the agent's own runtime"):
         Agent("test", runtime=Runtime(), budget=RunBudget())
+    with pytest.raises(TypeError, match="budget must be a RunBudget"):
+        Agent("test", budget=100)  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match="budget must be a RunBudget"):
+        Runtime(budget={"model_calls": 5})  # type: ignore[arg-type]
 
 
 def test_a_machine_passes_its_budget_to_its_runtime(tmp_path: Path) -> None:

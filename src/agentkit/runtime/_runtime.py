@@ -262,6 +262,11 @@ class Runtime:
         self.cost_estimator = cost_estimator
         self.max_subagent_depth = max_subagent_depth
         self.subagent_timeout = subagent_timeout
+        if budget is not None and not isinstance(budget, RunBudget):
+            raise TypeError(
+                f"budget must be a RunBudget(model_calls=..., tokens=...) or None, not "
+                f"{type(budget).__name__}"
+            )
         self.budget = budget if budget is not None else RunBudget()
         self.limits = limits
         """The caps of this runtime's turns (`None` until the first turn reads them)."""
