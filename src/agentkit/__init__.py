@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from agentkit.events import AgentMessage
     from agentkit.permissions import Allow, Ask, Deny, PermissionHandler, PermissionRequest
     from agentkit.providers import Provider
-    from agentkit.runtime import PendingRequest, RetryPolicy, Run, RunOutcome, Runtime
+    from agentkit.runtime import PendingRequest, RetryPolicy, Run, RunBudget, RunOutcome, Runtime
     from agentkit.spec import AgentSpec, ModelSelection
     from agentkit.stores import MemoryStore, Store
     from agentkit.tools import Tool, ToolContext, ToolRegistry, tool
@@ -67,6 +67,7 @@ _EXPORTS: dict[str, str] = {
     "RemoteMachine": "agentkit.client",
     "RemoteRoomsClient": "agentkit.client",
     "RetryPolicy": "agentkit.runtime",
+    "RunBudget": "agentkit.runtime",
     "RunFailedError": "agentkit.errors",
     "Run": "agentkit.runtime",
     "RunOutcome": "agentkit.runtime",
@@ -111,6 +112,7 @@ __all__ = [
     "RemoteRoomsClient",
     "RetryPolicy",
     "Run",
+    "RunBudget",
     "RunFailedError",
     "RunOutcome",
     "Runtime",

@@ -167,6 +167,12 @@ class Action:
     `execute` may return an `ActionResult`, or any other value, which becomes
     `ActionResult.ok(value)`. `effect` is how permission modes treat agent calls; the
     default `read` means the action allowlist alone decides.
+
+    `timeout` is how many seconds one call may take (ten minutes by default; `None`: no
+    limit). A call still running then is cancelled as a tool's is,
+    and its result is the error "<id> timed out after N seconds", which the calling model
+    sees; the run goes on. It holds wherever the action is called from: an agent's
+    allowlisted call and `Runtime.run_action` alike.
     """
 
     id: str
@@ -174,10 +180,22 @@ class Action:
     execute: ActionExecutor
     description: str = ""
     effect: Effect = "read"
+    timeout: float | None = 600.0
+    """Seconds one call may take; `None`: no limit."""
 
     def __post_init__(self) -> None:
         if not _ACTION_ID.match(self.id):
             raise ActionError(f"action id {self.id!r} is not a canonical '<app-id>:<name>' id")
+        timeout = self.timeout
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not 0 < timeout < float("inf")
+        ):
+            raise ActionError(
+                f"action {self.id}: timeout must be a positive number of seconds, not "
+                f"{self.timeout!r}"
+            )
         try:
             check_schema(self.input_schema)
         except ValueError as exc:
@@ -230,8 +248,10 @@ class ActionRegistry:
         *,
         description: str = "",
         effect: Effect = "read",
+        timeout: float | None = 600.0,
     ) -> Callable[[ActionExecutor], ActionExecutor]:
-        """Decorator registering an async function as the action `action_id`."""
+        """Decorator registering an async function as the action `action_id` (the
+        arguments are `Action`'s)."""
 
         def decorate(fn: ActionExecutor) -> ActionExecutor:
             self.add(
@@ -241,6 +261,7 @@ class ActionRegistry:
                     execute=fn,
                     description=description or (fn.__doc__ or "").strip(),
                     effect=effect,
+                    timeout=timeout,
                 )
             )
             return fn

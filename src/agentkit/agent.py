@@ -44,7 +44,7 @@ from agentkit.spec import AgentSpec, ModelSelection, PermissionMode, ReasoningEf
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
 
-    from agentkit.runtime import Run, RunOutcome, Runtime
+    from agentkit.runtime import Run, RunBudget, RunOutcome, Runtime
     from agentkit.stores import Store
     from agentkit.tools import Tool
 
@@ -101,6 +101,10 @@ class Agent(Generic[OutputT]):
         permission_mode: As on `AgentSpec`.
         max_turns: As on `AgentSpec`.
         allowed_subagents: As on `AgentSpec`.
+        budget: The most model calls and tokens one run may use
+            ([`RunBudget`][agentkit.runtime.RunBudget]; by default 100 model calls and
+            2,000,000 tokens). It is the runtime's: with `runtime=`, give it to that
+            `Runtime(budget=...)` instead.
 
     A misspelt keyword is an error that names the closest one.
     """
@@ -122,6 +126,7 @@ class Agent(Generic[OutputT]):
         permission_mode: PermissionMode = "default",
         max_turns: int | None = None,
         allowed_subagents: Sequence[str] = (),
+        budget: RunBudget | None = None,
         **misspelt: Never,
     ) -> None: ...
 
@@ -142,6 +147,7 @@ class Agent(Generic[OutputT]):
         permission_mode: PermissionMode = "default",
         max_turns: int | None = None,
         allowed_subagents: Sequence[str] = (),
+        budget: RunBudget | None = None,
         **misspelt: Never,
     ) -> None: ...
 
@@ -161,6 +167,7 @@ class Agent(Generic[OutputT]):
         permission_mode: PermissionMode = "default",
         max_turns: int | None = None,
         allowed_subagents: Sequence[str] = (),
+        budget: RunBudget | None = None,
         **misspelt: Never,
     ) -> None:
         if misspelt:
@@ -169,6 +176,19 @@ class Agent(Generic[OutputT]):
             key = next(iter(misspelt))
             known = [*_PARAMETERS, *AgentSpec.model_fields]
             raise TypeError(f"Agent(): {key!r} {unknown_field_message(key, known)}")
+        if budget is not None:
+            from agentkit.runtime import RunBudget
+
+            if not isinstance(budget, RunBudget):
+                raise TypeError(
+                    f"Agent(): budget must be a RunBudget(model_calls=..., tokens=...), not "
+                    f"{type(budget).__name__}"
+                )
+        if budget is not None and runtime is not None:
+            raise TypeError(
+                "Agent(): budget= sets the budget of the agent's own runtime; with runtime= "
+                "give it to Runtime(budget=...) instead"
+            )
         from agentkit.tools import Tool
 
         self.tools: list[Tool] = [
@@ -204,6 +224,7 @@ class Agent(Generic[OutputT]):
         self._runtime = runtime
         self._own: Runtime | None = None  # opened by `async with agent:`
         self._store = store
+        self._budget = budget
 
     def __repr__(self) -> str:
         kind = getattr(self.output_type, "__name__", "str")
@@ -290,7 +311,7 @@ class Agent(Generic[OutputT]):
 
         if self._store is None:
             self._store = MemoryStore()  # kept for the agent's life: sessions continue
-        runtime = Runtime(store=self._store)
+        runtime = Runtime(store=self._store, budget=self._budget)
         self._register_tools(runtime)
         return runtime
 
@@ -332,4 +353,5 @@ _PARAMETERS = (
     "permission_mode",
     "max_turns",
     "allowed_subagents",
+    "budget",
 )

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentkit._internal.signals import watch_stop_signals
+from agentkit.cli._budget import add_budget_flags, budget_of
 from agentkit.cli._consent import PERMISSION_MODES, attach_consent
 from agentkit.cli._exit import (
     EXIT_FAILED,
@@ -125,6 +126,7 @@ output:
         "permission are denied when nobody can be asked (standard input is not a terminal)",
     )
     add_provider_timeouts(run)
+    add_budget_flags(run)
 
 
 def _read_prompt(raw: str) -> str:
@@ -175,6 +177,7 @@ def run_command(args: argparse.Namespace) -> int:
         spec = spec.model_copy(update={"permission_mode": args.permission_mode})
         if isinstance(runnable, PythonSpec):
             runnable = PythonSpec(spec)
+    budget = budget_of(args)
     provider = make_provider(args)
     if args.model is not None:
         check_model(provider, spec.model)
@@ -200,6 +203,7 @@ def run_command(args: argparse.Namespace) -> int:
             from agentkit.stores import SessionNotFoundError
 
             runtime = runnable.make_runtime(provider=provider, store=store, working_dir=working_dir)
+            runtime.budget = budget
             attach_consent(runtime)  # no run of this command waits on nobody
             async with runtime:
                 try:

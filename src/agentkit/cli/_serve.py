@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentkit.cli._budget import add_budget_flags, budget_of
 from agentkit.cli._exit import UsageError
 from agentkit.cli._help import (
     DB_HELP,
@@ -229,6 +230,7 @@ exit codes:
         "404). 0 picks a free one; its URL is the second line on stdout",
     )
     add_provider_timeouts(serve)
+    add_budget_flags(serve)
 
 
 def serve_command(args: argparse.Namespace) -> int:
@@ -256,6 +258,7 @@ def serve_command(args: argparse.Namespace) -> int:
         url_of,
     )
 
+    budget = budget_of(args)
     if not 1 <= args.max_body_bytes <= 1 << 30:
         raise UsageError("--max-body-bytes must be between 1 and 1073741824")
     for option, value in (
@@ -340,6 +343,7 @@ def serve_command(args: argparse.Namespace) -> int:
             heartbeat_interval=args.heartbeat_interval,
             lease_duration=args.lease_duration,
             poll_interval=args.poll_interval,
+            budget=budget,
         )
     except (ValueError, OSError) as exc:
         sock.close()

@@ -36,7 +36,7 @@ from agentkit.paging import Page
 from agentkit.permissions import PermissionHandler
 from agentkit.providers import Provider
 from agentkit.rooms import LocalRoomsClient, Rooms
-from agentkit.runtime import Runtime
+from agentkit.runtime import RunBudget, Runtime
 from agentkit.spec import AgentSpec
 from agentkit.stores import Store
 from agentkit.tools import ToolRegistry
@@ -133,6 +133,8 @@ class Machine:
         poll_interval: Seconds between two reads of the store when following or watching
             work this process does not execute (a run of a process that died or of
             another process sharing the store).
+        budget: The most model calls and tokens one run may use (see `Runtime`'s
+            `budget`; by default 100 model calls and 2,000,000 tokens).
 
     Leaving the `async with` block stops the watches and cancels the runs still going
     (they end `cancelled`, with what they had produced).
@@ -156,6 +158,7 @@ class Machine:
         heartbeat_interval: float = 5.0,
         lease_duration: float = 30.0,
         poll_interval: float = 1.0,
+        budget: RunBudget | None = None,
     ) -> None:
         roots = normalise_roots(attachment_roots)
         self._configured: dict[str, AgentSpec] = {}
@@ -178,6 +181,7 @@ class Machine:
             working_dir=working_dir(roots),
             heartbeat_interval=heartbeat_interval,
             lease_duration=lease_duration,
+            budget=budget,
         )
         """The runtime every conversation run runs in."""
         self._context = MachineContext(self.runtime, roots, poll_interval)

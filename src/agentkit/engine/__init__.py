@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         rule_text,
         with_rule,
     )
+    from agentkit.engine._budget import RunBudget
     from agentkit.engine._drivers import (
         Driver,
         SessionCheck,
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
     from agentkit.engine._offers import check_allowlist
     from agentkit.engine._prompt import resolve_context
     from agentkit.engine._text_safety import text_safe
+    from agentkit.engine._tool_calls import call_action
     from agentkit.engine._trusted import (
         result_event,
         session_init_event,
@@ -77,12 +79,14 @@ _EXPORTS: dict[str, str] = {
     "OfferCache": "agentkit.engine._turns",
     "OutputLimits": "agentkit.engine._turns",
     "RetryPolicy": "agentkit.engine._turns",
+    "RunBudget": "agentkit.engine._budget",
     "SessionCheck": "agentkit.engine._drivers",
     "TurnOutcome": "agentkit.engine._turns",
     "TurnRequest": "agentkit.engine._turns",
     "TurnResources": "agentkit.engine._turns",
     "TurnTracer": "agentkit.engine._turns",
     "TurnView": "agentkit.engine._turns",
+    "call_action": "agentkit.engine._tool_calls",
     "check_allowlist": "agentkit.engine._offers",
     "register_driver": "agentkit.engine._drivers",
     "register_session_check": "agentkit.engine._drivers",
@@ -106,6 +110,7 @@ __all__ = [
     "OutputLimits",
     "Resumption",
     "RetryPolicy",
+    "RunBudget",
     "SessionCheck",
     "Suspension",
     "TurnOutcome",
@@ -113,6 +118,7 @@ __all__ = [
     "TurnResources",
     "TurnTracer",
     "TurnView",
+    "call_action",
     "check_allowlist",
     "register_driver",
     "register_session_check",

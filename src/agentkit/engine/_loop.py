@@ -28,8 +28,10 @@ from agentkit.engine._asking import (
     allowed_by,
     new_request_id,
 )
+from agentkit.engine._budget import budget_spent
 from agentkit.engine._offers import Offered, offers_of, submit_schema
 from agentkit.engine._prompt import SUBMIT_REMINDER
+from agentkit.engine._repeats import Repeats
 from agentkit.engine._text_safety import (
     as_text,
     call_safe,
@@ -38,7 +40,7 @@ from agentkit.engine._text_safety import (
     text_safe,
     texts_safe,
 )
-from agentkit.engine._tool_calls import call_within
+from agentkit.engine._tool_calls import call_action, call_within
 from agentkit.engine._trusted import (
     assistant_message,
     text_delta_event,
@@ -166,6 +168,9 @@ class _Turn:
         # pending call); and what the last call that returned `_ASKING` asks.
         self.decided: Allow | Deny | None = None
         self.asking: tuple[str, Any] | None = None
+        # Whether the last `call_tool` refused the call itself (unknown tool, bad or
+        # disallowed arguments, output off its schema, permission denied) rather than ran it.
+        self.rejected = False
         self.telemetry = req.telemetry  # None unless the run is traced
         self.offered, self.definitions = offers_of(req.spec, resources)
         self.limits: OutputLimits = resources.limits
@@ -301,6 +306,7 @@ class _Turn:
     async def call_tool(self, call: ToolCall) -> tuple[Any, bool]:
         """Run one call; returns (output, is_error). Never raises for the model's mistakes
         or a tool's failure."""
+        self.rejected = True  # until the call is run
         offered = self.offered.get(call.name)
         if offered is None:
             names = ", ".join(sorted(self.offered)) or "none"
@@ -337,6 +343,7 @@ class _Turn:
                 else await self._ask_permission(offered, call.name, arguments, effect)
             )
             if isinstance(decision, Ask):
+                self.rejected = False
                 self.asking = ("permission", (call.name, arguments, effect))
                 return _ASKING, False
             if isinstance(decision, Deny):
@@ -349,12 +356,14 @@ class _Turn:
                     return f"{by} changed input: {refusal}", True
                 arguments = decision.updated_input
 
+        self.rejected = False
         if offered.kind == "tool":
             assert offered.tool is not None
             return await self._run_tool(offered.tool, arguments)
         if offered.kind == "action":
             assert offered.action is not None
-            result = await offered.action.run(
+            result = await call_action(
+                offered.action,
                 arguments,
                 ActionContext(
                     app_id=offered.action.app_id,
@@ -467,6 +476,7 @@ class _Turn:
         violations = _checked(payload, spec.output_schema)
         if violations:
             return "the output does not match the schema: " + "; ".join(violations), True
+        self.rejected = False
         self.outcome.payload = payload
         self.outcome.has_payload = True
         self.req.emit(StructuredOutput(payload=payload))
@@ -582,12 +592,20 @@ async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> T
         first = int(state["callIndex"])
     output_cap = turn.limits.tool_output_chars
     telemetry = turn.telemetry
+    budget = req.resources.budget
+    repeats = Repeats()
+    ended: str | None = None  # why the run ends after this step (a repeated rejected call)
     try:
         while True:
             step: list[Message] = []
             if reply is None:
                 if calls_made >= max_turns:
                     break
+                spent = budget_spent(budget, calls_made, req.usage)
+                if spent is not None:
+                    outcome.status = "error"
+                    outcome.error = spent
+                    return outcome
                 calls_made += 1
                 try:
                     reply = await turn.call_model(messages)
@@ -624,10 +642,17 @@ async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> T
                         # An accepted submit_output ends the turn: nothing after it runs,
                         # but every call still gets its result (model APIs require one).
                         output, is_error = "not run: the output was already submitted", True
-                    elif telemetry is not None:  # in an `execute_tool` span
-                        output, is_error = await telemetry.tool(turn, call)
+                    elif ended is not None:
+                        output, is_error = "not run: the run ended (a repeated rejected call)", True
                     else:
-                        output, is_error = await turn.call_tool(call)
+                        if telemetry is not None:  # in an `execute_tool` span
+                            output, is_error = await telemetry.tool(turn, call)
+                        else:
+                            output, is_error = await turn.call_tool(call)
+                        if is_error and turn.rejected:
+                            ended = repeats.rejected(call, output)
+                        else:
+                            repeats.accepted()
                 if output is _ASKING:
                     outcome.waiting = _suspend(
                         turn, call, index, pending + step, (calls_made, tool_calls)
@@ -645,6 +670,10 @@ async def run_engine_turn(req: TurnRequest, provider: Provider, model: str) -> T
             # a step whose events were lost, nor the other way round.
             await req.save_step(pending)
             pending = []
+            if ended is not None:
+                outcome.status = "error"
+                outcome.error = ended
+                return outcome
             if outcome.has_payload:
                 outcome.text = json.dumps(outcome.payload, ensure_ascii=False)
                 return outcome

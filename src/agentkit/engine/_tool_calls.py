@@ -1,4 +1,4 @@
-"""Calling a tool under its timeout, also while it waits on a worker thread.
+"""Calling a tool (or an action) under its timeout, also while it waits on a worker thread.
 
 A tool's deadline is an anyio cancel scope, so shields inside tools (reaping a process)
 still hold; work in a worker thread cannot be cancelled, so a call that does not end by its
@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 import anyio.lowlevel
 
+from agentkit.actions import Action, ActionContext, ActionResult
 from agentkit.tools import Tool, ToolContext
 
-__all__ = ["TOOL_ABANDON_GRACE"]
+__all__ = ["TOOL_ABANDON_GRACE", "call_action", "call_within", "run_within"]
 
 _logger = logging.getLogger("agentkit.engine")
 
@@ -30,7 +32,33 @@ is abandoned: the thread goes on alone and whatever it returns is dropped."""
 async def call_within(
     tool: Tool, arguments: dict[str, Any], context: ToolContext, seconds: float
 ) -> Any:
-    """`tool.function(arguments, context)`, given `seconds`; raises `TimeoutError`.
+    """`tool.function(arguments, context)`, given `seconds`; raises `TimeoutError`
+    (see `run_within`)."""
+    return await run_within(tool.name, seconds, tool.function, arguments, context)
+
+
+async def call_action(
+    action: Action, arguments: dict[str, Any], context: ActionContext
+) -> ActionResult:
+    """`action.run(arguments, context)` under the action's timeout, as a tool's: a call
+    still running at its deadline is cancelled and fails with "<id> timed out after N
+    seconds". Like `Action.run`, never raises for the action's failure."""
+    if action.timeout is None:
+        return await action.run(arguments, context)
+    try:
+        result: ActionResult = await run_within(
+            action.id, action.timeout, action.run, arguments, context
+        )
+    except TimeoutError:
+        return ActionResult.fail(f"{action.id} timed out after {action.timeout:g} seconds")
+    return result
+
+
+async def run_within(
+    name: str, seconds: float, function: Callable[..., Awaitable[Any]], *args: Any
+) -> Any:
+    """`function(*args)` (a tool's or an action's, named `name` in the log), given
+    `seconds`; raises `TimeoutError`.
 
     The call runs under a cancel scope whose deadline is `seconds` away, which waits for
     shielded sections as anyio's deadlines do on every backend (a timer cancelling the
@@ -49,21 +77,21 @@ async def call_within(
     try:
         loop = asyncio.get_running_loop()
     except (AttributeError, RuntimeError):  # asyncio not even imported, or not running
-        return await _call_within_detached(tool, arguments, context, seconds)
+        return await _call_within_detached(name, seconds, function, args)
     scope = anyio.CancelScope()
     watch = _Watch(loop, asyncio.current_task(), scope, loop.time() + seconds)
     try:
         # anyio.fail_after without its two generator-based context managers: the scope
         # swallows only its own cancellation, so falling out of it means the call timed out.
         with scope:
-            return await tool.function(arguments, context)
+            return await function(*args)
         raise TimeoutError
     except asyncio.CancelledError:
         if not watch.forced:
             raise
         watch.forced = False
         watch.task.uncancel()  # ours alone: the run's own cancellations stay pending
-        _abandoned(tool, seconds, cancelled=watch.stopping)
+        _abandoned(name, seconds, cancelled=watch.stopping)
         if watch.stopping:
             # The run's cancellation, which anyio starts again now that the task has left
             # the shielded section, ends the call instead of a timeout.
@@ -117,9 +145,9 @@ def _outer_cancelled(scope: Any) -> bool:
 
 
 async def _call_within_detached(
-    tool: Tool, arguments: dict[str, Any], context: ToolContext, seconds: float
+    name: str, seconds: float, function: Callable[..., Awaitable[Any]], args: tuple[Any, ...]
 ) -> Any:
-    """`call_within` on other backends (trio: no way through a shield there): the call runs
+    """`run_within` on other backends (trio: no way through a shield there): the call runs
     in a system task, outside every nursery, so it can be left running; the caller waits on
     it until the grace ends."""
     import contextvars
@@ -133,7 +161,7 @@ async def _call_within_detached(
     async def call() -> None:
         try:
             with scope:
-                outcome.append(await tool.function(arguments, context))
+                outcome.append(await function(*args))
         except trio.Cancelled:
             raise  # the trio run itself is ending
         except BaseException as exc:  # a tool's KeyboardInterrupt too: re-raised below
@@ -159,7 +187,7 @@ async def _call_within_detached(
         raise
     if not finished:
         scope.cancel()
-        _abandoned(tool, seconds)
+        _abandoned(name, seconds)
         raise TimeoutError
     if len(outcome) == 1:
         return outcome[0]
@@ -169,11 +197,11 @@ async def _call_within_detached(
     raise TimeoutError  # the scope's deadline ended the call
 
 
-def _abandoned(tool: Tool, seconds: float, *, cancelled: bool = False) -> None:
+def _abandoned(name: str, seconds: float, *, cancelled: bool = False) -> None:
     _logger.warning(
-        "tool %s did not stop within %gs of %s; it was abandoned and may still be running "
+        "%s did not stop within %gs of %s; it was abandoned and may still be running "
         "(in a worker thread, say)",
-        tool.name,
+        name,
         TOOL_ABANDON_GRACE,
         "its run being cancelled" if cancelled else f"its {seconds:g}s timeout",
     )

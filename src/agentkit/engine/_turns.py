@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol
 
 from agentkit.actions import ActionRegistry, RunHost
 from agentkit.engine._asking import Resumption, RulesLoader, Suspension
+from agentkit.engine._budget import RunBudget
 from agentkit.events import Accounting, AgentMessage, ModelUsage
 from agentkit.messages import AssistantMessage, Message, ToolCall
 from agentkit.permissions import PermissionHandler
@@ -176,6 +177,7 @@ class TurnResources:
         retry: How retryable provider errors are retried.
         default_max_turns: The turn cap of specs that set none.
         offers: Where what each spec is offered is kept between turns.
+        budget: The most model calls and tokens of one run.
     """
 
     tools: ToolRegistry
@@ -187,6 +189,7 @@ class TurnResources:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     default_max_turns: int = 100
     offers: OfferCache = field(default_factory=OfferCache)
+    budget: RunBudget = field(default_factory=RunBudget)
 
 
 class TurnView(Protocol):

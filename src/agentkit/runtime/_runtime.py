@@ -27,6 +27,7 @@ from agentkit.engine import (
     OutputLimits,
     Resumption,
     RetryPolicy,
+    RunBudget,
     TurnOutcome,
     TurnRequest,
     TurnResources,
@@ -65,7 +66,7 @@ from agentkit.runtime._run import (
     new_id,
     new_uuid,
 )
-from agentkit.runtime._subagents import run_action, run_subagent
+from agentkit.runtime._subagents import DEFAULT_SUBAGENT_TIMEOUT, run_action, run_subagent
 from agentkit.runtime._telemetry import run_telemetry
 from agentkit.runtime._waiting import RequestSweeper, check_answers, check_decision, resume
 from agentkit.spec import AgentSpec
@@ -134,6 +135,13 @@ class Runtime:
             runs on `anthropic`, `openai` and `local` are priced with
             `agentkit.providers.estimate_cost`.
         max_subagent_depth: How deep summons may nest.
+        subagent_timeout: Seconds a sub-agent's run (a `summon`, `system:summon`) may take
+            before it is cancelled and its caller gets the error "sub-agent '<id>' timed out
+            after N seconds" (ten minutes by default; `None`: no limit). Actions have
+            their own `Action.timeout`.
+        budget: The most model calls and tokens one run may use (`RunBudget`: 100 model
+            calls and 2,000,000 tokens by default); past it the run ends with an error
+            naming the budget.
         limits: Caps on a turn's tool results and model replies (`OutputLimits`); by
             default read from the environment when the first turn starts.
         heartbeat_interval: Seconds between two renewals of the leases of the runs this
@@ -196,6 +204,8 @@ class Runtime:
         meter_provider: Any = None,
         capture_content: bool | None = None,
         request_timeout: float | None = None,
+        subagent_timeout: float | None = DEFAULT_SUBAGENT_TIMEOUT,
+        budget: RunBudget | None = None,
     ) -> None:
         if request_timeout is not None and not (
             isinstance(request_timeout, int | float) and 0 < request_timeout < float("inf")
@@ -203,6 +213,15 @@ class Runtime:
             raise ValueError(
                 f"request_timeout must be a positive number of seconds or None, not "
                 f"{request_timeout!r}"
+            )
+        if subagent_timeout is not None and (
+            isinstance(subagent_timeout, bool)
+            or not isinstance(subagent_timeout, int | float)
+            or not 0 < subagent_timeout < float("inf")
+        ):
+            raise ValueError(
+                f"subagent_timeout must be a positive number of seconds or None, not "
+                f"{subagent_timeout!r}"
             )
         if not 0 < heartbeat_interval < lease_duration:
             raise ValueError(
@@ -237,6 +256,13 @@ class Runtime:
         self.drivers: dict[str, Driver] = dict(drivers or {})
         self.cost_estimator = cost_estimator
         self.max_subagent_depth = max_subagent_depth
+        self.subagent_timeout = subagent_timeout
+        if budget is not None and not isinstance(budget, RunBudget):
+            raise TypeError(
+                f"budget must be a RunBudget(model_calls=..., tokens=...) or None, not "
+                f"{type(budget).__name__}"
+            )
+        self.budget = budget if budget is not None else RunBudget()
         self.limits = limits
         """The caps of this runtime's turns (`None` until the first turn reads them)."""
         self._running = False
@@ -759,6 +785,7 @@ class Runtime:
             and kept.limits is limits
             and kept.retry is self.retry
             and kept.default_max_turns == self.default_max_turns
+            and kept.budget is self.budget
         ):
             return kept
         kept = self._resources = TurnResources(
@@ -771,6 +798,7 @@ class Runtime:
             retry=self.retry,
             default_max_turns=self.default_max_turns,
             offers=self._offers,
+            budget=self.budget,
         )
         return kept
 

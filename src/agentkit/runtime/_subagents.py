@@ -7,13 +7,22 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import anyio
+
 from agentkit.actions import ActionContext, ActionRegistry, ActionResult, RunHost
-from agentkit.engine import Emit
+from agentkit.engine import Emit, call_action
 from agentkit.errors import AgentkitError
 from agentkit.runtime._run import Run
 from agentkit.spec import AgentSpec
 
-__all__ = ["SUMMON_ACTION", "run_action", "run_subagent"]
+__all__ = ["DEFAULT_SUBAGENT_TIMEOUT", "SUMMON_ACTION", "run_action", "run_subagent"]
+
+DEFAULT_SUBAGENT_TIMEOUT = 600.0
+"""Seconds a sub-agent's run may take by default (`Runtime(subagent_timeout=...)`)."""
+
+_ENDING_GRACE = 10.0
+"""Seconds a timed-out sub-agent's run gets to end (its tools stopped, its ending stored)
+before its caller goes on without waiting for it."""
 
 if TYPE_CHECKING:
     # For the type checker only: a protocol class would cost its import time for nothing.
@@ -28,6 +37,9 @@ if TYPE_CHECKING:
 
         @property
         def max_subagent_depth(self) -> int: ...
+
+        @property
+        def subagent_timeout(self) -> float | None: ...
 
         async def start(
             self,
@@ -72,7 +84,8 @@ async def run_action(
     action = runtime.actions.get(action_id)
     if action is None:
         return ActionResult.fail(f"no action {action_id!r} is registered")
-    return await action.run(
+    return await call_action(
+        action,
         args,
         ActionContext(
             app_id=action.app_id,
@@ -98,6 +111,10 @@ async def run_subagent(
 
     With `forward`, the sub-agent's `session_init` and content events are passed on,
     tagged with its id in `agent`; its `turn_start`/`turn_end` and deltas never are.
+
+    A run still going after `runtime.subagent_timeout` seconds is cancelled (it ends as an
+    `error` saying it timed out, its tool processes stopped) and the result is the error
+    "sub-agent '<id>' timed out after N seconds".
     """
     if depth > runtime.max_subagent_depth:
         return ActionResult.fail(f"sub-agents nest deeper than {runtime.max_subagent_depth}")
@@ -110,13 +127,18 @@ async def run_subagent(
         )
     except (AgentkitError, LookupError, ValueError) as exc:
         return ActionResult.fail(str(exc))
+    timeout = runtime.subagent_timeout
     try:
-        if forward is not None:
-            async for event in child.events():
-                if event.type in ("turn_start", "turn_end", "text_delta"):
-                    continue
-                forward(event if event.agent else event.model_copy(update={"agent": spec.id}))
-        outcome = await child.wait()
+        with anyio.move_on_after(float("inf") if timeout is None else timeout):
+            if forward is not None:
+                async for event in child.events():
+                    if event.type in ("turn_start", "turn_end", "text_delta"):
+                        continue
+                    forward(event if event.agent else event.model_copy(update={"agent": spec.id}))
+            await child.wait()
+        if not child.done:
+            return await _timed_out(child, spec.id, timeout)
+        outcome = await child.wait()  # ended: at once
     finally:
         if not child.done:
             child.cancel()
@@ -130,3 +152,13 @@ async def run_subagent(
     if outcome.ok:
         return ActionResult.ok(data)
     return ActionResult.fail(outcome.error or "the sub-agent failed", data)
+
+
+async def _timed_out(child: Run, agent_id: str, seconds: float | None) -> ActionResult:
+    """Cancel a sub-agent's run that took too long, give it `_ENDING_GRACE` to end, and
+    say so."""
+    error = f"sub-agent {agent_id!r} timed out after {seconds:g} seconds"
+    child.cancel(reason=error)
+    with anyio.move_on_after(_ENDING_GRACE):
+        await child.wait()
+    return ActionResult.fail(error, {"agentName": agent_id, "sessionId": child.session_id})
