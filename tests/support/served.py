@@ -82,8 +82,10 @@ def served(
     provider: str = CONFORMANCE,
     db: Path | None = None,
     env: dict[str, str] | None = None,
+    cwd: Path | None = None,
 ) -> Iterator[Served]:
-    """`agentkit serve` on a SQLite file of `folder`, port 0, until the block ends."""
+    """`agentkit serve` on a SQLite file of `folder`, port 0, until the block ends (run in
+    `cwd`, by default this process's current folder)."""
     root = folder / "space"
     root.mkdir(parents=True, exist_ok=True)
     db = db or folder / "machine.db"
@@ -109,7 +111,7 @@ def served(
     )
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": path, **(env or {})}
     process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd
     )
     try:
         url = _first_line(process, 30.0)

@@ -1,7 +1,7 @@
 """`agentkit run`: one turn of an agent on a prompt, its events printed as they come.
 
-The agent is an agent file of a registered format or an `AgentSpec` in Python (see
-`_targets`); the run is stored in the session store, and Ctrl-C or SIGTERM ends it as
+The agent is an agent file of a registered format, or an `Agent` or `AgentSpec` in Python
+(see `_targets`); the run is stored in the session store, and Ctrl-C or SIGTERM ends it as
 interrupted.
 """
 
@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import signal
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -172,11 +173,11 @@ def run_command(args: argparse.Namespace) -> int:
         if args.provider is None and spec.model.provider is not None:
             args.provider = spec.model.provider  # the model string names its provider
         if isinstance(runnable, PythonSpec):
-            runnable = PythonSpec(spec)  # its runtime holds the spec as run
+            runnable = replace(runnable, spec=spec)  # its runtime holds the spec as run
     if args.permission_mode is not None:
         spec = spec.model_copy(update={"permission_mode": args.permission_mode})
         if isinstance(runnable, PythonSpec):
-            runnable = PythonSpec(spec)
+            runnable = replace(runnable, spec=spec)
     budget = budget_of(args)
     provider = make_provider(args)
     if args.model is not None:

@@ -27,7 +27,9 @@ from agentkit.cli._providers import make_provider
 
 if TYPE_CHECKING:
     from agentkit.conversations import Machine
+    from agentkit.spec import AgentSpec
     from agentkit.stores import Store
+    from agentkit.tools import Tool
 
 __all__ = ["add_serve_parser", "serve_command", "store_close"]
 
@@ -43,17 +45,53 @@ class ServeError(Exception):
 
 def _agent_files(paths: list[str]) -> list[str]:
     """`--agents` paths, each one an agent format claims (`agentkit.formats`: a `.md`
-    definition, a folder of them, an app folder); the Machine loads each with its format."""
+    definition, a folder of them, an app folder); the Machine loads each with its format.
+    Python targets (`module:attribute`, `file.py:attribute`) are left to `_python_agents`."""
+    from agentkit._internal.pytargets import is_python_target
     from agentkit.formats import claiming_format
 
+    files = []
     for raw in paths:
         path = Path(raw).expanduser()
         if claiming_format(path) is not None:
+            files.append(str(path))
+            continue
+        if is_python_target(raw):
             continue
         if path.is_dir():
             raise ServeError(f"--agents {raw}: the folder holds no .md definition nor app.yaml")
-        raise ServeError(f"--agents {raw}: not a .md definition, a folder of them, or an app")
-    return [str(Path(raw).expanduser()) for raw in paths]
+        raise ServeError(
+            f"--agents {raw}: not a .md definition, a folder of them, an app, nor "
+            f"module:attribute or path/to/file.py:attribute naming an Agent or an AgentSpec"
+        )
+    return files
+
+
+def _python_agents(paths: list[str]) -> tuple[list[AgentSpec], list[Tool]]:
+    """The specs of the `--agents` Python targets, and the function tools of the `Agent`s
+    among them (the machine's runtime offers them beside the built-in ones)."""
+    from agentkit._internal.pytargets import is_python_target
+    from agentkit.cli._targets import load_python_agent
+    from agentkit.formats import claiming_format
+
+    specs: list[AgentSpec] = []
+    tools: dict[str, Tool] = {}
+    for raw in paths:
+        if claiming_format(Path(raw).expanduser()) is not None or not is_python_target(raw):
+            continue
+        try:
+            found = load_python_agent(raw, hints=False)
+        except UsageError as exc:
+            raise ServeError(f"--agents {raw}: {exc}") from None
+        for tool in found.tools:
+            if tools.get(tool.name, tool) is not tool:
+                raise ServeError(
+                    f"--agents {raw}: its tool {tool.name!r} is another than the tool of "
+                    f"that name of an agent before it"
+                )
+            tools[tool.name] = tool
+        specs.append(found.spec)
+    return specs, list(tools.values())
 
 
 def add_serve_parser(sub: Any) -> None:
@@ -125,8 +163,10 @@ exit codes:
         "--agents",
         metavar="PATH",
         action="append",
-        help="configured agents: an agent definition (.md), a folder of them, or an app "
-        "folder; repeat it for several. They are read-only for the members",
+        help="configured agents: an agent definition (.md), a folder of them, an app "
+        "folder, or module:attribute or path/to/file.py:attribute naming an Agent (its "
+        "function tools included) or an AgentSpec; repeat it for several. They are "
+        "read-only for the members",
     )
     serve.add_argument(
         "--max-body-bytes",
@@ -241,6 +281,7 @@ def serve_command(args: argparse.Namespace) -> int:
         default_machine_store,
     )
     from agentkit.stores import StoreError, open_store
+    from agentkit.tools import ToolRegistry
 
     try:
         import starlette  # noqa: F401
@@ -301,6 +342,7 @@ def serve_command(args: argparse.Namespace) -> int:
     provider = make_provider(args)
     try:
         agent_files = _agent_files(args.agents or [])
+        python_specs, python_tools = _python_agents(args.agents or [])
     except ServeError as exc:
         raise UsageError(str(exc)) from None
     location = args.db or default_machine_store()
@@ -340,6 +382,8 @@ def serve_command(args: argparse.Namespace) -> int:
             max_upload_bytes=args.max_upload_bytes,
             upload_quota_bytes=args.upload_quota_bytes,
             agent_files=agent_files,
+            agents=python_specs,
+            tools=ToolRegistry(python_tools) if python_tools else None,
             heartbeat_interval=args.heartbeat_interval,
             lease_duration=args.lease_duration,
             poll_interval=args.poll_interval,

@@ -1,6 +1,6 @@
 """Extensions: code of the user's that a served machine runs at start-up
-(`agentkit serve --extension module:function`), where it creates rooms, sets grants and
-registers room agents, and whose cleanup runs at shutdown.
+(`agentkit serve --extension module:function`, or `path/to/file.py:function`), where it
+creates rooms, sets grants and registers room agents, and whose cleanup runs at shutdown.
 
 The function is called with the open machine. What it returns decides the cleanup:
 nothing (the machine removes its room agents when it closes), an awaitable (awaited,
@@ -11,7 +11,6 @@ then as for nothing), or an async context manager (entered now, exited at shutdo
 from __future__ import annotations
 
 import contextlib
-import importlib
 import inspect
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
@@ -23,19 +22,21 @@ __all__ = ["ExtensionError", "load_extension", "running_extensions"]
 
 
 def load_extension(path: str) -> Callable[[Machine], Any]:
-    """The function named by `module:function` (`module:object.attribute` works too)."""
-    module_name, sep, attribute = path.partition(":")
-    if not sep or not module_name or not attribute:
-        raise ExtensionError(f"--extension {path!r} is not 'module:function'")
+    """The function named by `module:function` (`module:object.attribute` works too; the
+    module is imported with the current folder on the import path) or
+    `path/to/file.py:function` (the file imported as a module)."""
+    from agentkit._internal.pytargets import PythonTargetError, import_target, is_python_target
+
+    if not is_python_target(path):
+        raise ExtensionError(
+            f"--extension {path!r} is not 'module:function' nor 'path/to/file.py:function'"
+        )
     try:
-        found: Any = importlib.import_module(module_name)
-        for part in attribute.split("."):
-            found = getattr(found, part)
-    except ImportError as exc:
-        raise ExtensionError(f"--extension {path}: cannot import {module_name!r}: {exc}") from None
-    except AttributeError:
-        raise ExtensionError(f"--extension {path}: {module_name!r} has no {attribute!r}") from None
+        found = import_target(path)
+    except PythonTargetError as exc:
+        raise ExtensionError(f"--extension {path}: {exc}") from None
     if not callable(found):
+        attribute = path.rpartition(":")[2]
         raise ExtensionError(f"--extension {path}: {attribute!r} is not a function")
     return found  # type: ignore[no-any-return]
 
