@@ -173,7 +173,7 @@ def test_the_rooms_guide_serve_command_works_from_the_repository_root(
         ("--agents", "notes_agent.py:nope", "'notes_agent.py' has no attribute 'nope'"),
         ("--agents", "notes_agent:note", "is a function, not an AgentSpec nor an Agent"),
         ("--agents", "absent.py:agent", "absent.py: no such file"),
-        ("--agents", "notes.txt", "nor module:attribute or path/to/file.py:attribute"),
+        ("--agents", "notes.txt", "(module:attribute, path/to/file.py:attribute)"),
     ],
 )
 def test_a_serve_target_that_names_nothing_says_what_and_exits_2(

@@ -61,8 +61,8 @@ def _agent_files(paths: list[str]) -> list[str]:
         if path.is_dir():
             raise ServeError(f"--agents {raw}: the folder holds no .md definition nor app.yaml")
         raise ServeError(
-            f"--agents {raw}: not a .md definition, a folder of them, an app, nor "
-            f"module:attribute or path/to/file.py:attribute naming an Agent or an AgentSpec"
+            f"--agents {raw}: not a .md definition, a folder of them, or an app, nor an "
+            f"Agent or AgentSpec in Python (module:attribute, path/to/file.py:attribute)"
         )
     return files
 
