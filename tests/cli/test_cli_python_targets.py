@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from pathlib import Path
 
 import httpx
@@ -194,3 +195,16 @@ def test_a_serve_target_that_names_nothing_says_what_and_exits_2(
     assert f"{option} {value}: " in done.stderr and message in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
     assert os.path.exists(tmp_path / "m.db") is False  # refused before the store opens
+
+
+def test_the_python_agents_page_command_runs_from_the_repository_root(
+    python: str, env: dict[str, str]
+) -> None:
+    page = (ROOT / "docs" / "python-agents.md").read_text(encoding="utf-8")
+    section = page.split("## From the command line", 1)[1]
+    command = section.split("```sh\n", 1)[1].split("\n```", 1)[0]
+    assert command.startswith("agentkit run examples/weather.py:agent "), command
+    done = agentkit(python, env, *shlex.split(command)[1:], cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert "· get_weather {" in done.stderr  # the agent's function tool ran
+    assert "Traceback" not in done.stderr
