@@ -68,7 +68,9 @@ def env(cli_env: dict[str, str]) -> dict[str, str]:
     return {**cli_env, "PYTHONPATH": str(SRC), "PYTHONSAFEPATH": "1"}
 
 
-@pytest.mark.parametrize("target", ["notes_agent:agent", "notes_agent.py:agent"])
+@pytest.mark.parametrize(
+    "target", ["notes_agent:agent", "notes_agent.py:agent", "notes_agent.py:agent.spec"]
+)
 def test_run_an_agent_whose_function_tool_the_model_calls(
     python: str, env: dict[str, str], tmp_path: Path, target: str
 ) -> None:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentkit.cli._exit import UsageError
 
 if TYPE_CHECKING:
+    from agentkit.agent import Agent
     from agentkit.formats import RunnableAgent
     from agentkit.providers import Provider
     from agentkit.runtime import Runtime
@@ -96,8 +97,25 @@ def load_python_agent(target: str, *, hints: bool = True) -> PythonSpec:
     if isinstance(found, Agent):
         return PythonSpec(found.spec, tools=tuple(found.tools))
     if isinstance(found, AgentSpec):
-        return PythonSpec(found)
+        owner = _agent_owning(target, found)
+        return PythonSpec(found, tools=tuple(owner.tools) if owner is not None else ())
     raise UsageError(f"{target} is a {type(found).__name__}, not an AgentSpec nor an Agent")
+
+
+def _agent_owning(target: str, spec: AgentSpec) -> Agent[Any] | None:
+    """The `Agent` whose `spec` TARGET names (`file.py:agent.spec`): its function tools
+    come with its spec."""
+    from agentkit._internal.pytargets import PythonTargetError, import_target
+    from agentkit.agent import Agent
+
+    head, dot, last = target.rpartition(".")
+    if not dot or last != "spec" or ":" not in head:
+        return None
+    try:
+        owner = import_target(head)  # the module is imported already: not again
+    except PythonTargetError:
+        return None
+    return owner if isinstance(owner, Agent) and owner.spec is spec else None
 
 
 def _target_hint(target: str) -> str:
