@@ -269,6 +269,8 @@ async def resume(
         )
     held = runtime._suspended.get(run_id)
     spec = agent or (held.spec if held is not None else runtime.agents.get(record.agent_id))
+    if spec is None and runtime.agent_resolver is not None:
+        spec = await runtime.agent_resolver(record)
     if spec is None:
         raise AgentNotFoundError(
             f"run {run_id!r} is of agent {record.agent_id!r}, which is not registered here: "
@@ -345,7 +347,11 @@ class RequestSweeper:
             _logger.warning("could not read the overdue requests: %s", exc)
             return resumed
         for record in overdue:
-            if record.agent_id not in runtime.agents and record.run_id not in runtime._suspended:
+            if (
+                record.agent_id not in runtime.agents
+                and record.run_id not in runtime._suspended
+                and runtime.agent_resolver is None
+            ):
                 continue  # left to a runtime that knows its agent
             timeout = record.state.get("timeout")
             within = f"{timeout:g} seconds" if isinstance(timeout, int | float) else "time"

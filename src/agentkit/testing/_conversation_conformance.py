@@ -133,6 +133,8 @@ class _ConformanceProvider:
     - `slow <n>`: streams `n` words, 20 ms apart;
     - `hang`: streams `partial answer` and then never finishes;
     - `bash <command>`: runs `<command>` with the `Bash` tool, then answers `ran`;
+    - `ask <question>`: asks `<question>` (options `yes` and `no`) with the
+      questionnaire tool, then answers `answered <the tool's result>`;
     - `json`: submits `{"answer": "forty-two"}` through the structured-output tool;
     - `effort`: answers `effort=<the request's reasoning effort>`;
     - `system`: answers the system prompt's lines that contain `MARK`;
@@ -169,6 +171,15 @@ class _ConformanceProvider:
             yield usage
             yield Stop("tool_use")
             return
+        if command == "ask" and not after_tool:
+            question = {"id": "q1", "question": argument, "options": ["yes", "no"]}
+            call = ToolCall(
+                id="call_ask", name="AskUserQuestion", arguments={"questions": [question]}
+            )
+            yield ToolCallChunk(call)
+            yield usage
+            yield Stop("tool_use")
+            return
         if command == "json" and not after_tool:
             call = ToolCall(id="call_json", name="submit_output", arguments={"answer": "forty-two"})
             yield ToolCallChunk(call)
@@ -189,6 +200,9 @@ class _ConformanceProvider:
             text = argument
         elif command == "bash":
             text = "ran"
+        elif command == "ask":
+            result = request.messages[-1]
+            text = f"answered {result.content if isinstance(result, ToolResultMessage) else ''}"
         elif command == "effort":
             text = f"effort={request.reasoning_effort}"
         elif command == "system":
