@@ -778,8 +778,8 @@ def _wait_query(wait: float | None) -> dict[str, str] | None:
 def _accepted(body: Any) -> PromptAccepted:
     """A started run's answer: the ended run (with `wait`, when it ended), else the
     accepted one."""
-    if isinstance(body, dict) and "status" in body:
-        return RunResult.model_validate(body)
+    if isinstance(body, dict) and body.get("status") not in (None, "running", "queued"):
+        return RunResult.model_validate(body)  # it ended: its final status
     return PromptAccepted.model_validate(body)
 
 
