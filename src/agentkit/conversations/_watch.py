@@ -18,6 +18,7 @@ import anyio
 from agentkit._internal.callbacks import call_logged
 from agentkit.conversations._client import WatchCallback
 from agentkit.conversations._errors import AccessDeniedError, ConversationNotFoundError
+from agentkit.conversations._follow import run_entries
 from agentkit.conversations._models import (
     AnswerPart,
     ConversationDetails,
@@ -121,7 +122,8 @@ class Watch:
         async with anyio.create_task_group() as group:
             # Changed through this machine (cancelled, deleted): read the turns again.
             group.start_soon(_cancel_when_set, signal, group.cancel_scope)
-            entries = self._runtime.follow(run_id, poll_interval=self._poll_interval)
+            runtime = self._runtime
+            entries = run_entries(runtime, run_id, -1, self._poll_interval, runtime.get_run(run_id))
             async for entry in entries:
                 part = part_of(entry.event)
                 if part is not None:
