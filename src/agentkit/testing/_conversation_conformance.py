@@ -55,6 +55,7 @@ from agentkit.conversations import (
     AttachmentError,
     ConversationBusyError,
     ConversationClient,
+    ConversationDetails,
     ConversationError,
     ConversationNotFoundError,
     ConversationView,
@@ -1319,7 +1320,15 @@ async def check_decide_allow_deny_and_refusals(host: ConversationHost) -> None:
         {"command": "echo decided"},
         "execute",
     )
-    details = await bob.get_conversation(conversation_id)
+    # Stored as waiting a moment after its request is streamed (one store transaction).
+    found: list[ConversationDetails] = []
+
+    async def listed() -> bool:
+        found[:] = [await bob.get_conversation(conversation_id)]
+        return bool(found[0].pending_requests)
+
+    await _until(listed, "the request in the conversation's details")
+    details = found[0]
     assert details.is_running and details.active_run_id == accepted.run_id
     (pending,) = details.pending_requests
     assert (pending.request_id, pending.kind, pending.run_id) == (
