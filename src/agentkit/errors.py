@@ -53,8 +53,10 @@ __all__ = [
     "QueuedPromptStartedError",
     "RecordExistsError",
     "RecordNotFoundError",
+    "RequestAlreadyDecidedError",
     "RequestDecidedError",
     "RequestError",
+    "RequestNotFoundError",
     "ResumeError",
     "RoomAccessError",
     "RoomAgentError",
@@ -445,6 +447,17 @@ class AgentExistsError(ConversationError, ValueError):
 
 class RunNotFoundError(ConversationError, LookupError):
     """The conversation has no run with this id."""
+
+
+class RequestAlreadyDecidedError(ConversationError, RequestDecidedError):
+    """The run's request was decided (or answered, or ended by its deadline) already:
+    the first decision won (the conversations API's `RequestDecidedError`)."""
+
+
+class RequestNotFoundError(ConversationError, UnknownRequestError):
+    """The run waits on no request of this id (never asked, or of the other kind: a
+    question is answered, a permission decided): the conversations API's
+    `UnknownRequestError`."""
 
 
 class QueuedPromptNotFoundError(ConversationError, LookupError):

@@ -591,3 +591,64 @@ def test_attach_uploads_a_file_and_attaches_it_to_the_next_prompt(
             ]
 
     assert anyio.run(turns) == [[str(stored)], []]
+
+
+# --- a person in the loop -------------------------------------------------------------------
+
+
+def _add_gate_agent(db: str) -> None:
+    """A machine agent whose Bash calls need consent (the `default` permission mode)."""
+
+    async def go() -> None:
+        async with Machine(store=db, provider="test") as machine:
+            owner = (await machine.list_members())[0]
+            await machine.client(owner).create_agent(
+                AgentDefinition(name="gate", tools=("Bash", "AskUserQuestion"))
+            )
+
+    anyio.run(go)
+
+
+def test_a_permission_request_is_asked_inline_and_always_is_remembered(
+    python: str, env: dict[str, str], db: str, tmp_path: Path
+) -> None:
+    token = _add(python, env, db, "ada")
+    _add_gate_agent(db)
+    echo = {"tool_calls": [{"name": "Bash", "input": {"command": "echo inline"}}]}
+    question = {"question": "Which day?", "options": ["Monday", "Friday"]}
+    ask = {"tool_calls": [{"name": "AskUserQuestion", "input": {"questions": [question]}}]}
+    script = _script(
+        tmp_path,
+        echo,
+        {"text": "denied"},
+        echo,
+        {"text": "ran"},
+        echo,
+        {"text": "again"},
+        ask,
+        {"text": "booked"},
+    )
+    done = _chat(
+        python,
+        env,
+        *_scripted(db, token, script),
+        "--agent",
+        "gate",
+        "--new",
+        "approvals",
+        # no, then always (after an answer it cannot read), then nobody is asked, then 2.
+        stdin="one\nn\ntwo\nmaybe\na\nthree\nfour\n2\n",
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count('Allow Bash {"command": "echo inline"}? [y]es / [n]o / [a]lways') == 3
+    lines = done.stdout.splitlines()
+    assert lines[:3] == [
+        '[tool] Bash {"command": "echo inline"}',
+        "[tool error] permission denied: denied by the user",
+        "denied",
+    ]
+    assert lines[3:6] == ['[tool] Bash {"command": "echo inline"}', "[result] inline", "ran"]
+    assert lines[6:9] == ['[tool] Bash {"command": "echo inline"}', "[result] inline", "again"]
+    assert "? Which day?" in done.stderr and "  2. Friday" in done.stderr
+    assert lines[-2:] == ['[result] {"q1": "Friday"}', "booked"]
+    assert "Traceback" not in done.stderr

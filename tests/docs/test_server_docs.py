@@ -98,6 +98,18 @@ def test_the_metrics_session_runs(tmp_path: Path) -> None:
     assert int(lines[-1]) >= 10  # the listener's families, each with its help
 
 
+def test_the_people_in_the_loop_session_runs(tmp_path: Path) -> None:
+    out = _run_session("server.md", "People in the loop", tmp_path)
+    lines = out.splitlines()
+    assert lines[:3] == [
+        '["permission","Bash",{"command":"echo approved"}]',
+        "202",
+        "request_decided",
+    ]
+    assert "event: permission_request" in lines and "event: permission_decision" in lines
+    assert "event: tool_result" in lines and "event: completed" in lines
+
+
 def test_the_rooms_extension_session_runs(tmp_path: Path) -> None:
     out = _run_session("rooms.md", "Over HTTP, and extensions", tmp_path)
     assert '"positions":[1]' in out

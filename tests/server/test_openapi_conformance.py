@@ -532,3 +532,70 @@ def test_busy_prompts_and_the_queue_answer_what_the_document_says(
     assert hidden["error"]["code"] == "conversation_not_found"
     now = answered("POST", runs, template, 202, json={"prompt": "say now", "ifBusy": "interrupt"})
     assert now["status"] == "running"
+
+
+def test_every_answer_of_decisions_and_answers_is_documented(
+    server: Served, http: httpx.Client, document: dict[str, Any]
+) -> None:
+    """202, 403, 404, 409 and 422 (an unknown request, a bad field) of `.../decisions` and
+    `.../answers`; the details' `pendingRequests` and the follow's request parts fit their
+    schemas."""
+    gate = {"tools": ["Bash", "AskUserQuestion"], "permissionMode": "default"}
+    assert http.put("/v1/agents/gate", json=gate).status_code in (200, 201)
+    conversation = http.post(
+        "/v1/conversations", json={"agent": "gate", "visibility": "shared"}
+    ).json()["id"]
+    runs = f"/v1/conversations/{conversation}/runs"
+    decisions = "/v1/conversations/{id}/runs/{run_id}/decisions"
+    answers_route = "/v1/conversations/{id}/runs/{run_id}/answers"
+    follow = "/v1/conversations/{id}/runs/{run_id}/events"
+
+    def asked(prompt: str) -> tuple[str, dict[str, Any]]:
+        run_id = http.post(runs, json={"prompt": prompt}).json()["runId"]
+        path = f"{runs}/{run_id}/events"
+        with http.stream("GET", path) as stream:
+            schema = document["paths"][follow]["get"]["responses"]["200"]["content"]
+            for event in sse_events(stream):
+                option = next(
+                    o
+                    for o in schema["text/event-stream"]["schema"]["anyOf"]
+                    if event["event"] in o["properties"]["event"]["enum"]
+                )
+                _validate(document, option["properties"]["data"]["contentSchema"], event["data"])
+                if event["event"] in ("permission_request", "question"):
+                    return run_id, event["data"]["part"]
+        raise AssertionError("the run ended without asking")
+
+    run_id, request = asked("bash echo documented")
+    details = http.get(f"/v1/conversations/{conversation}")
+    assert_documented(document, "GET", "/v1/conversations/{id}", details)
+    assert details.json()["pendingRequests"][0]["requestId"] == request["requestId"]
+    path = decisions.format(id=conversation, run_id=run_id)
+    allow = {"requestId": request["requestId"], "decision": "allow"}
+    viewer = server.add_member("decision-viewer", "viewer")
+    checked: list[tuple[httpx.Response, int, str | None]] = [
+        (http.post(path, json={**allow, "decision": "later"}), 422, "invalid"),
+        (http.post(path, json={**allow, "requestId": "nope"}), 422, "request_not_found"),
+        (http.post(path, json=allow, headers=bearer(viewer)), 403, "access_denied"),
+        (http.post(decisions.format(id="nope", run_id=run_id), json=allow), 404, None),
+        (http.post(decisions.format(id=conversation, run_id="nope"), json=allow), 404, None),
+        (http.post(path, json=allow), 202, None),
+        (http.post(path, json=allow), 409, "request_decided"),
+    ]
+    with http.stream("GET", f"{runs}/{run_id}/events") as stream:  # to its end
+        assert list(sse_events(stream))[-1]["event"] == "completed"
+    question_run, question = asked("ask Documented?")
+    answer_path = answers_route.format(id=conversation, run_id=question_run)
+    body = {"requestId": question["requestId"], "answers": {"q1": "yes"}}
+    checked += [
+        (http.post(answer_path, json={"answers": {}}), 422, "invalid"),
+        (http.post(answer_path, json=body, headers=bearer(viewer)), 403, "access_denied"),
+        (http.post(answer_path, json=body), 202, None),
+        (http.post(answer_path, json=body), 409, "request_decided"),
+    ]
+    for answer, status, code in checked:
+        assert answer.status_code == status, answer.text
+        if code is not None:
+            assert answer.json()["error"]["code"] == code
+        template = answers_route if "/answers" in str(answer.url) else decisions
+        assert_documented(document, "POST", template, answer)

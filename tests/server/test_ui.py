@@ -243,6 +243,52 @@ def test_queue_prompts_while_a_run_goes_and_cancel_one(page: Page, machine: Mach
     ]
 
 
+def test_an_approval_card_and_a_questionnaire_are_decided_in_the_page(
+    page: Page, machine: Machine
+) -> None:
+    """A run that waits shows its call (escaped, never run: an input that is markup stays
+    text) with Allow / Deny / Always allow; a question is a form; both go when decided."""
+    gate = {"tools": ["Bash", "AskUserQuestion"], "permissionMode": "default"}
+    assert machine.call("ada", "PUT", "/v1/agents/gate", json=gate).status_code in (200, 201)
+    created = machine.call(
+        "ada", "POST", "/v1/conversations", json={"name": "Approvals", "agent": "gate"}
+    )
+    conversation = created.json()["id"]
+    _sign_in(page, machine, "ada", f"#/conversations/{conversation}")
+    prompt = page.get_by_label("Prompt", exact=True)
+    command = "echo '<img src=x onerror=alert(1)>'"
+    prompt.fill(f"bash {command}")
+    page.get_by_role("button", name="Send").click()
+    card = page.locator(".approval-card")
+    expect(card).to_have_count(1)
+    expect(card.locator("code.tool")).to_have_text("Bash")
+    expect(card.locator(".call-input")).to_contain_text("<img src=x onerror=alert(1)>")
+    expect(card.locator("img")).to_have_count(0)  # text, not markup
+    card.get_by_role("button", name="Always allow").click()
+    expect(card).to_have_count(0)
+    expect(page.locator(".turn.agent").last).to_contain_text("ran", timeout=15_000)
+    expect(page.locator(".turn.agent").last.locator(".permission-decision")).to_contain_text(
+        "Allowed"
+    )
+    details = machine.call("ada", "GET", f"/v1/conversations/{conversation}").json()
+    assert details["pendingRequests"] == [] and not details["isRunning"]
+    # A question: a form with its options as radio buttons.
+    prompt.fill("ask Ship it?")
+    page.get_by_role("button", name="Send").click()
+    form = page.locator(".question-card")
+    expect(form).to_contain_text("Ship it?")
+    form.get_by_label("no").check()
+    _shot(page, "approval")
+    form.get_by_role("button", name="Answer").click()
+    expect(form).to_have_count(0)
+    expect(page.locator(".turn.agent").last).to_contain_text('answered {"q1": "no"}')
+    # Denied from the card: the model is told.
+    prompt.fill("bash echo never")
+    page.get_by_role("button", name="Send").click()
+    page.locator(".approval-card").get_by_role("button", name="Deny").click()
+    expect(page.locator(".turn.agent").last.locator(".tool-result.is-error")).to_have_count(1)
+
+
 def test_upload_a_file_and_send_it_attached(page: Page, machine: Machine, tmp_path: Path) -> None:
     conversation = machine.conversation("bob", "Files")
     _sign_in(page, machine, "bob", f"#/conversations/{conversation}")

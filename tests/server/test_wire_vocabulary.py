@@ -265,3 +265,43 @@ def test_room_answers_and_streams_are_camel_case(rooms_server: Served) -> None:
         assert {"roomId", "lastError"} <= set(answers["agents"]["agents"][0])
         answers["missing"] = http.get("/v1/rooms/nowhere", headers=bearer(owner)).json()
     assert _snake_keys(answers) == []
+
+
+def test_requests_to_a_person_and_their_decisions_are_camel_case(server: Served) -> None:
+    owner = server.add_member("petra", "owner")
+    answers: dict[str, Any] = {}
+    gate = {"tools": ["Bash", "AskUserQuestion"], "permissionMode": "default"}
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+        assert http.put("/v1/agents/gate", json=gate, headers=bearer(owner)).status_code in (
+            200,
+            201,
+        )
+        created = http.post("/v1/conversations", json={"agent": "gate"}, headers=bearer(owner))
+        base = f"/v1/conversations/{created.json()['id']}"
+        for prompt, route in (("bash echo wire", "decisions"), ("ask Wire?", "answers")):
+            run = http.post(f"{base}/runs", json={"prompt": prompt}, headers=bearer(owner))
+            run_id = run.json()["runId"]
+            details = _until(http, base, owner, lambda body: bool(body.get("pendingRequests")))
+            answers[f"{route}-details"] = details
+            request_id = details["pendingRequests"][0]["requestId"]
+            body: dict[str, Any] = {"requestId": request_id}
+            body.update(
+                {"decision": "allow"} if route == "decisions" else {"answers": {"q1": "yes"}}
+            )
+            path = f"{base}/runs/{run_id}/{route}"
+            assert http.post(path, json=body, headers=bearer(owner)).status_code == 202
+            answers[f"{route}-again"] = http.post(path, json=body, headers=bearer(owner)).json()
+            answers[f"{route}-follow"] = _stream(http, f"{base}/runs/{run_id}/events", owner)
+            kinds = {
+                event["part"]["type"] for event in answers[f"{route}-follow"] if "part" in event
+            }
+            assert kinds >= (
+                {"permission_request", "permission_decision"}
+                if route == "decisions"
+                else {"question", "answer"}
+            )
+        refused = http.post(
+            f"{base}/runs/{run_id}/decisions", json={"request_id": "x"}, headers=bearer(owner)
+        )
+        assert refused.status_code == 422, refused.text  # the Python name is not the wire's
+    assert _snake_keys(answers) == []

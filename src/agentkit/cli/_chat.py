@@ -358,11 +358,69 @@ class _Chat:
         try:
             async for event in events:
                 self.out.event(event)
+                await self._answer_request(client, conversation_id, event)
         except ConversationError as exc:
             self.out.end_line()
             _error(str(exc))
         finally:
             self.following = None
+
+    async def _answer_request(
+        self, client: ConversationClient, conversation_id: str, event: FollowEvent
+    ) -> None:
+        """Ask the person at the terminal when the run asks (a permission: allow, deny
+        or always; a question: its answers), and give the run the answer."""
+        from agentkit.cli._ask import ask_answers, ask_permission
+        from agentkit.conversations import (
+            ConversationError,
+            OutputEvent,
+            PermissionRequestPart,
+            QuestionPart,
+        )
+
+        if not isinstance(event, OutputEvent):
+            return
+        part = event.part
+        if not isinstance(part, PermissionRequestPart | QuestionPart):
+            return
+        self.out.end_line()
+        details = await client.get_conversation(conversation_id)
+        run_id = next(
+            (p.run_id for p in details.pending_requests if p.request_id == part.request_id), None
+        )
+        if run_id is None:
+            return  # decided meanwhile (another member, its deadline)
+        try:
+            if isinstance(part, PermissionRequestPart):
+                allow, remember, message = await ask_permission(
+                    self._ask_line, part.tool, part.input
+                )
+                await client.decide(
+                    conversation_id,
+                    run_id,
+                    part.request_id,
+                    allow=allow,
+                    message=message,
+                    remember=remember,
+                )
+            else:
+                answers = await ask_answers(self._ask_line, part.questions, _note)
+                if answers is None:
+                    _note("no answers (the input ended): the run waits for someone to answer")
+                    return
+                await client.answer(conversation_id, run_id, part.request_id, answers)
+        except ConversationError as exc:  # decided by someone else first, say
+            _error(str(exc))
+
+    async def _ask_line(self, prompt: str) -> str | None:
+        """A question's line: its prompt always shown (on standard error), then a line."""
+        print(
+            prompt,
+            end="" if sys.stdin is not None and sys.stdin.isatty() else "\n",
+            file=sys.stderr,
+            flush=True,
+        )
+        return await self._read_line("")
 
     async def _read_line(self, prompt: str) -> str | None:
         """The next line of stdin (`None` at its end), read in a worker thread so that

@@ -3,8 +3,9 @@
 A run whose call needs consent waits for a person. `agentkit run` is that person's only
 way in while it runs; when nobody can be asked (standard input is not a terminal), a run
 must not wait forever: such calls are denied, and questions refused, with a message that
-says how to allow them. Asking on an interactive terminal is `ask_on_terminal`: it is not
-there yet, so a terminal is treated like no terminal for now.
+says how to allow them. On an interactive terminal the person there is asked
+(`ask_on_terminal`): allow, deny, or always (the same call again in this command runs
+without asking), and a questionnaire's questions one by one.
 """
 
 from __future__ import annotations
@@ -32,11 +33,49 @@ def nobody_to_ask(tool: str) -> str:
 
 
 def ask_on_terminal() -> PermissionHandler | None:
-    """The handler that asks the person at the terminal (allow / deny / always), when
-    standard input is one. Not there yet: `None`, and such calls are denied like when
-    nobody is at a terminal. (The run's `permission_request` events are what it answers,
-    through `Runtime.decide`.)"""
-    return None
+    """The handler that asks the person at the terminal (allow / deny / always): the
+    question on standard error, the answer a line of standard input. "always" allows the
+    same call (tool and input) again in this command without asking."""
+    import json
+
+    from agentkit.cli._ask import ask_permission
+
+    always: set[str] = set()
+
+    async def decide(request: PermissionRequest) -> Allow | Deny | Ask:
+        key = json.dumps([request.tool, request.input], sort_keys=True, default=str)
+        if key in always:
+            return Allow()
+        allow, remember, message = await ask_permission(_terminal_line, request.tool, request.input)
+        if not allow:
+            return Deny(message or "denied by the user")
+        if remember:
+            always.add(key)
+        return Allow()
+
+    return decide
+
+
+async def _terminal_line(prompt: str) -> str | None:
+    """`prompt` on standard error, then a line of standard input (`None` at its end)."""
+    import anyio
+
+    print(prompt, end="", file=sys.stderr, flush=True)
+    line = await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
+    return line or None
+
+
+async def _terminal_answers(questions: list[dict[str, Any]], ctx: ToolContext) -> Any:
+    """A questionnaire answered at the terminal."""
+    from agentkit.cli._ask import ask_answers
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    answers = await ask_answers(_terminal_line, questions, say)
+    if answers is None:
+        raise ToolError("the user did not answer (the input ended)")
+    return answers
 
 
 def attach_consent(runtime: Runtime) -> None:
@@ -64,4 +103,5 @@ def attach_consent(runtime: Runtime) -> None:
 
     runtime.permission_handler = decide
     if "questionnaire" not in runtime.services:
-        runtime.services = {**runtime.services, "questionnaire": questionnaire}
+        service = _terminal_answers if terminal is not None else questionnaire
+        runtime.services = {**runtime.services, "questionnaire": service}

@@ -216,6 +216,14 @@ exit codes:
         "interrupted once it expires, by the next server on the database (default: 30)",
     )
     serve.add_argument(
+        "--request-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="seconds a run's request to a person (a permission to decide, a question to "
+        "answer) waits before it is ended as denied (default: until someone decides)",
+    )
+    serve.add_argument(
         "--poll-interval",
         type=float,
         default=1.0,
@@ -318,6 +326,8 @@ def serve_command(args: argparse.Namespace) -> int:
     ):
         if not 0 < value <= 86_400:
             raise UsageError(f"{option} must be a number of seconds above 0")
+    if args.request_timeout is not None and not 0 < args.request_timeout <= 31_536_000:
+        raise UsageError("--request-timeout must be a number of seconds above 0")
     if not 1 <= args.max_connections <= 1_000_000:
         raise UsageError("--max-connections must be between 1 and 1000000")
     if args.heartbeat_interval >= args.lease_duration:
@@ -388,6 +398,7 @@ def serve_command(args: argparse.Namespace) -> int:
             lease_duration=args.lease_duration,
             poll_interval=args.poll_interval,
             budget=budget,
+            request_timeout=args.request_timeout,
         )
     except (ValueError, OSError) as exc:
         sock.close()

@@ -20,11 +20,13 @@ from pydantic import TypeAdapter, ValidationError
 from agentkit._internal.callbacks import call_logged
 from agentkit.client._transport import Dropped, Transport, Unreachable, page_query
 from agentkit.client.contract import (
+    ANSWER_REQUEST,
     CANCEL_CONVERSATION,
     CANCEL_QUEUED,
     CONVERSATION_ID_HEADER,
     CREATE_CONVERSATION,
     CREATE_RUN,
+    DECIDE_REQUEST,
     DELETE_AGENT,
     DELETE_CONVERSATION,
     FOLLOW_RUN,
@@ -524,6 +526,57 @@ class RemoteMachine(ConversationClient):
             CANCEL_QUEUED, {"queued_id": queued_id}, conversation_id=conversation_id
         )
 
+    async def decide(
+        self,
+        conversation_id: str,
+        run_id: str,
+        request_id: str,
+        *,
+        allow: bool,
+        message: str | None = None,
+        updated_input: dict[str, Any] | None = None,
+        remember: bool = False,
+    ) -> None:
+        """Decide a waiting run's permission request (see
+        [`ConversationClient.decide`][agentkit.conversations.ConversationClient.decide]):
+        one request; its errors are the in-process client's."""
+        if not isinstance(allow, bool):
+            raise ConversationError("allow: must be True or False")
+        body: dict[str, Any] = {"requestId": request_id, "decision": "allow" if allow else "deny"}
+        if message is not None:
+            body["message"] = message
+        if updated_input is not None:
+            body["updatedInput"] = updated_input
+        if remember:
+            body["remember"] = remember
+        await self._request(
+            DECIDE_REQUEST,
+            await self._run_path(conversation_id, run_id),
+            conversation_id=conversation_id,
+            body=body,
+        )
+
+    async def answer(
+        self, conversation_id: str, run_id: str, request_id: str, answers: Any
+    ) -> None:
+        """Answer a waiting run's question (see
+        [`ConversationClient.answer`][agentkit.conversations.ConversationClient.answer])."""
+        await self._request(
+            ANSWER_REQUEST,
+            await self._run_path(conversation_id, run_id),
+            conversation_id=conversation_id,
+            body={"requestId": request_id, "answers": answers},
+        )
+
+    async def _run_path(self, conversation_id: str, run_id: str) -> dict[str, str]:
+        """The path values naming run `run_id` (an id no route holds: no such run)."""
+        if not isinstance(run_id, str) or not run_id or len(run_id) > 200:
+            await self.get_conversation(conversation_id)  # a hidden one says so first
+            raise RunNotFoundError(
+                f"conversation {conversation_id!r} has no run {str(run_id)[:200]!r}"
+            )
+        return {"run_id": run_id}
+
     async def upload(
         self, file: str | os.PathLike[str] | bytes, *, filename: str | None = None
     ) -> UploadedFile:
@@ -726,7 +779,7 @@ def _accepted(body: Any) -> PromptAccepted:
     """A started run's answer: the ended run (with `wait`, when it ended), else the
     accepted one."""
     if isinstance(body, dict) and body.get("status") not in (None, "running", "queued"):
-        return RunResult.model_validate(body)
+        return RunResult.model_validate(body)  # it ended: its final status
     return PromptAccepted.model_validate(body)
 
 

@@ -267,6 +267,49 @@ class ConversationClient(Protocol):
         other clients' changes, until the returned function is called."""
         ...
 
+    async def decide(
+        self,
+        conversation_id: str,
+        run_id: str,
+        request_id: str,
+        *,
+        allow: bool,
+        message: str | None = None,
+        updated_input: dict[str, Any] | None = None,
+        remember: bool = False,
+    ) -> None:
+        """Decide a waiting run's permission request (`view.pending_requests`, or a
+        `permission_request` part); anyone who may prompt the conversation may. Returns
+        once the decision is stored; the run goes on (follow it). See
+        docs/human-in-the-loop.md.
+
+        Args:
+            allow: Whether the call may run; denied, the model is told
+                `permission denied: <message>`.
+            message: Why it is denied (at most 10,000 characters).
+            updated_input: With `allow`, the input the call runs with instead.
+            remember: With `allow`, allow later calls matching this one in the
+                conversation without asking.
+
+        Raises:
+            AccessDeniedError: The member is a viewer.
+            ConversationNotFoundError: No such conversation (or not visible).
+            RunNotFoundError: The conversation has no such run.
+            RequestAlreadyDecidedError: It was decided already (by anyone, anywhere, or
+                by its deadline).
+            RequestNotFoundError: The run waits on no such permission request.
+            ConversationError: A field is not valid (the message names it).
+        """
+        ...
+
+    async def answer(
+        self, conversation_id: str, run_id: str, request_id: str, answers: Any
+    ) -> None:
+        """Answer a waiting run's question (a `question` part, or
+        `view.pending_requests`): `answers` (any JSON, usually `{question id: answer}`,
+        at most 1 MB) become the questionnaire tool's result. Errors as `decide`."""
+        ...
+
     # --- uploads --------------------------------------------------------------------
 
     async def upload(
@@ -395,6 +438,33 @@ class Conversation:
         """Watch the conversation (see
         [`ConversationClient.watch`][agentkit.conversations.ConversationClient.watch])."""
         return await self.client.watch(self.id, callback)
+
+    async def decide(
+        self,
+        run_id: str,
+        request_id: str,
+        *,
+        allow: bool,
+        message: str | None = None,
+        updated_input: dict[str, Any] | None = None,
+        remember: bool = False,
+    ) -> None:
+        """Decide a waiting run's permission request (see
+        [`ConversationClient.decide`][agentkit.conversations.ConversationClient.decide])."""
+        await self.client.decide(
+            self.id,
+            run_id,
+            request_id,
+            allow=allow,
+            message=message,
+            updated_input=updated_input,
+            remember=remember,
+        )
+
+    async def answer(self, run_id: str, request_id: str, answers: Any) -> None:
+        """Answer a waiting run's question (see
+        [`ConversationClient.answer`][agentkit.conversations.ConversationClient.answer])."""
+        await self.client.answer(self.id, run_id, request_id, answers)
 
     async def fork(
         self, *, turn: int | None = None, name: str | None = None

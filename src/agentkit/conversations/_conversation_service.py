@@ -13,6 +13,7 @@ from agentkit.conversations._agent_service import AgentService
 from agentkit.conversations._agents import ROOL
 from agentkit.conversations._client import StopWatch, WatchCallback
 from agentkit.conversations._context import MachineContext
+from agentkit.conversations._decisions import pending_requests
 from agentkit.conversations._errors import ConversationError, InvalidPageError
 from agentkit.conversations._fork import fork_conversation
 from agentkit.conversations._models import (
@@ -114,6 +115,7 @@ class ConversationService:
             active_run_id=active,
             turns=tuple(turns),
             queued=await queued_prompts(store, conversation_id),
+            pending_requests=await pending_requests(self._context.runtime, active),
         )
 
     async def turns(

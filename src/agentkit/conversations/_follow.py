@@ -31,11 +31,17 @@ from agentkit.conversations._errors import (
 )
 from agentkit.conversations._models import FollowEvent, OutputEvent, TextDeltaPart
 from agentkit.conversations._turns import final_of, part_of
-from agentkit.events import ErrorEvent, TextDelta, TurnEnd
+from agentkit.events import (
+    ErrorEvent,
+    PermissionRequestEvent,
+    QuestionEvent,
+    TextDelta,
+    TurnEnd,
+)
 from agentkit.runtime import Run, Runtime
 from agentkit.stores import EventEntry
 
-__all__ = ["follow_run", "guarded"]
+__all__ = ["follow_run", "guarded", "run_entries"]
 
 
 async def follow_run(
@@ -48,13 +54,10 @@ async def follow_run(
     cursor = -1 if after is None else after
     error: str | None = None
     live = run or runtime.get_run(run_id)
-    if live is not None:
-        entries = live.entries(cursor)
-    else:
-        entries = runtime.follow(run_id, cursor, poll_interval=poll_interval)
+    entries = run_entries(runtime, run_id, cursor, poll_interval, live)
     async for entry in entries:
         if isinstance(entry.event, TurnEnd):
-            if live is not None:
+            if live is not None and not live.waiting:  # (a `Run` that went on elsewhere waits)
                 # Once its ending is stored too: a caller that prompts again as soon
                 # as it has the final event finds the conversation idle.
                 outcome = await live.wait()
@@ -73,6 +76,38 @@ async def follow_run(
         part = part_of(event)
         if part is not None:
             yield OutputEvent(offset=entry.offset, part=part)
+
+
+async def run_entries(
+    runtime: Runtime, run_id: str, cursor: int, poll_interval: float, live: Run | None
+) -> AsyncGenerator[EventEntry, None]:
+    """Run `run_id`'s entries after `cursor`: of `live` (held by this runtime) while it
+    runs here; once it waits for a person, wherever it goes on (`Runtime.follow`: here
+    when decided here, else from the store and the live relay), since a decision given
+    through another process resumes it there and this process's `Run` sees no more."""
+    while True:
+        if live is None:
+            async for entry in runtime.follow(run_id, cursor, poll_interval=poll_interval):
+                yield entry
+            return
+        asked = False
+        async for entry in live.entries(cursor):
+            cursor = entry.offset
+            yield entry
+            if isinstance(entry.event, PermissionRequestEvent | QuestionEvent):
+                asked = True
+                break
+        if not asked:
+            return
+        # Stored waiting in a moment (it is not held here once it is), or decided here
+        # (its log goes on); then read wherever it goes on. The core signals neither,
+        # and it is a store transaction away: looked at every 10 ms.
+        while True:
+            if runtime.get_run(run_id) is not live or len(live) > cursor + 1 or live.done:
+                break
+            await anyio.sleep(0.01)
+        if live.waiting:  # not decided here (yet): read it from the store
+            live = None
 
 
 _PART_FIELDS = shared_fields_set(("text",))

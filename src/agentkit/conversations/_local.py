@@ -250,6 +250,35 @@ class LocalClient(ConversationClient):
     async def watch(self, conversation_id: str, callback: WatchCallback) -> StopWatch:
         return await self._conversations.watch(self._member, conversation_id, callback)
 
+    async def decide(
+        self,
+        conversation_id: str,
+        run_id: str,
+        request_id: str,
+        *,
+        allow: bool,
+        message: str | None = None,
+        updated_input: dict[str, Any] | None = None,
+        remember: bool = False,
+    ) -> None:
+        await self._runs.decisions.decide(
+            self._member,
+            conversation_id,
+            run_id,
+            request_id,
+            allow=allow,
+            message=message,
+            updated_input=updated_input,
+            remember=remember,
+        )
+
+    async def answer(
+        self, conversation_id: str, run_id: str, request_id: str, answers: Any
+    ) -> None:
+        await self._runs.decisions.answer(
+            self._member, conversation_id, run_id, request_id, answers
+        )
+
     async def upload(
         self, file: str | os.PathLike[str] | bytes, *, filename: str | None = None
     ) -> UploadedFile:

@@ -9,6 +9,7 @@ those services bound to a member.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import AsyncIterator, Iterable, Sequence
 from pathlib import Path
@@ -22,6 +23,7 @@ from agentkit.conversations._agents import ROOL, with_machine_context, working_d
 from agentkit.conversations._attachments import DEFAULT_ATTACHMENT_ROOTS, normalise_roots
 from agentkit.conversations._context import MachineContext
 from agentkit.conversations._conversation_service import ConversationService
+from agentkit.conversations._decisions import conversation_spec
 from agentkit.conversations._errors import MemberError
 from agentkit.conversations._local import LocalClient
 from agentkit.conversations._members import Members
@@ -135,6 +137,9 @@ class Machine:
             another process sharing the store).
         budget: The most model calls and tokens one run may use (see `Runtime`'s
             `budget`; by default 100 model calls and 2,000,000 tokens).
+        request_timeout: Seconds a run's request to a person (a permission to decide, a
+            question to answer) waits before it is ended as denied; `None` (the
+            default): until someone decides (see docs/human-in-the-loop.md).
 
     Leaving the `async with` block stops the watches and cancels the runs still going
     (they end `cancelled`, with what they had produced).
@@ -159,6 +164,7 @@ class Machine:
         lease_duration: float = 30.0,
         poll_interval: float = 1.0,
         budget: RunBudget | None = None,
+        request_timeout: float | None = None,
     ) -> None:
         roots = normalise_roots(attachment_roots)
         self._configured: dict[str, AgentSpec] = {}
@@ -182,6 +188,7 @@ class Machine:
             heartbeat_interval=heartbeat_interval,
             lease_duration=lease_duration,
             budget=budget,
+            request_timeout=request_timeout,
         )
         """The runtime every conversation run runs in."""
         self._context = MachineContext(self.runtime, roots, poll_interval)
@@ -195,6 +202,11 @@ class Machine:
         """The conversations: created, read, changed, deleted and watched by members."""
         self.runs = RunService(self._context, access, self.agents)
         """The conversations' runs: prompted, followed and cancelled by members."""
+        # A waiting run resumed with no member deciding (its deadline passed) goes on
+        # with its conversation's agent, which the runtime does not register.
+        self.runtime.agent_resolver = functools.partial(
+            conversation_spec, self.runtime.store, self.agents
+        )
         self.uploads = UploadService(
             access,
             [Path(os.path.abspath(os.fspath(root))) for root in attachment_roots],

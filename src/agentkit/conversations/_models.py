@@ -17,6 +17,7 @@ from agentkit.spec import ModelSelection, PermissionMode, ReasoningEffort
 __all__ = [
     "AgentDefinition",
     "AgentInfo",
+    "AnswerPart",
     "AttachmentPart",
     "ConversationDetails",
     "ConversationSummary",
@@ -29,7 +30,11 @@ __all__ = [
     "Member",
     "OutputEvent",
     "Part",
+    "PendingRequestInfo",
+    "PermissionDecisionPart",
+    "PermissionRequestPart",
     "PromptAccepted",
+    "QuestionPart",
     "QueuedPrompt",
     "Role",
     "TextDeltaPart",
@@ -120,14 +125,75 @@ class TextDeltaPart(_Model):
     text: str
 
 
+class PermissionRequestPart(_Model):
+    """A call that waits for a person's consent: decide it (`client.decide`) by its
+    `request_id`; `deadline` (seconds since the epoch) is when it is ended as denied."""
+
+    type: Literal["permission_request"] = "permission_request"
+    request_id: str
+    tool_call_id: str
+    tool: str
+    input: dict[str, Any]
+    effect: Literal["read", "edit", "execute"]
+    deadline: float | None = None
+
+
+class PermissionDecisionPart(_Model):
+    """How a permission request was decided (`rule`: the allow rule remembered)."""
+
+    type: Literal["permission_decision"] = "permission_decision"
+    request_id: str
+    decision: Literal["allow", "deny"]
+    message: str | None = None
+    remember: bool = False
+    rule: str | None = None
+
+
+class QuestionPart(_Model):
+    """Questions put to a person (`{"id", "question", "options"?, "multiple"?}` each):
+    answer them (`client.answer`) by `request_id`."""
+
+    type: Literal["question"] = "question"
+    request_id: str
+    tool_call_id: str
+    questions: tuple[dict[str, Any], ...]
+    deadline: float | None = None
+
+
+class AnswerPart(_Model):
+    """The answers a question got (`error` instead when nobody answered in time)."""
+
+    type: Literal["answer"] = "answer"
+    request_id: str
+    answers: Any = None
+    error: str | None = None
+
+
 TurnPart: TypeAlias = Annotated[
-    TextPart | AttachmentPart | ToolCallPart | ToolResultPart | JsonPart,
+    TextPart
+    | AttachmentPart
+    | ToolCallPart
+    | ToolResultPart
+    | JsonPart
+    | PermissionRequestPart
+    | PermissionDecisionPart
+    | QuestionPart
+    | AnswerPart,
     Field(discriminator="type"),
 ]
 """A saved part of a turn, discriminated on `type`."""
 
 Part: TypeAlias = Annotated[
-    TextPart | AttachmentPart | ToolCallPart | ToolResultPart | JsonPart | TextDeltaPart,
+    TextPart
+    | AttachmentPart
+    | ToolCallPart
+    | ToolResultPart
+    | JsonPart
+    | PermissionRequestPart
+    | PermissionDecisionPart
+    | QuestionPart
+    | AnswerPart
+    | TextDeltaPart,
     Field(discriminator="type"),
 ]
 """Any output part, live `text_delta` included."""
@@ -197,6 +263,31 @@ class QueuedPrompt(_Model):
     error: str | None = None
 
 
+class PendingRequestInfo(_Model):
+    """What a waiting run asks a person for (see docs/human-in-the-loop.md).
+
+    Attributes:
+        request_id: What to decide (`client.decide`) or answer (`client.answer`).
+        run_id: The waiting run.
+        kind: `permission` (decide it) or `question` (answer it).
+        tool: The tool the call is for; `tool_call_id` the call.
+        input: The call's input (a permission).
+        effect: `read`, `edit` or `execute` (a permission).
+        questions: The questions (a question).
+        deadline: When it is ended as denied (seconds since the epoch), if ever.
+    """
+
+    request_id: str
+    run_id: str
+    kind: Literal["permission", "question"]
+    tool: str
+    tool_call_id: str
+    input: dict[str, Any] | None = None
+    effect: str | None = None
+    questions: tuple[dict[str, Any], ...] | None = None
+    deadline: float | None = None
+
+
 class ConversationDetails(_Model):
     """`get()`: a conversation's metadata and its saved turns.
 
@@ -222,6 +313,9 @@ class ConversationDetails(_Model):
     turns: tuple[Turn, ...] = ()
     queued: tuple[QueuedPrompt, ...] = ()
     """The prompts waiting for the running run to end, in the order they will run."""
+    pending_requests: tuple[PendingRequestInfo, ...] = ()
+    """What the running run waits on a person for (it is `waiting`; `is_running` stays
+    true: the run has not ended, and the conversation takes no other prompt meanwhile)."""
 
 
 class PromptAccepted(_Model):
@@ -276,6 +370,8 @@ class ConversationView(_Model):
         output: The running run's output so far, live text merged into text parts.
         is_running: Whether a run is going.
         queued: The prompts waiting for the running run to end, in order.
+        pending_requests: What the running run waits on a person for: it is waiting
+            (`is_running` stays true) until someone decides or answers.
         loading: True only for the first view, before the initial read.
         error: The current watch failure (a store that does not answer, a conversation
             deleted or no longer visible), else `None`.
@@ -286,6 +382,7 @@ class ConversationView(_Model):
     is_running: bool = False
     active_run_id: str | None = None
     queued: tuple[QueuedPrompt, ...] = ()
+    pending_requests: tuple[PendingRequestInfo, ...] = ()
     loading: bool = False
     error: str | None = None
 

@@ -24,6 +24,7 @@ from agentkit.conversations._agent_service import AgentService
 from agentkit.conversations._agents import fingerprint_of, run_spec
 from agentkit.conversations._attachments import check_attachments
 from agentkit.conversations._context import MachineContext
+from agentkit.conversations._decisions import Decisions
 from agentkit.conversations._errors import (
     AttachmentError,
     ConversationBusyError,
@@ -44,6 +45,7 @@ from agentkit.conversations._results import (
 )
 from agentkit.conversations._stream import RunStream
 from agentkit.conversations._turns import (
+    GOING,
     INTERRUPTED_REASON,
     OutputBuffer,
     active_run,
@@ -82,6 +84,8 @@ class RunService:
         self._stopping: set[str] = set()  # runs another process asked to stop
         self.queue = PromptQueue(context, access, self._start_queued)
         """The conversations' queued prompts (`if_busy="enqueue"`)."""
+        self.decisions = Decisions(context, access, agents, self._runs.get, self._went_on)
+        """A person's decisions and answers to the runs' requests (`decide`, `answer`)."""
 
     async def prompt(
         self,
@@ -292,7 +296,7 @@ class RunService:
                 transcript = await store.load_transcript(conversation_id)
                 length, last = len(transcript), transcript[-1] if transcript else None
             runs = [run for run in stored_runs if run.id not in meta.dropped]
-            if any(run.status == "running" for run in runs):
+            if any(run.status in GOING for run in runs):  # waiting for a person too
                 raise _busy(conversation_id)
             if still_queued is not None and not await still_queued():
                 return None
@@ -372,6 +376,10 @@ class RunService:
         if active is None or (run_id is not None and active.id != run_id):
             return False
         run = self._context.runtime.get_run(active.id)
+        if run is None and active.status == "waiting":
+            # It waits for a person and runs nowhere: its request is withdrawn here
+            # (recorded as denied, "the run was cancelled") and it ends here, cancelled.
+            run = await self.decisions.withdraw(conversation_id, active.id)
         if run is None:
             # Executed by another process sharing the store, or by one that died.
             return await self._cancel_elsewhere(active.id)
@@ -436,6 +444,15 @@ class RunService:
                     if run is not None and not run.done and run_id not in self._stopping:
                         self._stopping.add(run_id)
                         group.start_soon(self._stop_for_another, run)
+
+    def _went_on(self, run: Run) -> None:
+        """A run goes on here after a person's decision: kept with this machine's runs,
+        and what is queued behind it starts once it ends."""
+        kept = self._runs.get(run.id)
+        if kept is run:
+            return  # this machine started it: its `drain_after` waits for it already
+        self._keep(run)
+        self._context.task_group().start_soon(self.queue.drain_after, run)
 
     def _keep(self, run: Run) -> None:
         if len(self._runs) >= _KEPT_RUNS:
@@ -561,7 +578,7 @@ class RunService:
                     changes.take()
                     await notifications.publish([f"{_CANCEL_TOPIC}\n{run_id}"])
                     record = await context.store.get_run(run_id)
-                    if record is None or record.status != "running":
+                    if record is None or record.status not in GOING:
                         # Ended: the owner says so once it has kept what the run
                         # streamed; a run ended otherwise (its process died) gets one
                         # more look.
@@ -572,7 +589,7 @@ class RunService:
         record = await context.store.get_run(run_id)
         if record is not None:
             context.changes.changed(record.session_id)
-        return record is None or record.status != "running"
+        return record is None or record.status not in GOING
 
     async def _stop_for_another(self, run: Run) -> None:
         try:

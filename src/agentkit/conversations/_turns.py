@@ -12,11 +12,15 @@ from collections.abc import Iterable, Sequence
 from agentkit.conversations._errors import TurnNotFoundError
 from agentkit.conversations._meta import ConversationMeta
 from agentkit.conversations._models import (
+    AnswerPart,
     AttachmentPart,
     FinalEvent,
     FinalStatus,
     JsonPart,
     Part,
+    PermissionDecisionPart,
+    PermissionRequestPart,
+    QuestionPart,
     TextDeltaPart,
     TextPart,
     ToolCallPart,
@@ -28,6 +32,10 @@ from agentkit.conversations._models import (
 from agentkit.events import (
     AgentMessage,
     ErrorEvent,
+    PermissionDecisionEvent,
+    PermissionRequestEvent,
+    QuestionAnswerEvent,
+    QuestionEvent,
     StructuredOutput,
     Text,
     TextDelta,
@@ -39,6 +47,7 @@ from agentkit.events import (
 from agentkit.stores import EventEntry, RunRecord, Store
 
 __all__ = [
+    "GOING",
     "INTERRUPTED_REASON",
     "OutputBuffer",
     "active_run",
@@ -51,6 +60,10 @@ __all__ = [
 
 INTERRUPTED_REASON = "interrupted: its process stopped"
 """The core's reason for a run ended because its lease expired (its process died)."""
+
+GOING = frozenset({"running", "waiting"})
+"""The statuses of a run that has not ended: a `waiting` run (it waits for a person) is
+going too: its conversation is busy, followers keep reading, watch shows its output."""
 
 _SUBMIT = "submit_output"  # the engine's structured-output tool: shown as a `json` part
 
@@ -83,6 +96,37 @@ def part_of(event: AgentMessage) -> Part | None:
         )
     if isinstance(event, StructuredOutput):
         return JsonPart(value=event.payload)
+    return _request_part(event)
+
+
+def _request_part(event: AgentMessage) -> Part | None:
+    """The part of a request to a person, or of its decision (see `_decisions`)."""
+    if isinstance(event, PermissionRequestEvent):
+        return PermissionRequestPart(
+            request_id=event.request_id,
+            tool_call_id=event.tool_use_id,
+            tool=event.tool_name,
+            input=event.input,
+            effect=event.effect,
+            deadline=event.deadline,
+        )
+    if isinstance(event, PermissionDecisionEvent):
+        return PermissionDecisionPart(
+            request_id=event.request_id,
+            decision=event.decision,
+            message=event.message,
+            remember=event.remember,
+            rule=event.rule,
+        )
+    if isinstance(event, QuestionEvent):
+        return QuestionPart(
+            request_id=event.request_id,
+            tool_call_id=event.tool_use_id,
+            questions=tuple(event.questions),
+            deadline=event.deadline,
+        )
+    if isinstance(event, QuestionAnswerEvent):
+        return AnswerPart(request_id=event.request_id, answers=event.answers, error=event.error)
     return None
 
 
@@ -99,8 +143,8 @@ def final_of(end: TurnEnd, error: str | None, offset: int) -> FinalEvent:
 
 
 def turn_status(record: RunRecord) -> TurnStatus:
-    """An agent turn's status from its run's record."""
-    if record.status == "running":
+    """An agent turn's status from its run's record (a waiting run's is `running`)."""
+    if record.status in GOING:
         return "running"
     if record.status == "completed":
         return "completed"
@@ -206,7 +250,7 @@ async def build_turns(
         skip_user = after == user_turn_id(runs[index].id)
         runs = runs[index if skip_user else index + 1 :]
     for record in runs:
-        if record.status == "running":
+        if record.status in GOING:
             active = record.id
         if count is not None and len(turns) >= count:
             continue  # still looking for the running run
@@ -218,7 +262,7 @@ async def build_turns(
             entry = meta.runs.get(record.id)
             turns.append(_user_turn(record, prompt, entry.attachments if entry else ()))
         skip_user = False
-        if record.status != "running":
+        if record.status not in GOING:
             turns.append(_agent_turn(record, entries, meta.partials.get(record.id, "")))
     if count is not None:
         del turns[count:]
@@ -226,9 +270,9 @@ async def build_turns(
 
 
 async def active_run(store: Store, conversation_id: str) -> RunRecord | None:
-    """The conversation's running run, if one is going."""
+    """The conversation's run that is going (running, or waiting for a person), if one is."""
     runs = await store.list_runs(conversation_id)
-    return next((run for run in reversed(runs) if run.status == "running"), None)
+    return next((run for run in reversed(runs) if run.status in GOING), None)
 
 
 def error_of(entries: Iterable[EventEntry]) -> str | None:

@@ -18,9 +18,16 @@ import anyio
 from agentkit._internal.callbacks import call_logged
 from agentkit.conversations._client import WatchCallback
 from agentkit.conversations._errors import AccessDeniedError, ConversationNotFoundError
+from agentkit.conversations._follow import run_entries
 from agentkit.conversations._models import (
+    AnswerPart,
     ConversationDetails,
     ConversationView,
+    Part,
+    PendingRequestInfo,
+    PermissionDecisionPart,
+    PermissionRequestPart,
+    QuestionPart,
     QueuedPrompt,
     Turn,
     TurnPart,
@@ -67,6 +74,7 @@ class Watch:
         self._last: ConversationView | None = None
         self._turns: tuple[Turn, ...] = ()
         self._queued: tuple[QueuedPrompt, ...] = ()
+        self._pending: tuple[PendingRequestInfo, ...] = ()
         self._changes: Subscription
 
     def stop(self) -> None:
@@ -99,6 +107,7 @@ class Watch:
             await anyio.sleep(self._poll_interval)
             return True
         self._turns, self._queued = details.turns, details.queued
+        self._pending = details.pending_requests
         active = details.active_run_id
         if active is None:
             await self._deliver(ConversationView(turns=self._turns, queued=self._queued))
@@ -113,10 +122,12 @@ class Watch:
         async with anyio.create_task_group() as group:
             # Changed through this machine (cancelled, deleted): read the turns again.
             group.start_soon(_cancel_when_set, signal, group.cancel_scope)
-            entries = self._runtime.follow(run_id, poll_interval=self._poll_interval)
+            runtime = self._runtime
+            entries = run_entries(runtime, run_id, -1, self._poll_interval, runtime.get_run(run_id))
             async for entry in entries:
                 part = part_of(entry.event)
                 if part is not None:
+                    self._pending = _pending_after(self._pending, run_id, part)
                     buffer.add(part)
                     await self._deliver(self._running(run_id, buffer.parts))
             group.cancel_scope.cancel()
@@ -138,6 +149,7 @@ class Watch:
             is_running=True,
             active_run_id=run_id,
             queued=self._queued,
+            pending_requests=self._pending,
         )
 
     async def _deliver(self, view: ConversationView) -> None:
@@ -147,6 +159,40 @@ class Watch:
         await call_logged(
             self._callback, view, _logger, "a watch callback of conversation %s failed", self._id
         )
+
+
+def _pending_after(
+    pending: tuple[PendingRequestInfo, ...], run_id: str, part: Part
+) -> tuple[PendingRequestInfo, ...]:
+    """What the run waits for once `part` of its log is read: a request adds itself, its
+    decision (or answers) removes it."""
+    if isinstance(part, PermissionRequestPart):
+        request = PendingRequestInfo(
+            request_id=part.request_id,
+            run_id=run_id,
+            kind="permission",
+            tool=part.tool,
+            tool_call_id=part.tool_call_id,
+            input=part.input,
+            effect=part.effect,
+            deadline=part.deadline,
+        )
+    elif isinstance(part, QuestionPart):
+        request = PendingRequestInfo(
+            request_id=part.request_id,
+            run_id=run_id,
+            kind="question",
+            tool="questionnaire",
+            tool_call_id=part.tool_call_id,
+            questions=part.questions,
+            deadline=part.deadline,
+        )
+    elif isinstance(part, PermissionDecisionPart | AnswerPart):
+        return tuple(kept for kept in pending if kept.request_id != part.request_id)
+    else:
+        return pending
+    others = tuple(kept for kept in pending if kept.request_id != request.request_id)
+    return (*others, request)
 
 
 async def _cancel_when_set(signal: anyio.Event, scope: anyio.CancelScope) -> None:

@@ -545,6 +545,10 @@ async def _suspend(
     run._pending = pending_of(run.id, waiting.request)
     executor.release(run.id)
     executor.suspended(run)
+    if run._cancel_requested and run._decider is not None:
+        # Cancelled while it was being stored waiting (no scope left to cancel, no
+        # request yet to withdraw): withdrawn now, as a cancel of a waiting run is.
+        run._decider.withdraw(run)
     return None
 
 

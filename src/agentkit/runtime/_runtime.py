@@ -78,6 +78,7 @@ from agentkit.stores import (
     SessionNotFoundError,
     SessionRecord,
     Store,
+    WaitingRecord,
     notifications_of,
 )
 from agentkit.tools import Tool, ToolRegistry
@@ -271,6 +272,10 @@ class Runtime:
         # so that their callers' `Run` objects go on when they are decided here.
         self._suspended: dict[str, Run] = {}
         self.request_timeout = request_timeout
+        self.agent_resolver: Callable[[WaitingRecord], Awaitable[AgentSpec | None]] | None = None
+        """How a host whose agents are not registered here (a machine's conversations)
+        finds the spec of a waiting run to resume when no `agent=` is given (its request's
+        deadline passed, say): given the stored waiting run, its spec or `None`."""
         self._group = RunGroup(self._runs)
         self.instance_id = new_id()
         """This runtime's id, recorded as the owner of the runs it executes."""

@@ -37,7 +37,7 @@ from agentkit.spec import AgentSpec
 from agentkit.stores import EventEntry, Store, StoreError, WaitingRecord
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Awaitable, Callable, Mapping
 
     from agentkit.runtime._run import Run
     from agentkit.tools import ToolRegistry
@@ -55,6 +55,7 @@ if TYPE_CHECKING:
         lease_duration: float
         working_dir: Path
         _suspended: dict[str, Run]
+        agent_resolver: Callable[[WaitingRecord], Awaitable[AgentSpec | None]] | None
 
         @property
         def _group(self) -> _Group: ...
@@ -149,6 +150,43 @@ async def request_error(store: Store, run_id: str, request_id: str) -> Exception
     return UnknownRequestError(f"run {run_id!r} has no request {request_id!r}")
 
 
+_SUSPEND_WAIT = 10.0  # seconds a decision waits for a run that asked to be stored waiting
+_UNASKED_WAIT = 2.0  # of which, for a running run whose request is not stored yet
+
+
+async def _once_suspended(store: Store, run_id: str, request_id: str) -> WaitingRecord | None:
+    """The run's waiting record once the run that made request `request_id` is stored
+    waiting: a reader of its live events (relayed from the process executing it) sees the
+    request before the run is stored as `waiting`, and may decide at once. `None` when the
+    run does not wait on it (decided already, never asked, ended)."""
+    deadline = time.monotonic() + _SUSPEND_WAIT
+    unasked_until = time.monotonic() + _UNASKED_WAIT
+    while time.monotonic() < deadline:
+        run = await store.get_run(run_id)
+        if run is None or run.status != "running":
+            break
+        entries = await store.read_events(run_id)
+        asked = any(
+            isinstance(e.event, PermissionRequestEvent | QuestionEvent)
+            and e.event.request_id == request_id
+            for e in entries
+        )
+        answered = any(
+            isinstance(e.event, PermissionDecisionEvent | QuestionAnswerEvent)
+            and e.event.request_id == request_id
+            for e in entries
+        )
+        if answered or (not asked and time.monotonic() > unasked_until):
+            break
+        # The run is being stored waiting, its request with it (a transaction away).
+        await anyio.sleep(0.02)
+        record = await store.get_waiting(run_id)
+        if record is not None and record.request_id == request_id:
+            return record
+    record = await store.get_waiting(run_id)
+    return record if record is not None and record.request_id == request_id else None
+
+
 def _decision_event(
     record: WaitingRecord, resumption: Resumption, rule: str | None
 ) -> AgentMessage:
@@ -217,6 +255,8 @@ async def resume(
     store = runtime.store
     record = await store.get_waiting(run_id)
     if record is None or record.request_id != request_id:
+        record = await _once_suspended(store, run_id, request_id)
+    if record is None:
         raise await request_error(store, run_id, request_id)
     resumption: Resumption = resumption_of(record)
     if resumption.kind != record.state.get("kind"):
@@ -227,6 +267,8 @@ async def resume(
         )
     held = runtime._suspended.get(run_id)
     spec = agent or (held.spec if held is not None else runtime.agents.get(record.agent_id))
+    if spec is None and runtime.agent_resolver is not None:
+        spec = await runtime.agent_resolver(record)
     if spec is None:
         raise AgentNotFoundError(
             f"run {run_id!r} is of agent {record.agent_id!r}, which is not registered here: "
@@ -303,7 +345,11 @@ class RequestSweeper:
             _logger.warning("could not read the overdue requests: %s", exc)
             return resumed
         for record in overdue:
-            if record.agent_id not in runtime.agents and record.run_id not in runtime._suspended:
+            if (
+                record.agent_id not in runtime.agents
+                and record.run_id not in runtime._suspended
+                and runtime.agent_resolver is None
+            ):
                 continue  # left to a runtime that knows its agent
             timeout = record.state.get("timeout")
             within = f"{timeout:g} seconds" if isinstance(timeout, int | float) else "time"

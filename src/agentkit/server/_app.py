@@ -29,6 +29,7 @@ from agentkit.client import contract
 from agentkit.client.contract import Operation
 from agentkit.conversations import Machine
 from agentkit.server import _conversations as c
+from agentkit.server import _decisions as decisions
 from agentkit.server import _metrics
 from agentkit.server import _rooms as r
 from agentkit.server import _runs as runs
@@ -69,6 +70,8 @@ MEMBER_HANDLERS: dict[Operation, Handler] = {
     contract.WATCH_CONVERSATION: c.watch_conversation,
     contract.FORK_CONVERSATION: c.fork_conversation,
     contract.CANCEL_QUEUED: c.cancel_queued,
+    contract.DECIDE_REQUEST: decisions.decide_request,
+    contract.ANSWER_REQUEST: decisions.answer_request,
     contract.UPLOAD_FILE: uploads.upload_file,
     contract.LIST_ROOMS: r.list_rooms,
     contract.CREATE_ROOM: r.create_room,

@@ -24,9 +24,11 @@ from agentkit.spec import ReasoningEffort
 
 __all__ = [
     "AgentList",
+    "AnswerRequest",
     "CancelResult",
     "ConversationList",
     "CreateConversation",
+    "DecisionRequest",
     "ErrorBody",
     "ErrorDetail",
     "ForkRequest",
@@ -96,6 +98,27 @@ class ForkRequest(_Body):
 
     turn: int | None = Field(None, ge=0, le=1_000_000_000, strict=True)  # never `true`
     name: str | None = Field(None, max_length=200)
+
+
+class DecisionRequest(_Body):
+    """`POST .../runs/{run_id}/decisions`: decide a waiting run's permission request.
+    `message` (with `deny`) is what the model is told; `updatedInput` (with `allow`) the
+    input the call runs with instead; `remember` (with `allow`) allows later matching
+    calls in the conversation without asking."""
+
+    request_id: str = Field(min_length=1, max_length=200)
+    decision: Literal["allow", "deny"]
+    message: str | None = Field(None, max_length=10_000)
+    updated_input: dict[str, Any] | None = None
+    remember: bool = False
+
+
+class AnswerRequest(_Body):
+    """`POST .../runs/{run_id}/answers`: answer a waiting run's question; `answers` (any
+    JSON, usually `{question id: answer}`) become the questionnaire tool's result."""
+
+    request_id: str = Field(min_length=1, max_length=200)
+    answers: Any
 
 
 class CancelResult(_Body):

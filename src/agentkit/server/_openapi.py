@@ -29,9 +29,11 @@ from agentkit.conversations import (
 from agentkit.rooms import RoomInfo, RoomRun, WorkerStatus
 from agentkit.server._bodies import (
     AgentList,
+    AnswerRequest,
     CancelResult,
     ConversationList,
     CreateConversation,
+    DecisionRequest,
     ErrorBody,
     ForkRequest,
     Health,
@@ -88,6 +90,8 @@ _WRITE: tuple[type[BaseModel], ...] = (
     RunRequest,
     UpdateConversation,
     ForkRequest,
+    DecisionRequest,
+    AnswerRequest,
     CreateRoom,
     GrantBody,
     PublishBody,
@@ -234,6 +238,49 @@ def _operation(
         )
     described["responses"] = responses
     return described
+
+
+def _decision_operations(
+    forbidden: dict[str, Any], conversation: dict[str, Any], run: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Deciding a waiting run's permission request, answering its question."""
+    missing = _error("No such conversation or run (or not visible).")
+    decided = _error("The request was decided already (`request_decided`).")
+    return [
+        _operation(
+            operation,
+            summary,
+            {
+                "202": {"description": "Stored: the run goes on (follow it)."},
+                "403": forbidden,
+                "404": missing,
+                "409": decided,
+                "422": _error(
+                    "A field is not valid (`field` names it), or the run waits on no such "
+                    f"{kind} (`request_not_found`)."
+                ),
+            },
+            body=body,
+            parameters=[conversation, run],
+        )
+        for operation, summary, body, kind in (
+            (
+                contract.DECIDE_REQUEST,
+                "Decide a waiting run's permission request: `allow` runs the call, `deny` "
+                "tells the model `permission denied: <message>`; `remember` (with allow) "
+                "allows later matching calls in the conversation (owners and editors).",
+                DecisionRequest,
+                "permission request",
+            ),
+            (
+                contract.ANSWER_REQUEST,
+                "Answer a waiting run's question: `answers` become the questionnaire "
+                "tool's result (owners and editors).",
+                AnswerRequest,
+                "question",
+            ),
+        )
+    ]
 
 
 _RUN_ANSWERS = (
@@ -589,6 +636,7 @@ def openapi_document() -> dict[str, Any]:
             },
             parameters=[conversation, _path("queued_id", "The queued prompt's id.")],
         ),
+        *_decision_operations(forbidden, conversation, run),
         _upload_operation(forbidden),
         *_room_operations(forbidden),
         *_run_operations(),

@@ -55,6 +55,7 @@ from agentkit.conversations import (
     AttachmentError,
     ConversationBusyError,
     ConversationClient,
+    ConversationDetails,
     ConversationError,
     ConversationNotFoundError,
     ConversationView,
@@ -65,13 +66,20 @@ from agentkit.conversations import (
     Machine,
     MachineAgentNotFoundError,
     OutputEvent,
+    PermissionDecisionPart,
+    PermissionRequestPart,
+    QuestionPart,
     QueuedPromptNotFoundError,
     QueuedPromptStartedError,
+    RequestAlreadyDecidedError,
+    RequestNotFoundError,
     Role,
+    RunNotFoundError,
     RunResult,
     TextDeltaPart,
     TextPart,
     ToolCallPart,
+    ToolResultPart,
     UploadError,
     Visibility,
 )
@@ -133,6 +141,8 @@ class _ConformanceProvider:
     - `slow <n>`: streams `n` words, 20 ms apart;
     - `hang`: streams `partial answer` and then never finishes;
     - `bash <command>`: runs `<command>` with the `Bash` tool, then answers `ran`;
+    - `ask <question>`: asks `<question>` (options `yes` and `no`) with the
+      questionnaire tool, then answers `answered <the tool's result>`;
     - `json`: submits `{"answer": "forty-two"}` through the structured-output tool;
     - `effort`: answers `effort=<the request's reasoning effort>`;
     - `system`: answers the system prompt's lines that contain `MARK`;
@@ -169,6 +179,15 @@ class _ConformanceProvider:
             yield usage
             yield Stop("tool_use")
             return
+        if command == "ask" and not after_tool:
+            question = {"id": "q1", "question": argument, "options": ["yes", "no"]}
+            call = ToolCall(
+                id="call_ask", name="AskUserQuestion", arguments={"questions": [question]}
+            )
+            yield ToolCallChunk(call)
+            yield usage
+            yield Stop("tool_use")
+            return
         if command == "json" and not after_tool:
             call = ToolCall(id="call_json", name="submit_output", arguments={"answer": "forty-two"})
             yield ToolCallChunk(call)
@@ -189,6 +208,9 @@ class _ConformanceProvider:
             text = argument
         elif command == "bash":
             text = "ran"
+        elif command == "ask":
+            result = request.messages[-1]
+            text = f"answered {result.content if isinstance(result, ToolResultMessage) else ''}"
         elif command == "effort":
             text = f"effort={request.reasoning_effort}"
         elif command == "system":
@@ -1254,6 +1276,166 @@ async def check_run_without_a_conversation(host: ConversationHost) -> None:
     await _expect(AccessDeniedError, vic.run("rool", "say x"), "a viewer's run")
     await _expect(AccessDeniedError, vic.stream_run("rool", "say x"), "a viewer's stream")
     assert await vic.list_conversations() == []
+
+
+async def _request_part(
+    client: ConversationClient, conversation_id: str, run_id: str
+) -> PermissionRequestPart | QuestionPart:
+    """The request the run waits on, read from its follow (a waiting run's follow does
+    not end: it is left once the request is read)."""
+    with anyio.fail_after(_TIMEOUT):
+        events = client.follow(conversation_id, run_id)
+        async with contextlib.aclosing(events):  # type: ignore[type-var]
+            async for event in events:
+                if isinstance(event, OutputEvent) and isinstance(
+                    event.part, PermissionRequestPart | QuestionPart
+                ):
+                    return event.part
+    raise AssertionError(f"run {run_id} ended without asking")
+
+
+async def _gate(host: ConversationHost) -> tuple[ConversationClient, str]:
+    """An owner, and a shared conversation whose agent's Bash calls need consent."""
+    owner = await host.client("olga", "owner")
+    await owner.create_agent(
+        AgentDefinition(name="gate", tools=("Bash", "AskUserQuestion"), permission_mode="default")
+    )
+    conversation = await owner.create_conversation(agent="gate", visibility="shared")
+    return owner, conversation.id
+
+
+@_check
+async def check_decide_allow_deny_and_refusals(host: ConversationHost) -> None:
+    """A waiting run shows its request (follow, details) and keeps the conversation
+    busy; an editor decides it (a viewer may not: 403; a conversation or run it cannot
+    see: 404; an unknown request: 422; a decided one: 409); denied, the model is told."""
+    olga, conversation_id = await _gate(host)
+    bob = await host.client("bob", "editor")
+    vic = await host.client("vic", "viewer")
+    accepted = await olga.prompt(conversation_id, "bash echo decided")
+    request = await _request_part(olga, conversation_id, accepted.run_id)
+    assert isinstance(request, PermissionRequestPart)
+    assert (request.tool, request.input, request.effect) == (
+        "Bash",
+        {"command": "echo decided"},
+        "execute",
+    )
+    # Stored as waiting a moment after its request is streamed (one store transaction).
+    found: list[ConversationDetails] = []
+
+    async def listed() -> bool:
+        found[:] = [await bob.get_conversation(conversation_id)]
+        return bool(found[0].pending_requests)
+
+    await _until(listed, "the request in the conversation's details")
+    details = found[0]
+    assert details.is_running and details.active_run_id == accepted.run_id
+    (pending,) = details.pending_requests
+    assert (pending.request_id, pending.kind, pending.run_id) == (
+        request.request_id,
+        "permission",
+        accepted.run_id,
+    )
+    await _expect(ConversationBusyError, bob.prompt(conversation_id, "say x"), "a waiting run")
+    run_id, request_id = accepted.run_id, request.request_id
+    await _expect(
+        AccessDeniedError,
+        vic.decide(conversation_id, run_id, request_id, allow=True),
+        "a viewer's decision",
+    )
+    await _expect(
+        ConversationNotFoundError,
+        bob.decide("no-such-conversation", run_id, request_id, allow=True),
+        "a decision in a conversation it cannot see",
+    )
+    mine = await bob.create_conversation()
+    await _expect(
+        RunNotFoundError,
+        bob.decide(mine.id, run_id, request_id, allow=True),
+        "a decision on another conversation's run",
+    )
+    await _expect(
+        RequestNotFoundError,
+        bob.decide(conversation_id, run_id, "no-such-request", allow=True),
+        "an unknown request",
+    )
+    await _expect(
+        RequestNotFoundError,
+        bob.answer(conversation_id, run_id, request_id, {"q1": "yes"}),
+        "answering a permission request",
+    )
+    await bob.decide(conversation_id, run_id, request_id, allow=True)
+    await _expect(
+        RequestAlreadyDecidedError,
+        olga.decide(conversation_id, run_id, request_id, allow=False),
+        "a second decision",
+    )
+    events = await _follow(olga, conversation_id, run_id)
+    assert isinstance(events[-1], FinalEvent) and events[-1].status == "completed"
+    kinds = [e.part.type for e in events if isinstance(e, OutputEvent)]
+    assert kinds.index("permission_request") < kinds.index("permission_decision")
+    assert kinds.index("permission_decision") < kinds.index("tool_result")
+    result = next(
+        e.part for e in events if isinstance(e, OutputEvent) and isinstance(e.part, ToolResultPart)
+    )
+    assert result.output == "decided\n" and not result.is_error
+    assert (await olga.get_conversation(conversation_id)).pending_requests == ()
+    # Denied: the model gets the message as the tool's error, and the run completes.
+    denied = await olga.prompt(conversation_id, "bash echo never")
+    request = await _request_part(olga, conversation_id, denied.run_id)
+    await olga.decide(
+        conversation_id, denied.run_id, request.request_id, allow=False, message="not now"
+    )
+    events = await _follow(olga, conversation_id, denied.run_id)
+    result = next(
+        e.part for e in events if isinstance(e, OutputEvent) and isinstance(e.part, ToolResultPart)
+    )
+    assert result.is_error and result.output == "permission denied: not now"
+    assert isinstance(events[-1], FinalEvent) and events[-1].status == "completed"
+
+
+@_check
+async def check_answer_remember_and_cancel_waiting(host: ConversationHost) -> None:
+    """A question is answered (the answers are the tool's result); `remember` allows the
+    same call later without asking; a waiting run is cancelled like a running one."""
+    olga, conversation_id = await _gate(host)
+    asked = await olga.prompt(conversation_id, "ask Ready?")
+    question = await _request_part(olga, conversation_id, asked.run_id)
+    assert isinstance(question, QuestionPart)
+    assert question.questions[0]["question"] == "Ready?"
+    await _expect(
+        RequestNotFoundError,
+        olga.decide(conversation_id, asked.run_id, question.request_id, allow=True),
+        "deciding a question",
+    )
+    await olga.answer(conversation_id, asked.run_id, question.request_id, {"q1": "yes"})
+    events = await _follow(olga, conversation_id, asked.run_id)
+    assert _text(events) == 'answered {"q1": "yes"}'
+    remembered = await olga.prompt(conversation_id, "bash echo kept")
+    request = await _request_part(olga, conversation_id, remembered.run_id)
+    await olga.decide(
+        conversation_id, remembered.run_id, request.request_id, allow=True, remember=True
+    )
+    events = await _follow(olga, conversation_id, remembered.run_id)
+    decision = next(
+        e.part
+        for e in events
+        if isinstance(e, OutputEvent) and isinstance(e.part, PermissionDecisionPart)
+    )
+    assert decision.remember and decision.rule == "Bash(echo kept)"
+    events = await _run(olga, conversation_id, "bash echo kept")  # no one is asked again
+    assert not any(
+        isinstance(e, OutputEvent) and isinstance(e.part, PermissionRequestPart) for e in events
+    )
+    assert _text(events) == "ran"
+    waiting = await olga.prompt(conversation_id, "bash echo cancelled")
+    await _request_part(olga, conversation_id, waiting.run_id)
+    assert await olga.cancel(conversation_id)
+    events = await _follow(olga, conversation_id, waiting.run_id)
+    assert isinstance(events[-1], FinalEvent) and events[-1].status == "cancelled"
+    details = await olga.get_conversation(conversation_id)
+    assert not details.is_running and details.pending_requests == ()
+    assert _text(await _run(olga, conversation_id, "say again")) == "again"
 
 
 CONVERSATION_CHECKS: Mapping[str, ConversationCheck] = dict(_checks)

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         rooms_exception,
     )
     from agentkit.client.contract._routes import (
+        ANSWER_REQUEST,
         CANCEL_CONVERSATION,
         CANCEL_DELEGATION,
         CANCEL_QUEUED,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
         CREATE_CONVERSATION,
         CREATE_ROOM,
         CREATE_RUN,
+        DECIDE_REQUEST,
         DELEGATE,
         DELETE_AGENT,
         DELETE_CONVERSATION,
@@ -147,6 +149,8 @@ _EXPORTS: dict[str, str] = {
     "VIEW_EVENT": "agentkit.client.contract._sse",
     "WATCH_CONVERSATION": "agentkit.client.contract._routes",
     "CANCEL_QUEUED": "agentkit.client.contract._routes",
+    "ANSWER_REQUEST": "agentkit.client.contract._routes",
+    "DECIDE_REQUEST": "agentkit.client.contract._routes",
     "carried_error": "agentkit.client.contract._errors",
     "code_for_exception": "agentkit.client.contract._errors",
     "conversations_exception": "agentkit.client.contract._errors",
@@ -159,6 +163,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "ANSWER_REQUEST",
     "CANCEL_CONVERSATION",
     "CANCEL_DELEGATION",
     "CANCEL_QUEUED",
@@ -167,6 +172,7 @@ __all__ = [
     "CREATE_CONVERSATION",
     "CREATE_ROOM",
     "CREATE_RUN",
+    "DECIDE_REQUEST",
     "DELEGATE",
     "DELETE_AGENT",
     "DELETE_CONVERSATION",

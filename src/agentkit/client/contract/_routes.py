@@ -13,6 +13,7 @@ from typing import Literal
 from urllib.parse import quote
 
 __all__ = [
+    "ANSWER_REQUEST",
     "CANCEL_CONVERSATION",
     "CANCEL_DELEGATION",
     "CANCEL_QUEUED",
@@ -21,6 +22,7 @@ __all__ = [
     "CREATE_CONVERSATION",
     "CREATE_ROOM",
     "CREATE_RUN",
+    "DECIDE_REQUEST",
     "DELEGATE",
     "DELETE_AGENT",
     "DELETE_CONVERSATION",
@@ -147,6 +149,12 @@ FORK_CONVERSATION = Operation("forkConversation", "POST", "/v1/conversations/{id
 """A new private conversation holding a copy of a conversation's first turns."""
 CANCEL_QUEUED = Operation("cancelQueued", "DELETE", "/v1/conversations/{id}/queue/{queued_id}")
 """Remove a queued prompt from a conversation's queue."""
+DECIDE_REQUEST = Operation(
+    "decideRequest", "POST", "/v1/conversations/{id}/runs/{run_id}/decisions"
+)
+"""Decide a waiting run's permission request (allow or deny)."""
+ANSWER_REQUEST = Operation("answerRequest", "POST", "/v1/conversations/{id}/runs/{run_id}/answers")
+"""Answer a waiting run's question."""
 
 UPLOAD_FILE = Operation("uploadFile", "POST", "/v1/files")
 """Store a file in the caller's upload folder, to attach to a prompt by its path."""
@@ -220,6 +228,8 @@ OPERATIONS: tuple[Operation, ...] = (
     WATCH_CONVERSATION,
     FORK_CONVERSATION,
     CANCEL_QUEUED,
+    DECIDE_REQUEST,
+    ANSWER_REQUEST,
     UPLOAD_FILE,
     LIST_ROOMS,
     CREATE_ROOM,

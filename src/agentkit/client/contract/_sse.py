@@ -30,6 +30,10 @@ FOLLOW_EVENT_NAMES: dict[str, str] = {
     "tool_result": "tool_result",
     "json": "structured_output",
     "attachment": "attachment",
+    "permission_request": "permission_request",
+    "permission_decision": "permission_decision",
+    "question": "question",
+    "answer": "answer",
 }
 """The event name of each output part of a run's stream, by the part's type: the core
 event type it comes from. A run's final event is named by its status (`completed`,

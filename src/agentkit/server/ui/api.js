@@ -54,7 +54,8 @@ export async function api(method, path, body) {
   const response = await fetch(path, init);
   if (!response.ok) throw await failure(response);
   if (response.status === 204) return null;
-  return response.json();
+  const text = await response.text(); // a 202 of a decision has no body
+  return text ? JSON.parse(text) : null;
 }
 
 /**

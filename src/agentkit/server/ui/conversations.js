@@ -7,6 +7,7 @@
 // tab, another member) is shown live through the conversation's watch stream instead.
 
 import { api, follow, upload } from "./api.js";
+import { Approvals } from "./approvals.js";
 import { announce, errorLine, field, fill, h, message, pretty, when } from "./dom.js";
 import { forkButton } from "./fork.js";
 
@@ -40,6 +41,35 @@ export function renderPart(part) {
         { class: "part json-part" },
         h("figcaption", {}, "Structured output"),
         h("pre", { class: "json" }, pretty(part.value)),
+      );
+    case "permission_request":
+      return h(
+        "details",
+        { class: "part permission-request" },
+        h("summary", {}, "Asked to allow ", h("code", {}, part.tool)),
+        h("pre", { class: "json" }, pretty(part.input)),
+      );
+    case "permission_decision":
+      return h(
+        "div",
+        { class: `part permission-decision decision-${part.decision}` },
+        h("span", { class: "badge" }, part.decision === "allow" ? "Allowed" : "Denied"),
+        part.rule ? [" always: ", h("code", {}, part.rule)] : null,
+        part.message ? ` · ${part.message}` : null,
+      );
+    case "question":
+      return h(
+        "details",
+        { class: "part question" },
+        h("summary", {}, "Asked: ", (part.questions ?? []).map((q) => q.question).join(" · ")),
+        h("pre", { class: "json" }, pretty(part.questions)),
+      );
+    case "answer":
+      return h(
+        "details",
+        { class: "part answer" },
+        h("summary", {}, part.error ? `Not answered: ${part.error}` : "Answered"),
+        h("pre", { class: "json" }, pretty(part.answers)),
       );
     case "attachment":
       return h("div", { class: "part attachment" }, h("span", { class: "badge" }, "Attachment"), " ", h("code", {}, part.path));
@@ -203,6 +233,8 @@ async function chatView(chat, id, { me, signal }) {
   // While a run is going, a prompt can wait its turn: `ifBusy: enqueue`.
   const queue = h("button", { type: "button", class: "secondary", disabled: true }, "Queue");
   const queued = h("ol", { class: "queued", "aria-label": "Queued prompts" });
+  // What a waiting run asks the members: approval cards and questionnaires.
+  const approvals = new Approvals(base, canWrite);
   let liveTurn = null; // the <li> of the running run's output, while there is one
   let following = null; // the AbortController of the stream of the running run
 
@@ -257,6 +289,7 @@ async function chatView(chat, id, { me, signal }) {
     title.textContent = details.name;
     renderTurns();
     renderQueued(details.queued ?? []);
+    approvals.show(details.pendingRequests ?? []);
   }
 
   function startLive(runId, saved) {
@@ -337,6 +370,7 @@ async function chatView(chat, id, { me, signal }) {
         }
         output.offset = data.offset;
         output.add(data.part);
+        approvals.add(runId, data.part);
         sessionStorage.setItem(LIVE_KEY(id), JSON.stringify(output.state(runId)));
         return false;
       },
@@ -362,6 +396,7 @@ async function chatView(chat, id, { me, signal }) {
         if (view.isRunning && view.activeRunId === runId) {
           output.replace(view.output.map((part) => ({ ...part })));
           renderQueued(view.queued ?? []);
+          approvals.show(view.pendingRequests ?? []);
           return false;
         }
         return true;
@@ -446,9 +481,10 @@ async function chatView(chat, id, { me, signal }) {
     }
   });
 
-  fill(chat, h("header", { class: "chat-head" }, title, settings()), turns, queued, composer);
+  fill(chat, h("header", { class: "chat-head" }, title, settings()), turns, approvals.element, queued, composer);
   renderTurns();
   renderQueued(details.queued ?? []);
+  approvals.show(details.pendingRequests ?? []);
 
   function settings() {
     const meta = h("p", { class: "meta" }, `Agent ${details.agent} · created by ${details.creator} · `, h("span", { class: `badge visibility-${details.visibility}` }, details.visibility));
