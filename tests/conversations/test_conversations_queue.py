@@ -7,44 +7,21 @@ and interrupt checks, and `tests/server/test_busy_served.py`."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
-import anyio
 import pytest
 
 from agentkit.conversations import (
     MAX_QUEUED,
     ConversationBusyError,
-    ConversationView,
     LocalClient,
     Machine,
 )
 from agentkit.testing import conformance_provider
+from support.views import view_where
 
 pytestmark = pytest.mark.anyio
-
-TIMEOUT = 30.0
-
-
-async def _view_where(
-    client: LocalClient, conversation_id: str, done: Callable[[ConversationView], bool]
-) -> ConversationView:
-    found: list[ConversationView] = []
-    reached = anyio.Event()
-
-    def deliver(view: ConversationView) -> None:
-        if not reached.is_set() and not view.loading and done(view):
-            found.append(view)
-            reached.set()
-
-    stop = await client.watch(conversation_id, deliver)
-    try:
-        with anyio.fail_after(TIMEOUT):
-            await reached.wait()
-    finally:
-        stop()
-    return found[0]
 
 
 @pytest.fixture
@@ -80,7 +57,7 @@ async def test_a_queued_prompt_that_may_no_longer_run_is_dropped(
     await machine.remove_member("cy")
     attached.unlink()
     assert await conversation.cancel()
-    view = await _view_where(ada, conversation.id, lambda v: len(v.turns) == 4 and not v.is_running)
+    view = await view_where(ada, conversation.id, lambda v: len(v.turns) == 4 and not v.is_running)
     assert view.turns[2].run_id == kept.run_id and view.turns[3].text == "ada"
     dropped = {q.id: q for q in view.queued}
     assert list(dropped) == [demoted.run_id, removed.run_id, gone.run_id]
@@ -121,7 +98,7 @@ async def test_a_machine_reopened_starts_what_was_queued(tmp_path: Path) -> None
     # closed: its run ended cancelled, and nothing queued started
     async with Machine(**options) as machine:  # type: ignore[arg-type]
         ada = machine.client(await machine.member("ada"))
-        view = await _view_where(
+        view = await view_where(
             ada, conversation.id, lambda v: len(v.turns) == 6 and not v.is_running
         )
     assert [t.run_id for t in view.turns[2::2]] == [q.run_id for q in queued]

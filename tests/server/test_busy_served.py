@@ -12,40 +12,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import anyio
 import httpx
 import pytest
 
 from agentkit.client import RemoteMachine
-from agentkit.conversations import ConversationClient, ConversationView
+from agentkit.conversations import ConversationView
 from agentkit.stores import PostgresStore
 from support.pg import postgres_url
 from support.serve_process import ServeProcess
+from support.views import view_where
 
 # Short leases: a killed server's run ends about a second after the restart.
 SERVE_ARGS = ["--lease-duration", "1", "--heartbeat-interval", "0.2", "--poll-interval", "0.2"]
-TIMEOUT = 30.0
-
-
-async def _view_where(
-    client: ConversationClient, conversation_id: str, done: Callable[[ConversationView], bool]
-) -> ConversationView:
-    """The first view of the conversation's watch for which `done` holds."""
-    found: list[ConversationView] = []
-    reached = anyio.Event()
-
-    def deliver(view: ConversationView) -> None:
-        if not reached.is_set() and not view.loading and done(view):
-            found.append(view)
-            reached.set()
-
-    stop = await client.watch(conversation_id, deliver)
-    try:
-        with anyio.fail_after(TIMEOUT):
-            await reached.wait()
-    finally:
-        stop()
-    return found[0]
 
 
 def _settled(turns: int) -> Callable[[ConversationView], bool]:
@@ -81,7 +59,7 @@ async def test_queued_prompts_run_after_a_sigkill_and_a_restart(tmp_path: Path) 
     second = ServeProcess(tmp_path / "b", db=str(first.db), args=SERVE_ARGS)
     try:
         async with RemoteMachine(second.url, token) as ada:
-            view = await _view_where(ada, conversation.id, _settled(8))
+            view = await view_where(ada, conversation.id, _settled(8))
     finally:
         second.stop()
     assert [t.run_id for t in view.turns[::2]] == [running.run_id] + [q.run_id for q in queued]
@@ -112,7 +90,7 @@ async def test_two_servers_start_each_queued_prompt_once(tmp_path: Path) -> None
                 assert [q.status for q in queued] == ["queued"] * 6
                 # cancelled through the other server: both drain from then on
                 assert await via_b.cancel(conversation_id)
-                view = await _view_where(via_b, conversation_id, _settled(14))
+                view = await view_where(via_b, conversation_id, _settled(14))
         finally:
             for server in servers:
                 server.stop()
